@@ -1,0 +1,123 @@
+"""The memory record, its ids, and the rules for trigger tags.
+
+A memory is a piece of what the agent should know. An *action rule* is a memory
+with a `trigger:<action>` tag: it is found by the action it governs, not by topic.
+This module is shared by the store, the protocol and the CLI; it imports nothing
+of theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from enum import StrEnum
+
+import msgspec
+
+TRIGGER_PREFIX = "trigger:"
+MAX_ACTION_LENGTH = 64
+MAX_CONTENT_BYTES = 64 * 1024
+
+
+class MemoryType(StrEnum):
+    """What kind of memory a record is."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    CORRECTION = "correction"
+    PREFERENCE = "preference"
+
+
+class Memory(msgspec.Struct, kw_only=True, frozen=True):
+    """One stored memory.
+
+    `agent` and `project` are its scope: a memory scoped to an agent is seen only
+    by that agent, one scoped to a project directory only from inside it.
+    Times are Unix seconds.
+    """
+
+    id: str
+    content: str
+    memory_type: MemoryType = MemoryType.SEMANTIC
+    tags: tuple[str, ...] = ()
+    agent: str | None = None
+    project: str | None = None
+    created_at: float
+    valid_until: float | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The actions this memory is a rule for (its trigger tags, normalized)."""
+        return tuple(
+            tag[len(TRIGGER_PREFIX) :] for tag in self.tags if tag.startswith(TRIGGER_PREFIX)
+        )
+
+    @property
+    def is_live(self) -> bool:
+        """False once superseded."""
+        return self.superseded_by is None
+
+
+class InvalidInputError(ValueError):
+    """Input a user can fix: the message says what was wrong and what to do."""
+
+
+# Crockford's base32: no I, L, O, U, so ids survive being read aloud or retyped.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_id(now: float | None = None) -> str:
+    """A 26-character ULID: 48 bits of milliseconds then 80 random bits.
+
+    Ids sort by creation time, so ids double as a tie-breaker after `created_at`.
+    """
+    millis = int((time.time() if now is None else now) * 1000)
+    value = (millis << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def normalize_action(action: str) -> str:
+    """The canonical form of an action name: stripped and lower-cased.
+
+    Raises:
+        InvalidInputError: the name is empty, blank, too long or has control characters.
+    """
+    name = action.strip().lower()
+    if not name:
+        raise InvalidInputError("an action name cannot be empty; use e.g. 'git-commit'")
+    if len(name) > MAX_ACTION_LENGTH:
+        raise InvalidInputError(
+            f"action name is {len(name)} characters long; the limit is {MAX_ACTION_LENGTH}"
+        )
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise InvalidInputError(
+            f"action name {action!r} contains whitespace or control characters; "
+            "use a single word like 'git-commit'"
+        )
+    return name
+
+
+def normalize_tag(tag: str) -> str:
+    """Trigger tags are normalized (`trigger:Git-Commit` -> `trigger:git-commit`); others kept.
+
+    Raises:
+        InvalidInputError: a trigger tag names an unusable action, or the tag is empty.
+    """
+    stripped = tag.strip()
+    if not stripped:
+        raise InvalidInputError("a tag cannot be empty")
+    if stripped.lower().startswith(TRIGGER_PREFIX):
+        return TRIGGER_PREFIX + normalize_action(stripped[len(TRIGGER_PREFIX) :])
+    return stripped
+
+
+def trigger_tag(action: str) -> str:
+    """The tag that makes a memory a rule for `action`."""
+    return TRIGGER_PREFIX + normalize_action(action)

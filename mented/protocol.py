@@ -1,0 +1,290 @@
+"""The wire protocol between the daemon and its clients.
+
+Every message travels in one frame on a Unix stream socket::
+
+    +----------------------+------------------------------------+
+    | length (4 bytes, BE) | body: `length` bytes of UTF-8 JSON  |
+    +----------------------+------------------------------------+
+
+The length is checked against `MAX_FRAME` before the body is read: a larger
+frame is answered with a `frame_too_large` error and the connection is closed.
+A connection carries any number of request/reply pairs, one at a time.
+
+Requests and replies are JSON objects tagged by their `type` field. They are
+`msgspec.Struct`s collected in the unions `Request` and `Reply`, each with one
+decoder built once. New fields always get defaults, so older clients keep
+working; `PROTOCOL_VERSION` (in the `status` reply) rises when a change would
+break one.
+
+One exception serves the hook shim, which has no JSON library on its hot path:
+the reply to a `hook` request is a frame whose body is the exact bytes the agent
+expects on stdout, possibly empty. It is never an error: any failure is an empty
+body, because the hook must be silent when anything goes wrong.
+
+See docs/protocol.md for an example of every message.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import msgspec
+
+from mented.memory import Memory, MemoryType
+
+PROTOCOL_VERSION = 1
+# Large enough for a hook event carrying a 1 MiB command, small enough that a
+# careless client cannot make the daemon buffer much.
+MAX_FRAME = 4 * 1024 * 1024
+HEADER = struct.Struct(">I")
+
+# --------------------------------------------------------------------- requests
+
+
+class _Request(msgspec.Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True):
+    pass
+
+
+class StatusRequest(_Request, tag="status", kw_only=True):
+    """Health, version and counters of the daemon."""
+
+
+class StoreRequest(_Request, tag="store", kw_only=True):
+    """Store a memory. A `trigger:<action>` tag makes it a rule for that action."""
+
+    content: str
+    memory_type: MemoryType = MemoryType.SEMANTIC
+    tags: list[str] = []
+    agent: str | None = None
+    project: str | None = None
+
+
+class GetRequest(_Request, tag="get", kw_only=True):
+    """One memory by id (or by a unique short handle)."""
+
+    id: str
+
+
+class RecallRequest(_Request, tag="recall_for_action", kw_only=True):
+    """The live rules for an action that the caller may see, newest first, at most `k`."""
+
+    action: str
+    agent: str | None = None
+    cwd: str | None = None
+    k: int = 6
+
+
+class SupersedeRequest(_Request, tag="supersede", kw_only=True):
+    """Replace a rule: the new one inherits tags and scope unless given."""
+
+    id: str
+    content: str
+    tags: list[str] | None = None
+    agent: str | None = None
+    project: str | None = None
+
+
+class HistoryRequest(_Request, tag="history", kw_only=True):
+    """The whole supersession chain of a memory, oldest first."""
+
+    id: str
+
+
+class ForgetRequest(_Request, tag="forget", kw_only=True):
+    """Remove a memory and its index entries."""
+
+    id: str
+
+
+class ListRequest(_Request, tag="list", kw_only=True):
+    """Memories matching filters, newest first.
+
+    With `action` set this is exactly `recall_for_action` (unless
+    `include_superseded`). `agent`/`cwd` name the caller for visibility; when
+    absent, no visibility filter applies on that axis.
+    """
+
+    action: str | None = None
+    agent: str | None = None
+    cwd: str | None = None
+    tag: str | None = None
+    memory_type: MemoryType | None = None
+    rules_only: bool = False
+    include_superseded: bool = False
+    limit: int | None = None
+
+
+class HookRequest(_Request, tag="hook", kw_only=True):
+    """An agent's hook event, passed through verbatim by the shim.
+
+    The reply is a raw frame: the bytes for the agent's stdout (see module doc).
+    """
+
+    agent: str
+    event: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class LogRequest(_Request, tag="log", kw_only=True):
+    """The most recent hook fires, newest first."""
+
+    n: int = 20
+
+
+class ReloadRequest(_Request, tag="reload", kw_only=True):
+    """Re-read the config file (action table, hook settings)."""
+
+
+class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
+    """Stop the daemon politely: the reply is sent, then the daemon exits."""
+
+
+Request = (
+    StatusRequest
+    | StoreRequest
+    | GetRequest
+    | RecallRequest
+    | SupersedeRequest
+    | HistoryRequest
+    | ForgetRequest
+    | ListRequest
+    | HookRequest
+    | LogRequest
+    | ReloadRequest
+    | ShutdownRequest
+)
+
+# ---------------------------------------------------------------------- replies
+
+
+class _Reply(msgspec.Struct, tag_field="type", kw_only=True):
+    pass
+
+
+class FireRecord(msgspec.Struct, kw_only=True):
+    """One hook fire, as kept in the daemon's bounded log."""
+
+    time: float
+    agent: str
+    session: str | None = None
+    cwd: str | None = None
+    command: str = ""
+    actions: list[str] = []
+    rule_ids: list[str] = []
+    mode: str = "context"
+    latency_us: float = 0.0
+
+
+class StatusReply(_Reply, tag="status", kw_only=True):
+    version: str
+    protocol: int = PROTOCOL_VERSION
+    pid: int
+    uptime_s: float
+    socket: str
+    data_dir: str
+    db_bytes: int = 0
+    map_bytes: int = 0
+    memories: int = 0
+    live_rules: int = 0
+    actions_with_rules: int = 0
+    requests_served: int = 0
+    p50_us: float | None = None
+    p99_us: float | None = None
+    last_hook_fire: FireRecord | None = None
+    config: str | None = None
+    socket_activated: bool = False
+
+
+class StoredReply(_Reply, tag="stored", kw_only=True):
+    id: str
+
+
+class MemoryReply(_Reply, tag="memory", kw_only=True):
+    memory: Memory
+
+
+class MemoriesReply(_Reply, tag="memories", kw_only=True):
+    memories: list[Memory]
+
+
+class SupersededReply(_Reply, tag="superseded", kw_only=True):
+    id: str
+    old: Memory
+
+
+class ForgottenReply(_Reply, tag="forgotten", kw_only=True):
+    id: str
+
+
+class LogReply(_Reply, tag="log", kw_only=True):
+    fires: list[FireRecord]
+
+
+class OkReply(_Reply, tag="ok", kw_only=True):
+    message: str = ""
+
+
+class ErrorReply(_Reply, tag="error", kw_only=True):
+    """A typed error. `code` is stable for programs; `message` is for people."""
+
+    code: str
+    message: str
+
+
+Reply = (
+    StatusReply
+    | StoredReply
+    | MemoryReply
+    | MemoriesReply
+    | SupersededReply
+    | ForgottenReply
+    | LogReply
+    | OkReply
+    | ErrorReply
+)
+
+
+class ErrorCode:
+    """The values of `ErrorReply.code`."""
+
+    BAD_FRAME = "bad_frame"  # the body is not JSON, or not an object with a known `type`
+    UNKNOWN_REQUEST = "unknown_request"  # `type` names no request this daemon knows
+    BAD_REQUEST = "bad_request"  # a known request with missing or wrongly typed fields
+    FRAME_TOO_LARGE = "frame_too_large"
+    NOT_FOUND = "not_found"
+    INVALID = "invalid"  # a value the store refuses (bad action name, empty content, ...)
+    CONFLICT = "conflict"  # e.g. superseding a rule that was already superseded
+    INTERNAL = "internal"
+
+
+# ------------------------------------------------------------------- encoding
+
+_encoder = msgspec.json.Encoder()
+request_decoder = msgspec.json.Decoder(Request)
+reply_decoder = msgspec.json.Decoder(Reply)
+
+
+def frame(body: bytes) -> bytes:
+    """Prefix `body` with its length."""
+    return HEADER.pack(len(body)) + body
+
+
+def encode(message: _Request | _Reply) -> bytes:
+    """One message as a complete frame."""
+    return frame(_encoder.encode(message))
+
+
+def decode_request(body: bytes) -> Request | ErrorReply:
+    """The request in `body`, or the typed error that answers it."""
+    try:
+        return request_decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        if "`$.type`" in text:
+            code, message = ErrorCode.UNKNOWN_REQUEST, f"unknown request type: {text}"
+        elif "Expected `object`" in text and "at `" not in text:
+            code, message = ErrorCode.BAD_FRAME, f"a request must be a JSON object: {text}"
+        else:
+            code, message = ErrorCode.BAD_REQUEST, f"invalid request: {text}"
+        return ErrorReply(code=code, message=message)
+    except msgspec.DecodeError as exc:
+        return ErrorReply(code=ErrorCode.BAD_FRAME, message=f"request is not valid JSON: {exc}")
