@@ -1,0 +1,56 @@
+"""`mentectl`: the command line for mented.
+
+This module only parses arguments. Each group of verbs lives in
+`mented_client.commands.<group>` and registers itself through `register()`;
+each handler takes the parsed arguments and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from mented_client.commands import COMMAND_MODULES
+from mented_client.commands.output import CommandError, fail
+from mented_client.connection import DaemonError, NotRunningError, ProtocolError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mentectl",
+        description="Manage mented: action rules for AI coding agents.",
+    )
+    parser.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="the daemon's socket (default: $MENTED_SOCKET, else the per-user runtime path)",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMAND_MODULES:
+        module.register(subparsers, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except NotRunningError as exc:
+        return fail(str(exc))
+    except DaemonError as exc:
+        return fail(f"mented refused: {exc.message} ({exc.code})")
+    except ProtocolError as exc:
+        return fail(str(exc))
+    except CommandError as exc:
+        return fail(str(exc), status=exc.status)
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""`mentectl` verbs, one module per group. Each module has `register(subparsers, common)`."""
+
+from mented_client.commands import explain, hooks, rules, service, status
+
+COMMAND_MODULES = (status, rules, explain, hooks, service)

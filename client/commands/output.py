@@ -1,0 +1,66 @@
+"""Shared output helpers for `mentectl` commands: JSON or text, errors to stderr."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+
+from mented.memory import Memory
+
+
+class CommandError(Exception):
+    """A failure the user can act on; the message says what to do."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fail(message: str, status: int = 1) -> int:
+    print(f"mentectl: {message}", file=sys.stderr)
+    return status
+
+
+def print_json(data: Any) -> None:  # noqa: ANN401 - anything msgspec can encode
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+
+
+def describe_scope(memory: Memory) -> str:
+    parts = []
+    if memory.agent:
+        parts.append(f"agent={memory.agent}")
+    if memory.project:
+        parts.append(f"project={memory.project}")
+    return " ".join(parts) or "everywhere"
+
+
+def format_memory(memory: Memory, *, verbose: bool = False) -> str:
+    """One memory as a line (or a block with `verbose`)."""
+    state = "" if memory.is_live else f"  [superseded by {memory.superseded_by}]"
+    actions = ",".join(memory.actions)
+    head = f"{memory.id}  {actions or memory.memory_type}  ({describe_scope(memory)}){state}"
+    if not verbose:
+        return f"{head}\n    {memory.content}"
+    lines = [
+        f"id:            {memory.id}",
+        f"content:       {memory.content}",
+        f"type:          {memory.memory_type}",
+        f"tags:          {', '.join(memory.tags) or '-'}",
+        f"scope:         {describe_scope(memory)}",
+        f"created_at:    {format_time(memory.created_at)}",
+    ]
+    if memory.valid_until is not None:
+        lines.append(f"valid_until:   {format_time(memory.valid_until)}")
+    if memory.supersedes:
+        lines.append(f"supersedes:    {memory.supersedes}")
+    if memory.superseded_by:
+        lines.append(f"superseded_by: {memory.superseded_by}")
+    return "\n".join(lines)
+
+
+def format_time(timestamp: float) -> str:
+    import datetime as dt  # noqa: PLC0415 - only for human output
+
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,186 @@
+"""`mentectl rule ...`: add, list, show, supersede, trace and forget action rules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import msgspec
+
+from mented.memory import Memory, MemoryType, trigger_tag
+from mented.protocol import (
+    ForgetRequest,
+    ForgottenReply,
+    GetRequest,
+    HistoryRequest,
+    ListRequest,
+    MemoriesReply,
+    MemoryReply,
+    RecallRequest,
+    StoredReply,
+    StoreRequest,
+    SupersededReply,
+    SupersedeRequest,
+)
+from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.connection import Client
+
+SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
+
+
+def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
+    rule = subparsers.add_parser(
+        "rule",
+        help="manage action rules (memories tagged trigger:<action>)",
+        description="Action rules are handed to the agent right before it performs the action.",
+    )
+    verbs = rule.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    add = verbs.add_parser("add", parents=[common], help="add a rule for an action")
+    add.add_argument("action", help="the action it governs, e.g. git-commit (see `mentectl actions`)")
+    add.add_argument("text", help="the rule, e.g. 'commit messages: single line, no emojis'")
+    _scope_options(add)
+    add.add_argument(
+        "--type",
+        dest="memory_type",
+        default=MemoryType.PROCEDURAL.value,
+        choices=[t.value for t in MemoryType],
+        help="memory type (default: procedural)",
+    )
+    add.set_defaults(handler=run_add)
+
+    listing = verbs.add_parser(
+        "list",
+        parents=[common],
+        help="list rules, newest first",
+        description="With --action this is exactly the lookup the hook makes (recall_for_action).",
+    )
+    listing.add_argument("--action", help="only rules for this action, as the hook would fire them")
+    listing.add_argument("--agent", help="as seen by this agent (default: every agent's rules)")
+    listing.add_argument("--cwd", help="as seen from this directory (default: every project's rules)")
+    listing.add_argument("-k", type=int, default=None, help="at most this many (with --action: 6)")
+    listing.add_argument("--all", action="store_true", help="also show superseded rules")
+    listing.set_defaults(handler=run_list)
+
+    show = verbs.add_parser("show", parents=[common], help="show one rule")
+    show.add_argument("id", help="the rule's id or short handle")
+    show.set_defaults(handler=run_show)
+
+    supersede = verbs.add_parser(
+        "supersede",
+        parents=[common],
+        help="replace a rule; the old one stops firing at once and stays in the history",
+    )
+    supersede.add_argument("id", help="the id or short handle of the rule to replace")
+    supersede.add_argument("text", help="the new rule")
+    supersede.set_defaults(handler=run_supersede)
+
+    history = verbs.add_parser("history", parents=[common], help="a rule's versions, oldest first")
+    history.add_argument("id", help="the id or short handle of any version")
+    history.set_defaults(handler=run_history)
+
+    forget = verbs.add_parser("forget", parents=[common], help="delete a rule for good")
+    forget.add_argument("id", help="the rule's id or short handle")
+    forget.set_defaults(handler=run_forget)
+
+
+def _scope_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", help="only this agent sees it (e.g. claude-code, codex)")
+    parser.add_argument(
+        "--project", metavar="DIR", help="only commands run in DIR or below it see it"
+    )
+
+
+def _absolute(directory: str | None) -> str | None:
+    return os.path.abspath(os.path.expanduser(directory)) if directory else None  # noqa: PTH100
+
+
+def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) -> None:
+    if args.json:
+        print_json({key: msgspec.to_builtins(memories)})
+        return
+    if not memories:
+        print("no rules")
+    for memory in memories:
+        print(format_memory(memory))
+
+
+def run_add(args: argparse.Namespace) -> int:
+    try:
+        tag = trigger_tag(args.action)
+    except ValueError as exc:
+        raise CommandError(str(exc), status=2) from exc
+    with Client(args.socket) as client:
+        reply = client.expect(
+            StoreRequest(
+                content=args.text,
+                memory_type=MemoryType(args.memory_type),
+                tags=[tag],
+                agent=args.agent,
+                project=_absolute(args.project),
+            ),
+            StoredReply,
+        )
+    if args.json:
+        print_json({"id": reply.id})
+    else:
+        print(f"added rule {reply.id} for {tag.removeprefix('trigger:')}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    cwd = _absolute(args.cwd)
+    with Client(args.socket) as client:
+        if args.action and not args.all:
+            request: RecallRequest | ListRequest = RecallRequest(
+                action=args.action, agent=args.agent, cwd=cwd, k=6 if args.k is None else args.k
+            )
+        else:
+            request = ListRequest(
+                action=args.action,
+                agent=args.agent,
+                cwd=cwd,
+                rules_only=True,
+                include_superseded=args.all,
+                limit=args.k,
+            )
+        reply = client.expect(request, MemoriesReply)
+    _print_memories(args, "rules", reply.memories)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        memory = client.expect(GetRequest(id=args.id), MemoryReply).memory
+    if args.json:
+        print_json(msgspec.to_builtins(memory))
+    else:
+        print(format_memory(memory, verbose=True))
+    return 0
+
+
+def run_supersede(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        reply = client.expect(SupersedeRequest(id=args.id, content=args.text), SupersededReply)
+    if args.json:
+        print_json({"id": reply.id, "superseded": reply.old.id})
+    else:
+        print(f"rule {reply.id} replaces {reply.old.id}, which no longer fires")
+    return 0
+
+
+def run_history(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        reply = client.expect(HistoryRequest(id=args.id), MemoriesReply)
+    _print_memories(args, "history", reply.memories)
+    return 0
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        reply = client.expect(ForgetRequest(id=args.id), ForgottenReply)
+    if args.json:
+        print_json({"id": reply.id})
+    else:
+        print(f"forgot {reply.id}")
+    return 0

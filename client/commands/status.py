@@ -1,0 +1,82 @@
+"""`mentectl status`: is the daemon up, and how is it doing."""
+
+from __future__ import annotations
+
+import argparse
+
+import msgspec
+
+from mented.protocol import StatusReply, StatusRequest
+from mented_client.commands.output import fail, format_time, print_json
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        parents=[common],
+        help="show whether the daemon runs, and its figures",
+        description="Exit 0 when the daemon answers; 1 with a one-line reason when not.",
+    )
+    parser.set_defaults(handler=run_status)
+
+
+def fetch_status(socket: str | None, timeout: float = 2.0) -> StatusReply:
+    with Client(socket, connect_timeout=timeout, timeout=timeout) as client:
+        return client.expect(StatusRequest(), StatusReply)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        status = fetch_status(args.socket)
+    except (NotRunningError, ProtocolError, DaemonError) as exc:
+        if args.json:
+            print_json({"running": False, "reason": str(exc)})
+        return fail(f"not running: {exc}")
+    if args.json:
+        print_json({"running": True, **msgspec.to_builtins(status)})
+        return 0
+    print(render_status(status))
+    return 0
+
+
+def _bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def _micros(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} µs"
+
+
+def render_status(status: StatusReply) -> str:
+    fire = status.last_hook_fire
+    last = (
+        f"{format_time(fire.time)} {fire.agent}: {', '.join(fire.actions) or '-'}"
+        if fire
+        else "none yet"
+    )
+    rows = [
+        ("mented", f"running (version {status.version}, protocol {status.protocol})"),
+        ("pid", str(status.pid)),
+        ("uptime", f"{status.uptime_s:.0f} s"),
+        ("socket", status.socket + (" (socket-activated)" if status.socket_activated else "")),
+        ("data dir", status.data_dir),
+        ("database", f"{_bytes(status.db_bytes)} of a {_bytes(status.map_bytes)} map"),
+        (
+            "memories",
+            f"{status.memories} ({status.live_rules} live rules for "
+            f"{status.actions_with_rules} actions)",
+        ),
+        ("requests", f"{status.requests_served} served, p50 {_micros(status.p50_us)}, "
+         f"p99 {_micros(status.p99_us)}"),
+        ("last hook", last),
+    ]
+    return "\n".join(f"{name + ':':<11}{value}" for name, value in rows)

@@ -1,0 +1,169 @@
+"""A small synchronous client for the mented daemon.
+
+Usage::
+
+    from mented_client.connection import Client
+    with Client() as client:
+        reply = client.request(RecallRequest(action="git-commit"))
+
+Every call has a timeout; errors from the daemon come back as `DaemonError`.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from types import TracebackType
+from typing import Self, TypeVar
+
+from mented import paths
+from mented.protocol import (
+    HEADER,
+    MAX_FRAME,
+    ErrorReply,
+    HookRequest,
+    Reply,
+    Request,
+    encode,
+    reply_decoder,
+)
+
+ReplyT = TypeVar("ReplyT")
+
+
+class NotRunningError(ConnectionError):
+    """No daemon answers on the socket."""
+
+    def __init__(self, socket_path: Path, reason: str) -> None:
+        super().__init__(
+            f"mented is not running at {socket_path} ({reason}); "
+            "start it with `mentectl start` (or `mented` in a terminal)"
+        )
+        self.socket_path = socket_path
+
+
+class DaemonError(Exception):
+    """The daemon answered with a typed error."""
+
+    def __init__(self, reply: ErrorReply) -> None:
+        super().__init__(reply.message)
+        self.code = reply.code
+        self.message = reply.message
+
+
+class ProtocolError(ConnectionError):
+    """The daemon's answer could not be understood."""
+
+
+class Client:
+    """One connection to the daemon, reused for any number of requests."""
+
+    def __init__(
+        self,
+        socket_path: str | Path | None = None,
+        *,
+        connect_timeout: float = 2.0,
+        timeout: float = 10.0,
+    ) -> None:
+        self.socket_path = paths.socket_path(socket_path)
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+
+    def connect(self) -> None:
+        """Connect now (requests connect lazily otherwise).
+
+        Raises:
+            NotRunningError: nothing answers on the socket.
+        """
+        if self._sock is not None:
+            return
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.connect_timeout)
+        try:
+            sock.connect(str(self.socket_path))
+        except FileNotFoundError as exc:
+            sock.close()
+            raise NotRunningError(self.socket_path, "no socket file") from exc
+        except ConnectionRefusedError as exc:
+            sock.close()
+            raise NotRunningError(self.socket_path, "connection refused: stale socket") from exc
+        except OSError as exc:
+            sock.close()
+            raise NotRunningError(self.socket_path, exc.strerror or str(exc)) from exc
+        sock.settimeout(self.timeout)
+        self._sock = sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def roundtrip(self, frame: bytes) -> bytes:
+        """Send one complete frame and return the body of the reply frame."""
+        self.connect()
+        assert self._sock is not None
+        try:
+            self._sock.sendall(frame)
+            header = self._recv_exactly(HEADER.size)
+            (length,) = HEADER.unpack(header)
+            if length > MAX_FRAME:
+                raise ProtocolError(f"reply frame of {length} bytes exceeds the maximum")
+            return self._recv_exactly(length)
+        except TimeoutError as exc:
+            self.close()
+            raise ProtocolError(f"no answer from mented within {self.timeout:g} s") from exc
+        except OSError as exc:
+            self.close()
+            raise NotRunningError(self.socket_path, f"connection lost: {exc}") from exc
+
+    def request(self, message: Request) -> Reply:
+        """Send a request and return its typed reply.
+
+        Raises:
+            NotRunningError: no daemon answers.
+            DaemonError: the daemon answered with an error.
+            ProtocolError: the answer was not a valid reply.
+        """
+        body = self.roundtrip(encode(message))
+        try:
+            reply = reply_decoder.decode(body)
+        except Exception as exc:
+            raise ProtocolError(f"unreadable reply from mented: {exc}") from exc
+        if isinstance(reply, ErrorReply):
+            raise DaemonError(reply)
+        return reply
+
+    def expect(self, message: Request, kind: type[ReplyT]) -> ReplyT:
+        """`request`, checking the reply is of the expected kind."""
+        reply = self.request(message)
+        if not isinstance(reply, kind):
+            raise ProtocolError(f"expected a {kind.__name__} reply, got {type(reply).__name__}")
+        return reply
+
+    def hook(self, agent: str, event: bytes) -> bytes:
+        """What the hook shim would print for `event` (raw stdout bytes)."""
+        import msgspec  # noqa: PLC0415 - only this call needs Raw
+
+        return self.roundtrip(encode(HookRequest(agent=agent, event=msgspec.Raw(event))))
+
+    def _recv_exactly(self, size: int) -> bytes:
+        assert self._sock is not None
+        chunks = bytearray()
+        while len(chunks) < size:
+            chunk = self._sock.recv(min(size - len(chunks), 1 << 20))
+            if not chunk:
+                raise ConnectionResetError("the daemon closed the connection")
+            chunks += chunk
+        return bytes(chunks)

@@ -1,0 +1,20 @@
+"""mented: a per-user daemon that hands AI coding agents the user's action rules.
+
+General layout (imports point downward; nothing imports upward):
+
+- `memory.py`    the memory record, ids, trigger-tag rules. Imports nothing of ours.
+- `paths.py`     where the socket, data, config and logs live.
+- `config.py`    the user's config file (hook settings, delivery modes, actions).
+- `store.py`     the LMDB store: records, the trigger index, supersession,
+                 the one visibility predicate. Knows nothing of agents' formats.
+- `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
+- `matcher.py`   names the actions a shell command performs (bashlex + fallback).
+- `protocol.py`  frames and the tagged request/reply structs on the wire.
+- `agents/`      one module per agent: decode its hook event, render its output.
+- `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
+- `service.py`   service-manager glue: socket activation, sd_notify, launchd.
+- `server.py`    the trio server: accept, frame, dispatch, reply.
+- `daemon.py`    `mented`'s command line: parses arguments, runs the server.
+"""
+
+__version__ = "0.1.0"

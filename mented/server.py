@@ -1,0 +1,508 @@
+"""The trio server: accept connections, read frames, dispatch requests, reply.
+
+`Server.open()` does the synchronous start-up (lock the data directory, read the
+config, open the store, bind or adopt the socket) and reports any problem as a
+`StartupError` with a message for the user. `Server.serve()` runs until a
+signal or a `shutdown` request, then stops accepting, lets requests in flight
+finish (up to a grace period), and `Server.close()` releases everything.
+
+Reads (lookups, hook requests) run on the trio thread: they take microseconds.
+Writes run in a worker thread because a durable commit waits for fsync.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from mented import __version__
+from mented.actions import load_action_table
+from mented.config import Config, ConfigError, load_config
+from mented.hooks import HookHandler
+from mented.listener import (
+    ListenerError,
+    bind_socket,
+    peer_uid,
+    remove_socket_if_ours,
+    socket_identity,
+)
+from mented.lockfile import DataDirBusyError, DataDirLock
+from mented.log import log
+from mented.matcher import Matcher
+from mented.memory import InvalidInputError
+from mented.protocol import (
+    HEADER,
+    MAX_FRAME,
+    ErrorCode,
+    ErrorReply,
+    ForgetRequest,
+    ForgottenReply,
+    GetRequest,
+    HistoryRequest,
+    HookRequest,
+    ListRequest,
+    LogReply,
+    LogRequest,
+    MemoriesReply,
+    MemoryReply,
+    OkReply,
+    RecallRequest,
+    ReloadRequest,
+    Reply,
+    Request,
+    ShutdownRequest,
+    StatusReply,
+    StatusRequest,
+    StoredReply,
+    StoreRequest,
+    SupersededReply,
+    SupersedeRequest,
+    decode_request,
+    encode,
+    frame,
+)
+from mented.store import ConflictError, NotFoundError, Store, StoreError
+
+T = TypeVar("T")
+
+_RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+_LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
+_RECV_SIZE = 64 * 1024
+
+
+class StartupError(Exception):
+    """The daemon cannot start; the message says why and what to do."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerOptions:
+    """What the daemon serves and where."""
+
+    socket_path: Path
+    data_dir: Path
+    config_path: Path | None = None
+    # A listening socket handed over by systemd or launchd instead of binding our own.
+    inherited_socket: socket.socket | None = None
+    connection_idle_s: float | None = None  # None: the config file's value
+    request_timeout_s: float = 10.0  # a started frame must be complete within this
+    shutdown_grace_s: float = 5.0
+    handle_signals: bool = True
+    on_ready: Callable[[], None] | None = None
+    on_stopping: Callable[[], None] | None = None
+
+
+@dataclass
+class _Stats:
+    started: float = field(default_factory=time.time)
+    requests: int = 0
+    latencies_us: deque[float] = field(default_factory=lambda: deque(maxlen=_LATENCY_WINDOW))
+
+    def percentile(self, fraction: float) -> float | None:
+        if not self.latencies_us:
+            return None
+        ordered = sorted(self.latencies_us)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+class _FrameTooLargeError(Exception):
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+
+class Server:
+    """One daemon: the store, the matcher, the hook handler and the socket."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.stats = _Stats()
+        self._lock: DataDirLock | None = None
+        self._listen_sock: socket.socket | None = None
+        self._socket_identity: tuple[int, int] | None = None
+        self._stopping = False
+        self._shutdown = trio.Event()
+        self._idle_scopes: set[trio.CancelScope] = set()
+        self._connections = 0
+        self._max_connections = _connection_limit()
+        self.config = Config()
+        self.store: Store
+        self.matcher: Matcher
+        self.hooks: HookHandler
+
+    # ---------------------------------------------------------------- start-up
+
+    def open(self) -> None:
+        """Lock the data directory, read the config, open the store, bind the socket.
+
+        Raises:
+            StartupError: with a message naming what is wrong and what to do.
+        """
+        opts = self.options
+        try:
+            self._lock = DataDirLock(opts.data_dir, opts.socket_path)
+            self.config = load_config(opts.config_path)
+            self.matcher = Matcher(load_action_table(self.config))
+            self.store = Store(opts.data_dir)
+        except (DataDirBusyError, ConfigError, StoreError) as exc:
+            self._release_lock()
+            raise StartupError(str(exc)) from exc
+        self.hooks = HookHandler(self.store, self.matcher, self.config)
+        try:
+            if opts.inherited_socket is not None:
+                self._listen_sock = opts.inherited_socket
+            else:
+                self._listen_sock = bind_socket(opts.socket_path)
+                self._socket_identity = socket_identity(opts.socket_path)
+        except ListenerError as exc:
+            self.store.close()
+            self._release_lock()
+            raise StartupError(str(exc)) from exc
+
+    def close(self) -> None:
+        """Release the socket, the store and the lock (in that order: a client that
+        connects during shutdown finds no socket rather than a half-closed store)."""
+        if self._listen_sock is not None:
+            self._listen_sock.close()
+            self._listen_sock = None
+            if self.options.inherited_socket is None:
+                remove_socket_if_ours(self.options.socket_path, self._socket_identity)
+        if hasattr(self, "store"):
+            self.store.close()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ----------------------------------------------------------------- serving
+
+    async def serve(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until a signal or a `shutdown` request; then drain and return."""
+        assert self._listen_sock is not None, "call open() first"
+        listener = trio.socket.from_stdlib_socket(self._listen_sock)
+        async with trio.open_nursery() as nursery:
+            if self.options.handle_signals:
+                await nursery.start(self._watch_signals)
+            async with trio.open_nursery() as connections:
+                connections.start_soon(self._accept_loop, listener, connections)
+                log.info(
+                    "ready",
+                    socket=str(self.options.socket_path),
+                    data_dir=str(self.options.data_dir),
+                    pid=os.getpid(),
+                    version=__version__,
+                )
+                if self.options.on_ready:
+                    self.options.on_ready()
+                task_status.started(self)
+                await self._shutdown.wait()
+                log.info("stopping", connections=self._connections)
+                if self.options.on_stopping:
+                    self.options.on_stopping()
+                # Stop accepting, wake idle connections so they close, and give
+                # requests in flight the grace period to be answered.
+                self._stopping = True
+                for scope in list(self._idle_scopes):
+                    scope.cancel()
+                connections.cancel_scope.deadline = (
+                    trio.current_time() + self.options.shutdown_grace_s
+                )
+                listener.close()
+                self._listen_sock = None
+                self._forget_listen_socket()
+                while self._connections and not connections.cancel_scope.cancel_called:
+                    await trio.sleep(0.01)
+                connections.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+
+    def _forget_listen_socket(self) -> None:
+        if self.options.inherited_socket is None:
+            remove_socket_if_ours(self.options.socket_path, self._socket_identity)
+
+    def request_shutdown(self) -> None:
+        self._shutdown.set()
+
+    async def _watch_signals(self, *, task_status: trio.TaskStatus[None]) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            task_status.started()
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    self.reload()
+                else:
+                    log.info("signal", signal=signal.Signals(signum).name)
+                    self.request_shutdown()
+
+    async def _accept_loop(
+        self, listener: trio.socket.SocketType, connections: trio.Nursery
+    ) -> None:
+        # A spare descriptor, given up when the process runs out, so that the
+        # connection waiting in the backlog can be accepted and closed cleanly
+        # instead of spinning on EMFILE.
+        spare: int | None = os.open(os.devnull, os.O_RDONLY)
+        try:
+            while True:
+                try:
+                    sock, _ = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _RESOURCE_ERRNOS:
+                        raise
+                    log.warning("accept_failed", error=os.strerror(exc.errno or 0))
+                    if spare is not None:
+                        os.close(spare)
+                        spare = None
+                        try:
+                            sock, _ = await listener.accept()
+                            sock.close()
+                        except OSError:
+                            pass
+                        spare = _try_open_spare()
+                    await trio.sleep(0.01)
+                    continue
+                if self._connections >= self._max_connections:
+                    sock.close()  # over the limit: refuse this one, keep serving the rest
+                    continue
+                self._connections += 1
+                connections.start_soon(self._serve_connection, sock)
+        finally:
+            if spare is not None:
+                os.close(spare)
+
+    async def _serve_connection(self, sock: trio.socket.SocketType) -> None:
+        try:
+            uid = peer_uid(sock)  # type: ignore[arg-type]  # trio sockets have getsockopt
+            if uid != os.getuid():
+                log.warning("peer_refused", peer_uid=uid)
+                return
+            stream = trio.SocketStream(sock)
+            buffer = bytearray()
+            while not self._stopping:
+                try:
+                    body = await self._read_frame(stream, buffer)
+                except _FrameTooLargeError as exc:
+                    await stream.send_all(
+                        encode(
+                            ErrorReply(
+                                code=ErrorCode.FRAME_TOO_LARGE,
+                                message=f"frame of {exc.length} bytes exceeds the maximum "
+                                f"of {MAX_FRAME}",
+                            )
+                        )
+                    )
+                    return
+                if body is None:
+                    return
+                started = time.perf_counter()
+                reply = await self._dispatch(body)
+                self.stats.requests += 1
+                self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
+                await stream.send_all(reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+            pass  # the client went away or stalled mid-frame; nothing to answer
+        except OSError as exc:
+            log.debug("connection_error", error=str(exc))
+        finally:
+            self._connections -= 1
+            sock.close()
+
+    async def _read_frame(self, stream: trio.SocketStream, buffer: bytearray) -> bytes | None:
+        """The next frame's body; None at end of stream, idle timeout or shutdown.
+
+        Raises:
+            _FrameTooLargeError: the announced length exceeds MAX_FRAME.
+            trio.TooSlowError: a started frame did not complete in time.
+        """
+        if not buffer:
+            idle = self.options.connection_idle_s
+            if idle is None:
+                idle = self.config.daemon.connection_idle_s
+            with trio.move_on_after(idle) as scope:
+                self._idle_scopes.add(scope)
+                try:
+                    chunk = await stream.receive_some(_RECV_SIZE)
+                finally:
+                    self._idle_scopes.discard(scope)
+            if scope.cancelled_caught or not chunk:
+                return None
+            buffer += chunk
+        with trio.fail_after(self.options.request_timeout_s):
+            while len(buffer) < HEADER.size:
+                chunk = await stream.receive_some(_RECV_SIZE)
+                if not chunk:
+                    return None
+                buffer += chunk
+            (length,) = HEADER.unpack_from(buffer)
+            if length > MAX_FRAME:
+                raise _FrameTooLargeError(length)
+            end = HEADER.size + length
+            while len(buffer) < end:
+                chunk = await stream.receive_some(max(_RECV_SIZE, end - len(buffer)))
+                if not chunk:
+                    return None
+                buffer += chunk
+        body = bytes(buffer[HEADER.size : end])
+        del buffer[:end]
+        return body
+
+    # ---------------------------------------------------------------- requests
+
+    async def _dispatch(self, body: bytes) -> bytes:
+        """The complete reply frame for one request body."""
+        request = decode_request(body)
+        if isinstance(request, HookRequest):
+            # The hook's reply is raw stdout bytes; HookHandler never raises.
+            return frame(self.hooks.handle(request.agent, bytes(request.event)))
+        if isinstance(request, ErrorReply):
+            return encode(request)
+        try:
+            reply = await self._answer(request)
+        except NotFoundError as exc:
+            reply = ErrorReply(code=ErrorCode.NOT_FOUND, message=str(exc))
+        except ConflictError as exc:
+            reply = ErrorReply(code=ErrorCode.CONFLICT, message=str(exc))
+        except (InvalidInputError, StoreError) as exc:
+            reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
+        except Exception as exc:  # a bug must cost one request, never the daemon
+            log.exception("request_failed", request=type(request).__name__)
+            reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
+        return encode(reply)
+
+    async def _answer(self, request: Request) -> Reply:  # noqa: PLR0911 - one arm per request
+        store = self.store
+        match request:
+            case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
+                return MemoriesReply(
+                    memories=store.recall_for_action(action, agent=agent, cwd=cwd, k=k)
+                )
+            case GetRequest(id=memory_id):
+                return MemoryReply(memory=store.get(memory_id))
+            case ListRequest():
+                return MemoriesReply(
+                    memories=store.list(
+                        action=request.action,
+                        agent=request.agent,
+                        cwd=request.cwd,
+                        tag=request.tag,
+                        memory_type=request.memory_type,
+                        rules_only=request.rules_only,
+                        include_superseded=request.include_superseded,
+                        limit=request.limit,
+                    )
+                )
+            case HistoryRequest(id=memory_id):
+                return MemoriesReply(memories=store.history(memory_id))
+            case StoreRequest():
+                memory = await _in_thread(
+                    functools.partial(
+                        store.store,
+                        request.content,
+                        memory_type=request.memory_type,
+                        tags=request.tags,
+                        agent=request.agent,
+                        project=request.project,
+                    )
+                )
+                return StoredReply(id=memory.id)
+            case SupersedeRequest():
+                new, old = await _in_thread(
+                    functools.partial(
+                        store.supersede,
+                        request.id,
+                        request.content,
+                        tags=request.tags,
+                        agent=request.agent,
+                        project=request.project,
+                    )
+                )
+                return SupersededReply(id=new.id, old=old)
+            case ForgetRequest(id=memory_id):
+                forgotten = await _in_thread(functools.partial(store.forget, memory_id))
+                return ForgottenReply(id=forgotten.id)
+            case StatusRequest():
+                return self.status()
+            case LogRequest(n=n):
+                return LogReply(fires=self.hooks.recent_fires(max(0, n)))
+            case ReloadRequest():
+                error = self.reload()
+                if error:
+                    return ErrorReply(code=ErrorCode.INVALID, message=error)
+                return OkReply(message="configuration reloaded")
+            case ShutdownRequest():
+                self.request_shutdown()
+                return OkReply(message="shutting down")
+            case _:  # HookRequest is answered before; kept for exhaustiveness
+                return ErrorReply(code=ErrorCode.UNKNOWN_REQUEST, message="unsupported request")
+
+    def reload(self) -> str | None:
+        """Re-read the config file; keep the current settings when it is bad.
+
+        Returns:
+            None when reloaded, else the error message (also logged).
+        """
+        try:
+            config = load_config(self.options.config_path)
+            matcher = Matcher(load_action_table(config))
+        except ConfigError as exc:
+            log.error("reload_failed", error=str(exc))  # noqa: TRY400 - the message is the point
+            return f"{exc} (the previous configuration stays in force)"
+        self.config = config
+        self.matcher = matcher
+        self.hooks.reconfigure(matcher, config)
+        log.info("reloaded", config=str(self.options.config_path))
+        return None
+
+    def status(self) -> StatusReply:
+        stats = self.store.stats()
+        return StatusReply(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=time.time() - self.stats.started,
+            socket=str(self.options.socket_path),
+            data_dir=str(self.options.data_dir),
+            db_bytes=stats.db_bytes,
+            map_bytes=stats.map_bytes,
+            memories=stats.memories,
+            live_rules=stats.live_rules,
+            actions_with_rules=stats.actions_with_rules,
+            requests_served=self.stats.requests,
+            p50_us=self.stats.percentile(0.5),
+            p99_us=self.stats.percentile(0.99),
+            last_hook_fire=self.hooks.last_fire,
+            config=str(self.options.config_path) if self.options.config_path else None,
+            socket_activated=self.options.inherited_socket is not None,
+        )
+
+
+async def _in_thread(call: Callable[[], T]) -> T:
+    """Run a blocking store write (it waits for fsync) off the trio thread."""
+    return await trio.to_thread.run_sync(call)
+
+
+def _try_open_spare() -> int | None:
+    try:
+        return os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _connection_limit() -> int:
+    """Connections served at once: the descriptor limit less a reserve for the store,
+    the listener and logging, so that the accept loop itself never runs dry."""
+    import resource  # noqa: PLC0415 - start-up only
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 65536
+    return max(8, soft - 32)
+
