@@ -1,0 +1,151 @@
+"""Shared fixtures. `daemon` runs the real `mented` process on private paths."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mented.protocol import StatusReply, StatusRequest
+from mented_client.connection import Client, NotRunningError, ProtocolError
+
+PYTHON = sys.executable
+START_TIMEOUT = 15.0
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory with a short path: Unix socket paths are limited to ~107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))  # noqa: S108 - mkdtemp is private
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def isolated_env(root: Path) -> dict[str, str]:
+    """The environment of a user whose home, runtime, data and config are under `root`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "XDG_"))}
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        MENTED_SOCKET=str(root / "run" / "mented.sock"),
+        MENTED_DATA_DIR=str(root / "data"),
+        MENTED_CONFIG=str(root / "config.toml"),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    return env
+
+
+class DaemonProcess:
+    """A real `mented` process on private paths, driven like a user would."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = isolated_env(root)
+        self.socket = Path(self.env["MENTED_SOCKET"])
+        self.data_dir = Path(self.env["MENTED_DATA_DIR"])
+        self.config_path = Path(self.env["MENTED_CONFIG"])
+        self.home = Path(self.env["HOME"])
+        self.log_path = root / "mented.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *extra_args: str, wait: bool = True) -> subprocess.Popen[bytes]:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [PYTHON, "-m", "mented.daemon", *extra_args],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        if wait:
+            self.wait_ready()
+        return self.proc
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> StatusReply:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                msg = f"mented exited with {self.proc.returncode}:\n{self.log()}"
+                raise AssertionError(msg)
+            try:
+                with self.client(timeout=1.0) as client:
+                    return client.expect(StatusRequest(), StatusReply)
+            except (NotRunningError, ProtocolError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Stop the daemon with `sig` and return its exit status."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        status = self.proc.wait(timeout=timeout)
+        self.proc = None
+        return status
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def client(self, timeout: float = 10.0) -> Client:
+        return Client(self.socket, connect_timeout=timeout, timeout=timeout)
+
+    def mentectl(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(  # noqa: S603 - our own interpreter and module
+            [PYTHON, "-m", "mented_client.cli", *args],
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            msg = (
+                f"mentectl {' '.join(args)} exited {result.returncode}\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+            raise AssertionError(msg)
+        return result
+
+    def write_config(self, text: str) -> None:
+        self.config_path.write_text(text)
+
+    def reload(self) -> None:
+        from mented.protocol import OkReply, ReloadRequest  # noqa: PLC0415
+
+        with self.client() as client:
+            client.expect(ReloadRequest(), OkReply)
+
+
+@pytest.fixture
+def daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """A running `mented` on private paths; stopped (SIGKILL as a last resort) afterwards."""
+    process = DaemonProcess(short_tmp)
+    process.start()
+    try:
+        yield process
+    finally:
+        if process.proc is not None and process.proc.poll() is None:
+            process.proc.terminate()
+            try:
+                process.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.proc.kill()
+                process.proc.wait()
