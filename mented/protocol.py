@@ -279,8 +279,9 @@ def decode_request(body: bytes) -> Request | ErrorReply:
         return request_decoder.decode(body)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        if "`$.type`" in text:
-            code, message = ErrorCode.UNKNOWN_REQUEST, f"unknown request type: {text}"
+        if "`$.type`" in text or "missing required field `type`" in text:
+            code = ErrorCode.UNKNOWN_REQUEST
+            message = f"unknown request type ({text}); see docs/protocol.md for the types"
         elif "Expected `object`" in text and "at `" not in text:
             code, message = ErrorCode.BAD_FRAME, f"a request must be a JSON object: {text}"
         else:
