@@ -1,0 +1,164 @@
+# mented hook shim: the agent runs this file once per shell command; stdlib only.
+"""Pass an agent's hook event to the mented daemon and print what it answers.
+
+Usage: ``<absolute python> -I -S <absolute path to this file> AGENT [SOCKET]``
+with the agent's event JSON on stdin.
+
+This file is on the hot path of every shell command the agent runs, so it
+imports only modules that are built into the interpreter or cost about a
+millisecond (`sys`, `posix`, `time`, `_signal`, `_socket`): not `socket` (11 ms),
+not `json` (12 ms), nothing of mented's. It does not parse the event: the stdin
+bytes travel verbatim inside the request envelope and the daemon decodes them.
+
+Whatever goes wrong -- no daemon, a stale socket, a daemon that hangs, a garbled
+or oversized answer, oversized stdin, a bug in this file -- it prints nothing
+and exits 0, so the agent's command runs untouched. A hard deadline (default
+250 ms, `MENTED_HOOK_BUDGET_MS` overrides) bounds the whole run. It writes no
+files and needs no home directory.
+
+The socket is found the way `mented.paths.socket_path` finds it:
+`$MENTED_SOCKET`, else the optional SOCKET argument written in at install time,
+else `$XDG_RUNTIME_DIR/mented/mented.sock`, else
+`${TMPDIR:-/tmp}/mented-<uid>/mented.sock`. A test keeps the two in step.
+"""
+
+import _signal
+import _socket
+import posix
+import sys
+import time
+
+MAX_STDIN = 1 << 20  # an event over 1 MiB is not a shell command we can help with
+MAX_REPLY = 1 << 20  # agents cut context far below this; more means something is wrong
+DEFAULT_BUDGET_MS = 250
+MAX_BUDGET_MS = 10_000
+MAX_AGENT_NAME = 40
+_AGENT_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+class _Silent(Exception):  # noqa: N818 - not an error to report: the reason to stay silent
+    """Give up quietly."""
+
+
+def socket_path(environ: dict[bytes, bytes], fallback: bytes | None = None) -> bytes:
+    """The daemon's socket as bytes, from a bytes-keyed environment."""
+    explicit = environ.get(b"MENTED_SOCKET")
+    if explicit:
+        return explicit
+    if fallback:
+        return fallback
+    xdg = environ.get(b"XDG_RUNTIME_DIR")
+    if xdg:
+        return xdg.rstrip(b"/") + b"/mented/mented.sock"
+    tmp = (environ.get(b"TMPDIR") or b"/tmp").rstrip(b"/")
+    return tmp + b"/mented-" + str(posix.getuid()).encode() + b"/mented.sock"
+
+
+def budget_seconds(environ: dict[bytes, bytes]) -> float:
+    """The hard deadline for the whole run, in seconds."""
+    raw = environ.get(b"MENTED_HOOK_BUDGET_MS")
+    try:
+        millis = int(raw) if raw else DEFAULT_BUDGET_MS
+    except ValueError:
+        millis = DEFAULT_BUDGET_MS
+    return min(max(millis, 1), MAX_BUDGET_MS) / 1000
+
+
+def _read_stdin() -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = posix.read(0, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_STDIN:
+            raise _Silent
+        chunks.append(chunk)
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _Silent
+    return left
+
+
+def _exchange(path: bytes, request: bytes, deadline: float) -> bytes:
+    """Send one frame, return the body of the answer; every step bounded by `deadline`."""
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(_remaining(deadline))
+        sock.connect(path)
+        view = memoryview(request)
+        while view:
+            sock.settimeout(_remaining(deadline))
+            view = view[sock.send(view) :]
+        length = int.from_bytes(_recv_exactly(sock, 4, deadline), "big")
+        if length > MAX_REPLY:
+            raise _Silent
+        return _recv_exactly(sock, length, deadline)
+    finally:
+        sock.close()
+
+
+def _recv_exactly(sock: _socket.socket, size: int, deadline: float) -> bytes:
+    data = b""
+    while len(data) < size:
+        sock.settimeout(_remaining(deadline))
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise _Silent
+        data += chunk
+    return data
+
+
+def _on_deadline(signum: int, frame: object) -> None:  # noqa: ARG001 - signal handler signature
+    # The backstop behind the per-operation timeouts: whatever blocks (a stdin the
+    # agent never closes, a slow disk), the process ends silently and successfully.
+    posix._exit(0)  # noqa: SLF001 - no cleanup to run, and none that could fail
+
+
+def run(argv: list[str], environ: dict[bytes, bytes]) -> bytes:
+    """The stdout bytes for this hook call (empty for silence). May raise."""
+    start = time.monotonic()
+    budget = budget_seconds(environ)
+    deadline = start + budget
+    _signal.signal(_signal.SIGALRM, _on_deadline)
+    _signal.setitimer(_signal.ITIMER_REAL, budget)
+    if len(argv) < 2:
+        return b""
+    agent = argv[1].encode()
+    if not agent or len(agent) > MAX_AGENT_NAME or not _AGENT_CHARS.issuperset(agent):
+        return b""
+    fallback = argv[2].encode() if len(argv) > 2 else None
+    event = _read_stdin().strip()
+    # Hook events are JSON objects; anything else cannot be spliced into the envelope.
+    if not event.startswith(b"{"):
+        return b""
+    body = b'{"type":"hook","agent":"' + agent + b'","event":' + event + b"}"
+    reply = _exchange(socket_path(environ, fallback), len(body).to_bytes(4, "big") + body, deadline)
+    # A hook reply is the agent's stdout; a typed daemon message (an error from an
+    # older daemon, say) is never something to show the agent.
+    if reply.startswith(b'{"type":'):
+        return b""
+    return reply
+
+
+def main() -> None:
+    try:
+        out = run(sys.argv, posix.environ)
+        # Disarm the backstop first: half an answer on stdout is worse than none.
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        view = memoryview(out)
+        while view:
+            view = view[posix.write(1, view) :]
+    except BaseException:  # noqa: BLE001, S110 - any failure, including our own bugs, is silence
+        pass
+    # _exit: no interpreter shutdown, so no late flush of a closed stdout can
+    # turn into a traceback or a non-zero status.
+    posix._exit(0)  # noqa: SLF001
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""Agent adapters: one module per agent, each knowing three things about it.
+
+- how to decode its hook event into the shell command it is about to run,
+- how to render the exact bytes it expects on the hook's stdout,
+- where its hook settings live and what our entry in them looks like.
+
+Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
+module only names its differences. `AGENTS` maps the names used on the shim's
+command line (and in rule scopes) to the adapters.
+"""
+
+from __future__ import annotations
+
+from mented.agents import claude_code, codex
+from mented.agents.pretooluse import PreToolUseAgent, ShellCall
+
+Agent = PreToolUseAgent
+
+AGENTS: dict[str, Agent] = {agent.name: agent for agent in (claude_code.AGENT, codex.AGENT)}
+
+__all__ = ["AGENTS", "Agent", "ShellCall"]

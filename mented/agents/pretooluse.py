@@ -1,0 +1,144 @@
+"""The `PreToolUse` hook shape that Claude Code and Codex CLI share.
+
+Both agents spawn a command hook before a tool call with one JSON object on stdin::
+
+    {"session_id": "...", "cwd": "/repo", "hook_event_name": "PreToolUse",
+     "tool_name": "Bash", "tool_input": {"command": "git commit -m x"},
+     "tool_use_id": "...", ...}
+
+and read one JSON object from its stdout. We answer either extra context::
+
+    {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "..."}}
+
+or, in gate mode, a deny that reaches the model before the command runs::
+
+    {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                            "permissionDecision": "deny", "permissionDecisionReason": "..."}}
+
+Nothing else: no `decision`, no `continue`, never `allow` (the hook never
+approves anything). Sources: Claude Code's hooks reference and Codex's
+`pre-tool-use.command.{input,output}.schema.json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+EVENT_NAME = "PreToolUse"
+
+
+class _ToolInput(msgspec.Struct):
+    command: str | None = None
+
+
+class _PreToolUseEvent(msgspec.Struct):
+    """The fields we use; every other field of the event is ignored."""
+
+    hook_event_name: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    tool_name: str | None = None
+    tool_input: _ToolInput | None = None
+    tool_use_id: str | None = None
+
+
+_event_decoder = msgspec.json.Decoder(_PreToolUseEvent)
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class ShellCall:
+    """A shell command the agent is about to run."""
+
+    command: str
+    cwd: str | None
+    session: str | None
+    tool_use_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreToolUseAgent:
+    """An agent that speaks the shared `PreToolUse` shape.
+
+    Attributes:
+        name: the name on the shim's command line and in rule scopes.
+        title: how people call the agent.
+        shell_tools: the tool names whose `tool_input.command` is a shell command.
+        settings_file: where its user-level hook settings live, relative to home.
+        project_settings_file: the same inside a project directory.
+        install_note: what to tell the user after installing, if anything.
+    """
+
+    name: str
+    title: str
+    shell_tools: frozenset[str] = frozenset({"Bash"})
+    settings_file: str
+    project_settings_file: str
+    install_note: str | None = None
+
+    # ------------------------------------------------------------ event and output
+
+    def decode(self, event: bytes) -> ShellCall | None:
+        """The shell command in `event`, or None when it is not one we act on."""
+        try:
+            decoded = _event_decoder.decode(event)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if decoded.hook_event_name not in (None, EVENT_NAME):
+            return None
+        if decoded.tool_name not in self.shell_tools or decoded.tool_input is None:
+            return None
+        command = decoded.tool_input.command
+        if not command or not command.strip():
+            return None
+        return ShellCall(
+            command=command,
+            cwd=decoded.cwd or None,
+            session=decoded.session_id or None,
+            tool_use_id=decoded.tool_use_id or None,
+        )
+
+    def render_context(self, text: str) -> bytes:
+        """Stdout that hands `text` to the model as extra context."""
+        return _encoder.encode(
+            {"hookSpecificOutput": {"hookEventName": EVENT_NAME, "additionalContext": text}}
+        )
+
+    def render_deny(self, reason: str) -> bytes:
+        """Stdout that stops the tool call and shows `reason` to the model."""
+        return _encoder.encode(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": EVENT_NAME,
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }
+        )
+
+    # ------------------------------------------------------------------ installing
+
+    def settings_path(self, home: Path) -> Path:
+        """The user-level settings file that holds the agent's hooks."""
+        return home / self.settings_file
+
+    def project_settings_path(self, project: Path) -> Path:
+        """The project-level settings file inside `project`."""
+        return project / self.project_settings_file
+
+    def hook_entry(self, command: str, timeout_s: int) -> dict[str, Any]:
+        """One command hook as it appears in the settings file."""
+        return {"type": "command", "command": command, "timeout": timeout_s}
+
+    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
+        """A matcher group under `hooks.PreToolUse` that runs our hook for shell commands."""
+        return {
+            "matcher": "|".join(sorted(self.shell_tools)),
+            "hooks": [self.hook_entry(command, timeout_s)],
+        }
