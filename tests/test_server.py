@@ -1,0 +1,298 @@
+"""The real daemon process: requests, bad input, peers, start-up and shutdown."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from mented.protocol import (
+    HEADER,
+    MAX_FRAME,
+    ErrorCode,
+    ForgetRequest,
+    ForgottenReply,
+    GetRequest,
+    HistoryRequest,
+    ListRequest,
+    LogReply,
+    LogRequest,
+    MemoriesReply,
+    MemoryReply,
+    OkReply,
+    RecallRequest,
+    ReloadRequest,
+    ShutdownRequest,
+    StatusReply,
+    StatusRequest,
+    StoredReply,
+    StoreRequest,
+    SupersededReply,
+    SupersedeRequest,
+    encode,
+    frame,
+    reply_decoder,
+)
+from mented_client.connection import Client, DaemonError, NotRunningError
+from tests.conftest import PYTHON, DaemonProcess
+
+COMMIT = "trigger:git-commit"
+
+
+def raw_exchange(path: Path, data: bytes, *, timeout: float = 5.0) -> bytes:
+    """Send raw bytes and read until the daemon closes or goes quiet."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+                if len(received) >= 4 and len(received) >= 4 + HEADER.unpack_from(received)[0]:
+                    break
+        except TimeoutError:
+            pass
+        return received
+
+
+def decode_reply(data: bytes) -> object:
+    (length,) = HEADER.unpack_from(data)
+    return reply_decoder.decode(data[4 : 4 + length])
+
+
+def assert_alive(daemon: DaemonProcess) -> None:
+    with daemon.client() as client:
+        assert client.expect(StatusRequest(), StatusReply).pid == daemon.proc.pid  # type: ignore[union-attr]
+
+
+def test_every_request_round_trips(daemon: DaemonProcess) -> None:
+    with daemon.client() as client:
+        old = client.expect(StoreRequest(content="one line", tags=[COMMIT]), StoredReply).id
+        fact = client.expect(StoreRequest(content="we deploy on fridays", tags=["ops"]), StoredReply)
+        assert client.expect(GetRequest(id=old), MemoryReply).memory.content == "one line"
+        recalled = client.expect(RecallRequest(action="git-commit"), MemoriesReply).memories
+        assert [m.id for m in recalled] == [old]
+        replaced = client.expect(SupersedeRequest(id=old, content="two lines"), SupersededReply)
+        assert replaced.old.id == old
+        recalled = client.expect(RecallRequest(action="Git-Commit"), MemoriesReply).memories
+        assert [m.content for m in recalled] == ["two lines"]
+        chain = client.expect(HistoryRequest(id=old), MemoriesReply).memories
+        assert [m.id for m in chain] == [old, replaced.id]
+        listed = client.expect(ListRequest(tag="ops"), MemoriesReply).memories
+        assert [m.id for m in listed] == [fact.id]
+        assert client.expect(ForgetRequest(id=fact.id), ForgottenReply).id == fact.id
+        assert client.expect(LogRequest(n=5), LogReply).fires == []
+        status = client.expect(StatusRequest(), StatusReply)
+        assert status.memories == 2
+        assert status.requests_served >= 9
+        assert client.expect(ReloadRequest(), OkReply)
+
+
+def test_several_requests_share_one_connection_and_errors_keep_it_open(
+    daemon: DaemonProcess,
+) -> None:
+    with daemon.client() as client:
+        with pytest.raises(DaemonError) as missing:
+            client.expect(GetRequest(id="01JZZZZZZZZZZZZZZZZZZZZZZZ"), MemoryReply)
+        assert missing.value.code == ErrorCode.NOT_FOUND
+        with pytest.raises(DaemonError) as invalid:
+            client.expect(StoreRequest(content="x", tags=["trigger:  "]), StoredReply)
+        assert invalid.value.code == ErrorCode.INVALID
+        assert client.expect(StatusRequest(), StatusReply)
+
+
+def test_superseding_twice_names_the_current_rule(daemon: DaemonProcess) -> None:
+    with daemon.client() as client:
+        old = client.expect(StoreRequest(content="a", tags=[COMMIT]), StoredReply).id
+        new = client.expect(SupersedeRequest(id=old, content="b"), SupersededReply).id
+        with pytest.raises(DaemonError) as conflict:
+            client.expect(SupersedeRequest(id=old, content="c"), SupersededReply)
+    assert conflict.value.code == ErrorCode.CONFLICT
+    assert new in conflict.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{definitely not json", ErrorCode.BAD_FRAME),
+        (b'{"type": "format-disk"}', ErrorCode.UNKNOWN_REQUEST),
+        (b'{"type": "recall_for_action", "action": 42}', ErrorCode.BAD_REQUEST),
+        (b'{"type": "store"}', ErrorCode.BAD_REQUEST),
+    ],
+)
+def test_bad_input_gets_a_typed_error_and_the_daemon_stays_up(
+    daemon: DaemonProcess, body: bytes, code: str
+) -> None:
+    reply = decode_reply(raw_exchange(daemon.socket, frame(body)))
+    assert getattr(reply, "code", None) == code
+    assert_alive(daemon)
+
+
+def test_oversized_frame_is_refused_before_reading_then_closed(daemon: DaemonProcess) -> None:
+    received = raw_exchange(daemon.socket, HEADER.pack(MAX_FRAME + 1) + b"{")
+    reply = decode_reply(received)
+    assert getattr(reply, "code", None) == ErrorCode.FRAME_TOO_LARGE
+    assert_alive(daemon)
+
+
+def test_truncated_frame_and_mid_request_disconnect_lose_nothing(daemon: DaemonProcess) -> None:
+    with daemon.client() as client:
+        kept = client.expect(StoreRequest(content="keep me", tags=[COMMIT]), StoredReply).id
+    for partial in (b"\x00\x00", encode(StoreRequest(content="half", tags=[COMMIT]))[:-3]):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(daemon.socket))
+            sock.sendall(partial)
+    with daemon.client() as client:
+        rules = client.expect(RecallRequest(action="git-commit"), MemoriesReply).memories
+    assert [m.id for m in rules] == [kept]
+
+
+def test_other_users_are_refused_by_the_peer_check(daemon: DaemonProcess) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to connect as another uid")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no 'nobody' user on this machine")
+    # Open the path up so that only the peer-credential check stands in the way.
+    daemon.socket.parent.chmod(0o755)
+    daemon.socket.chmod(0o666)
+    probe = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX)\n"
+        f"s.connect({str(daemon.socket)!r})\n"
+        f"s.sendall({encode(StatusRequest())!r})\n"
+        "s.settimeout(5)\n"
+        "print(len(s.recv(100)))\n"
+    )
+    result = subprocess.run(  # noqa: S603
+        [PYTHON, "-I", "-c", probe],
+        user=nobody.pw_uid,
+        group=nobody.pw_gid,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.stdout.strip() == "0", result.stderr  # closed without an answer
+    assert '"peer_refused"' in daemon.log()
+    assert_alive(daemon)
+
+
+def test_a_stale_socket_file_is_replaced(short_tmp: Path) -> None:
+    process = DaemonProcess(short_tmp)
+    process.socket.parent.mkdir(mode=0o700)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(process.socket))
+    stale.close()  # the file stays, nobody listens: what a killed daemon leaves
+    process.start()
+    try:
+        assert_alive(process)
+    finally:
+        process.stop()
+
+
+def test_a_second_daemon_on_the_same_socket_is_refused(daemon: DaemonProcess) -> None:
+    second = subprocess.run(  # noqa: S603
+        [PYTHON, "-m", "mented.daemon", "--data-dir", str(daemon.root / "other-data")],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert second.returncode == 1
+    assert "already running" in second.stderr
+    assert_alive(daemon)
+
+
+def test_a_second_daemon_on_the_same_data_dir_names_the_first(daemon: DaemonProcess) -> None:
+    second = subprocess.run(  # noqa: S603
+        [PYTHON, "-m", "mented.daemon", "--socket", str(daemon.root / "run2" / "s.sock")],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert second.returncode == 1
+    assert f"pid {daemon.proc.pid}" in second.stderr  # type: ignore[union-attr]
+    assert str(daemon.socket) in second.stderr
+    assert_alive(daemon)
+
+
+def test_sigterm_shuts_down_cleanly_and_data_survives_a_restart(daemon: DaemonProcess) -> None:
+    with daemon.client() as client:
+        kept = client.expect(StoreRequest(content="survive", tags=[COMMIT]), StoredReply).id
+    assert daemon.stop(signal.SIGTERM) == 0
+    assert not daemon.socket.exists()
+    with pytest.raises(NotRunningError):
+        Client(daemon.socket, connect_timeout=1).expect(StatusRequest(), StatusReply)
+    daemon.start()
+    with daemon.client() as client:
+        rules = client.expect(RecallRequest(action="git-commit"), MemoriesReply).memories
+    assert [m.id for m in rules] == [kept]
+
+
+def test_idle_connections_do_not_delay_shutdown_and_shutdown_request_answers(
+    daemon: DaemonProcess,
+) -> None:
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    idle.connect(str(daemon.socket))
+    with daemon.client() as client:
+        assert client.expect(ShutdownRequest(), OkReply)
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=10) == 0
+    idle.close()
+    assert not daemon.socket.exists()
+
+
+def test_refuses_a_socket_directory_open_to_others(short_tmp: Path) -> None:
+    process = DaemonProcess(short_tmp)
+    process.socket.parent.mkdir(mode=0o700)
+    process.socket.parent.chmod(0o777)
+    proc = process.start(wait=False)
+    assert proc.wait(timeout=30) == 1
+    assert "open to other users" in process.log()
+
+
+def test_never_follows_a_planted_symlink(short_tmp: Path) -> None:
+    process = DaemonProcess(short_tmp)
+    process.socket.parent.mkdir(mode=0o700)
+    target = short_tmp / "elsewhere"
+    target.write_text("not yours")
+    process.socket.symlink_to(target)
+    proc = process.start(wait=False)
+    assert proc.wait(timeout=30) == 1
+    assert "symlink" in process.log()
+    assert target.read_text() == "not yours"
+
+
+def test_socket_is_private_from_birth(daemon: DaemonProcess) -> None:
+    assert daemon.socket.stat().st_mode & 0o777 == 0o600
+    assert daemon.socket.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_json_logs_on_stderr(daemon: DaemonProcess) -> None:
+    first = daemon.log().splitlines()[0]
+    entry = msgspec.json.decode(first)
+    assert entry["event"] == "ready"
+    assert entry["socket"] == str(daemon.socket)
+
+
+def test_module_runs_as_script() -> None:
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "mented.daemon", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--data-dir" in result.stdout
