@@ -1,0 +1,985 @@
+"""The LMDB store: memory records, the trigger index, supersession, visibility.
+
+One LMDB environment lives in the data directory, with five named sub-databases:
+
+- `memories`  id -> record (msgpack of `Memory`). ULIDs sort by time, so a
+              backward cursor walk lists memories newest first.
+- `triggers`  the trigger index: one key per (live rule, action)::
+
+                  action (UTF-8) | 0x00 | ~created_at µs (8 bytes BE) | ~id (26 bytes)
+
+              -> id. `~` is bitwise inversion, so a *forward* walk over one
+              action's prefix meets its rules newest first, ties broken by the
+              larger id first. `recall_for_action` is a `set_range` to the
+              prefix and a `next()` per rule: its cost depends on the number of
+              rules for that action, never on the size of the store. Superseded
+              or forgotten rules leave this index in the write that retires
+              them, so a lookup never has to skip them.
+- `handles`   reversed id -> b"": a short handle (a suffix of the id) becomes a
+              prefix here, so resolving one is a `set_range` too.
+- `actions`   action -> number of live rules (8 bytes BE), for `stats`.
+- `meta`      schema version and the live-rule counter.
+
+Every write is one transaction, committed with fsync before it returns
+(`sync=True`): an acknowledged write survives a crash. When LMDB reports the
+map full, the map is doubled and the transaction retried, so writes never fail
+with "map full" (until `MAX_MAP_SIZE`).
+
+Threads: lookups may run on the event-loop thread while one write runs in a
+worker thread. Each operation uses its own short transaction. Growing the map
+invalidates every open transaction, so it waits, behind `_ResizeGate`, until no
+transaction of this process is open. See docs/store.md.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence  # noqa: TC003 - msgspec resolves StoreItem's annotations
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import lmdb
+import msgspec
+
+from mented.memory import (
+    MAX_CONTENT_BYTES,
+    TRIGGER_PREFIX,
+    InvalidInputError,
+    Memory,
+    MemoryType,
+    new_id,
+    normalize_action,
+    normalize_tag,
+)
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Callable, Iterable, Iterator
+
+SCHEMA_VERSION = 1
+MAX_MAP_SIZE = 1 << 40  # 1 TiB: far past any memory store; stops a runaway loop
+MAX_TAGS = 64
+MAX_TAG_LENGTH = 256
+MAX_AGENT_LENGTH = 64
+MAX_PROJECT_LENGTH = 4096  # PATH_MAX on Linux
+SHORT_HANDLE_LENGTH = 8
+MIN_HANDLE_LENGTH = 6
+
+_ID_LENGTH = 26
+_CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+_MICROS_MAX = (1 << 64) - 1
+_INVERT = bytes(255 - b for b in range(256))
+_AMBIGUOUS_SHOWN = 5
+_LMDB_MAGIC = 0xBEEFC0DE  # MDB_MAGIC, in the header of LMDB's meta pages (native order)
+_MAGIC_WINDOW = 64
+
+_DB_MEMORIES = b"memories"
+_DB_TRIGGERS = b"triggers"
+_DB_HANDLES = b"handles"
+_DB_ACTIONS = b"actions"
+_DB_META = b"meta"
+_META_SCHEMA = b"schema_version"
+_META_LIVE_RULES = b"live_rules"
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Memory)
+
+T = TypeVar("T")
+
+
+# ------------------------------------------------------------------- errors
+
+
+class StoreError(Exception):
+    """A store operation failed; the message is written for the user."""
+
+
+class StoreOpenError(StoreError):
+    """The data directory cannot be opened as a mented store (files left untouched)."""
+
+
+class NotFoundError(StoreError):
+    """No memory has that id."""
+
+
+class ConflictError(StoreError):
+    """The operation contradicts the current state, e.g. superseding a superseded rule."""
+
+
+# -------------------------------------------------------------------- types
+
+
+class StoreStats(msgspec.Struct, kw_only=True, frozen=True):
+    """Counters for `mentectl status`, each read in O(1)."""
+
+    memories: int
+    live_rules: int  # live memories with at least one trigger tag
+    actions_with_rules: int  # distinct actions that have a live rule
+    db_bytes: int  # pages in use
+    map_bytes: int  # current map size (grows on demand)
+
+
+class StoreItem(msgspec.Struct, kw_only=True, frozen=True):
+    """One memory for `Store.store_many`: the arguments of `Store.store`.
+
+    `created_at` (Unix seconds) lets an import keep original times; None means now.
+    """
+
+    content: str
+    memory_type: MemoryType = MemoryType.SEMANTIC
+    tags: Sequence[str] = ()
+    agent: str | None = None
+    project: str | None = None
+    created_at: float | None = None
+
+
+# --------------------------------------------------------------- visibility
+
+
+def visible_to(memory: Memory, agent: str | None, cwd: str | None) -> bool:
+    """Whether a caller (`agent`, working directory `cwd`) may see `memory`.
+
+    The one visibility rule, used by every lookup: a memory scoped to an agent is
+    seen only by that agent; one scoped to a project directory only from that
+    directory or inside it (whole path components: /work/app2 is not inside
+    /work/app); unscoped memories by everyone. A caller that leaves `agent` or
+    `cwd` as None is not filtered on that axis. Paths are compared lexically
+    (no filesystem access).
+    """
+    return _sees(memory, agent, None if cwd is None else os.path.normpath(cwd))
+
+
+def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
+    """`visible_to` with `cwd` already normalized (done once per lookup)."""
+    if agent is not None and memory.agent is not None and memory.agent != agent:
+        return False
+    if cwd is None or memory.project is None:
+        return True
+    project = os.path.normpath(memory.project)
+    if cwd == project:
+        return True
+    return cwd.startswith(project if project.endswith(os.sep) else project + os.sep)
+
+
+def short_handle(memory_id: str) -> str:
+    """The short handle of a memory: the last 8 characters of its id, lower-case.
+
+    They are random (the id's first characters are its timestamp), so handles of
+    memories made in the same moment still differ. `Store.get` accepts them.
+    """
+    return memory_id[-SHORT_HANDLE_LENGTH:].lower()
+
+
+# ------------------------------------------------------------ keys & codecs
+
+
+def _trigger_key(action: str, memory: Memory) -> bytes:
+    micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
+    return (
+        action.encode()
+        + b"\0"
+        + (_MICROS_MAX - micros).to_bytes(8, "big")
+        + memory.id.encode().translate(_INVERT)
+    )
+
+
+def _handle_key(memory_id: str) -> bytes:
+    return memory_id[::-1].encode()
+
+
+def _decode(raw: bytes) -> Memory:
+    try:
+        return _decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise StoreError(
+            f"a stored record is unreadable ({exc}); the store may be damaged"
+        ) from exc
+
+
+def _newest_first(memory: Memory) -> tuple[float, str]:
+    return (memory.created_at, memory.id)
+
+
+def _looks_like_lmdb(data_file: Path) -> bool:
+    """False when `data_file` exists, is not empty and has no LMDB meta page.
+
+    Checked before LMDB opens the directory, so that a foreign file is refused
+    without even a lock file appearing next to it. LMDB's own check stays the
+    final word.
+    """
+    try:
+        with data_file.open("rb") as file:
+            head = file.read(_MAGIC_WINDOW)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return True  # unreadable: let LMDB report it
+    if not head:
+        return True  # an empty file: LMDB initializes it
+    magic = _LMDB_MAGIC.to_bytes(4, sys.byteorder)
+    return any(head[offset : offset + 4] == magic for offset in range(0, len(head) - 3, 4))
+
+
+# --------------------------------------------------------------- validation
+
+
+def _check_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("memory content cannot be empty; give the text of the memory")
+    size = len(content.encode())
+    if size > MAX_CONTENT_BYTES:
+        raise InvalidInputError(
+            f"memory content is {size} bytes; the limit is {MAX_CONTENT_BYTES} bytes. "
+            "Keep a rule short, or split it into several memories."
+        )
+    return content
+
+
+def _check_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise InvalidInputError(f"tags must be a list of strings, not the string {tags!r}")
+    normalized: dict[str, None] = {}
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"a tag must be a string, not {tag!r}")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise InvalidInputError(
+                f"tag {tag[:40]!r}... is {len(tag)} characters; the limit is {MAX_TAG_LENGTH}"
+            )
+        name = normalize_tag(tag)
+        if any(not ch.isprintable() for ch in name):
+            raise InvalidInputError(f"tag {tag!r} contains control characters")
+        normalized[name] = None
+    if len(normalized) > MAX_TAGS:
+        raise InvalidInputError(f"a memory can have at most {MAX_TAGS} tags, not {len(normalized)}")
+    return tuple(normalized)
+
+
+def _check_memory_type(memory_type: MemoryType | str) -> MemoryType:
+    try:
+        return MemoryType(memory_type)
+    except ValueError:
+        kinds = ", ".join(kind.value for kind in MemoryType)
+        raise InvalidInputError(
+            f"unknown memory type {memory_type!r}; use one of: {kinds}"
+        ) from None
+
+
+def _check_agent(agent: str | None) -> str | None:
+    if agent is None:
+        return None
+    name = agent.strip() if isinstance(agent, str) else ""
+    if not name:
+        raise InvalidInputError(
+            "an agent name cannot be blank; leave it out for a memory every agent sees"
+        )
+    if len(name) > MAX_AGENT_LENGTH:
+        raise InvalidInputError(
+            f"agent name is {len(name)} characters long; the limit is {MAX_AGENT_LENGTH}"
+        )
+    if any(not ch.isprintable() for ch in name):
+        raise InvalidInputError(f"agent name {agent!r} contains control characters")
+    return name
+
+
+def _check_project(project: str | None) -> str | None:
+    if project is None:
+        return None
+    if not isinstance(project, str) or not project.strip():
+        raise InvalidInputError(
+            "a project directory cannot be blank; leave it out for a memory seen everywhere"
+        )
+    if "\0" in project or len(project) > MAX_PROJECT_LENGTH:
+        raise InvalidInputError(f"project directory {project[:80]!r} is not a usable path")
+    if not Path(project).is_absolute():
+        raise InvalidInputError(
+            f"project directory {project!r} must be an absolute path (e.g. /home/me/src/app)"
+        )
+    return os.path.normpath(project)
+
+
+def _check_created_at(created_at: float | None) -> float:
+    if created_at is None:
+        return time.time()
+    if not isinstance(created_at, int | float) or not 0 <= created_at < 1 << 40:
+        raise InvalidInputError(f"created_at {created_at!r} is not a Unix time in seconds")
+    return float(created_at)
+
+
+def _new_memory(  # noqa: PLR0913 - the fields of a memory
+    content: str,
+    *,
+    memory_type: MemoryType | str,
+    tags: Iterable[str],
+    agent: str | None,
+    project: str | None,
+    created_at: float | None = None,
+    supersedes: str | None = None,
+) -> Memory:
+    """A validated, normalized record, not yet stored."""
+    content = _check_content(content)
+    kind = _check_memory_type(memory_type)
+    normalized_tags = _check_tags(tags)
+    scope_agent = _check_agent(agent)
+    scope_project = _check_project(project)
+    now = _check_created_at(created_at)
+    return Memory(
+        id=new_id(now),
+        content=content,
+        memory_type=kind,
+        tags=normalized_tags,
+        agent=scope_agent,
+        project=scope_project,
+        created_at=now,
+        supersedes=supersedes,
+    )
+
+
+# -------------------------------------------------------------- concurrency
+
+
+class _ResizeGate:
+    """Lets transactions run side by side but keeps them out while the map grows.
+
+    LMDB's `mdb_env_set_mapsize` may only run when this process has no open
+    transaction (py-lmdb invalidates any that are), so growing the map waits for
+    every transaction to end and holds new ones back until it is done. Lookups
+    never wait otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+        self._resizing = False
+
+    def enter(self) -> None:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self._active -= 1
+            if self._resizing and not self._active:
+                self._cond.notify_all()
+
+    def exclusive(self, action: Callable[[], None]) -> None:
+        """Run `action` while no transaction of this process is open."""
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._resizing = True
+            try:
+                while self._active:
+                    self._cond.wait()
+                action()
+            finally:
+                self._resizing = False
+                self._cond.notify_all()
+
+
+# -------------------------------------------------------------------- store
+
+
+class Store:
+    """The memory store in one data directory.
+
+    Safe to share between threads: lookups from any thread, writes serialized.
+    """
+
+    def __init__(self, data_dir: Path, *, map_size: int = 64 << 20, sync: bool = True) -> None:
+        """Open (or create) the store in `data_dir`.
+
+        Raises:
+            StoreOpenError: not a directory, not an LMDB environment, not a mented
+                store, a newer schema, or LMDB refused; nothing is modified.
+        """
+        self.path = Path(data_dir)
+        self._gate = _ResizeGate()
+        self._write_lock = threading.Lock()
+        self._closed = False
+        page = mmap.PAGESIZE
+        map_size = max(map_size, 16 * page)
+        map_size = -(-map_size // page) * page
+        data_file = self.path / "data.mdb"
+        if not _looks_like_lmdb(data_file):
+            raise StoreOpenError(
+                f"{data_file} is not an LMDB database file. mented left it untouched: "
+                "move it away, or point --data-dir / MENTED_DATA_DIR at another directory"
+            )
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreOpenError(
+                f"{self.path} is not a directory; point --data-dir or MENTED_DATA_DIR "
+                "at a directory for mented's data"
+            ) from None
+        except OSError as exc:
+            raise StoreOpenError(
+                f"cannot create the data directory {self.path}: {exc.strerror}"
+            ) from exc
+        try:
+            self._env = lmdb.Environment(
+                str(self.path),
+                map_size=map_size,
+                subdir=True,
+                create=False,
+                mode=0o700,  # data and lock files get 0600
+                metasync=sync,
+                sync=sync,
+                lock=True,
+                max_dbs=8,
+                max_readers=126,
+                # One cached read transaction saves an allocation per lookup.
+                max_spare_txns=1,
+            )
+        except lmdb.InvalidError:
+            raise StoreOpenError(
+                f"{data_file} is not an LMDB database file. mented left it untouched: "
+                "move it away, or point --data-dir / MENTED_DATA_DIR at another directory"
+            ) from None
+        except lmdb.VersionMismatchError as exc:
+            raise StoreOpenError(
+                f"{data_file} was written by an incompatible LMDB version ({exc}); "
+                "mented left it untouched"
+            ) from exc
+        except lmdb.Error as exc:
+            raise StoreOpenError(f"cannot open the store in {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreOpenError(f"cannot open the store in {self.path}: {exc}") from exc
+        try:
+            # Slots of readers in processes that were killed would pin old pages.
+            self._env.reader_check()
+            self._check_schema(data_file)
+            self._open_databases()
+        except BaseException:
+            self._env.close()
+            raise
+
+    def _check_schema(self, data_file: Path) -> None:
+        """Refuse an environment that is not ours or is newer, before writing anything."""
+        txn = self._env.begin()
+        try:
+            main = txn.cursor()
+            if not main.first():
+                return  # a new environment
+            if not main.set_key(_DB_META):
+                raise StoreOpenError(
+                    f"{data_file} is an LMDB environment but not a mented store. mented "
+                    "left it untouched: point --data-dir / MENTED_DATA_DIR elsewhere"
+                )
+            meta = self._env.open_db(_DB_META, txn=txn, create=False)
+            raw = txn.get(_META_SCHEMA, db=meta)
+        finally:
+            txn.abort()
+        try:
+            version = int(raw or b"")
+        except ValueError:
+            raise StoreOpenError(
+                f"{data_file} has no readable schema version ({raw!r}); "
+                "the store may be damaged. mented left it untouched"
+            ) from None
+        if version > SCHEMA_VERSION:
+            raise StoreOpenError(
+                f"the store in {self.path} was written by a newer mented (schema {version}, "
+                f"this one reads up to {SCHEMA_VERSION}); upgrade mented"
+            )
+
+    def _open_databases(self) -> None:
+        with self._env.begin(write=True) as txn:
+            self._memories = self._env.open_db(_DB_MEMORIES, txn=txn)
+            self._triggers = self._env.open_db(_DB_TRIGGERS, txn=txn)
+            self._handles = self._env.open_db(_DB_HANDLES, txn=txn)
+            self._actions = self._env.open_db(_DB_ACTIONS, txn=txn)
+            self._meta = self._env.open_db(_DB_META, txn=txn)
+            if txn.get(_META_SCHEMA, db=self._meta) is None:
+                txn.put(_META_SCHEMA, str(SCHEMA_VERSION).encode(), db=self._meta)
+            # Older schemas are migrated here, in this same transaction, when there are any.
+
+    def close(self) -> None:
+        """Close the environment. Waits for a write in progress; idempotent."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._gate.exclusive(self._env.close)
+
+    # ----------------------------------------------------------- transactions
+
+    def _read(self, work: Callable[[lmdb.Transaction[bytes]], T]) -> T:
+        """Run `work` in a short read transaction."""
+        while True:
+            self._gate.enter()
+            try:
+                if self._closed:
+                    raise StoreError("the store is closed")
+                txn = self._env.begin()
+                try:
+                    return work(txn)
+                finally:
+                    txn.abort()
+            except lmdb.MapResizedError:
+                pass  # another process grew the map: adopt its size below, then retry
+            finally:
+                self._gate.leave()
+            self._gate.exclusive(lambda: self._env.set_mapsize(0))
+
+    def _write(self, work: Callable[[lmdb.Transaction[bytes]], T]) -> T:
+        """Run `work` in one write transaction, committed durably.
+
+        On "map full" the transaction is aborted, the map doubled and `work` run
+        again from the start, so `work` must only touch the transaction.
+        """
+        with self._write_lock:
+            while True:
+                self._gate.enter()
+                try:
+                    if self._closed:
+                        raise StoreError("the store is closed")
+                    with self._env.begin(write=True) as txn:
+                        return work(txn)
+                except lmdb.MapFullError:
+                    grow = True
+                except lmdb.MapResizedError:
+                    grow = False
+                finally:
+                    self._gate.leave()
+                self._gate.exclusive(self._grow_map if grow else lambda: self._env.set_mapsize(0))
+
+    def _grow_map(self) -> None:
+        size = self._env.info()["map_size"] * 2
+        if size > MAX_MAP_SIZE:
+            raise StoreError(
+                f"the store in {self.path} would need more than {MAX_MAP_SIZE >> 30} GiB; "
+                "forget memories you no longer need"
+            )
+        self._env.set_mapsize(size)
+
+    # ---------------------------------------------------------------- writes
+
+    def store(
+        self,
+        content: str,
+        *,
+        memory_type: MemoryType = MemoryType.SEMANTIC,
+        tags: Sequence[str] = (),
+        agent: str | None = None,
+        project: str | None = None,
+    ) -> Memory:
+        """Store a memory; a `trigger:<action>` tag makes it a rule for that action.
+
+        Raises:
+            InvalidInputError: empty or oversized content, an unusable tag or action
+                name, a relative project path, an unknown memory type.
+        """
+        memory = _new_memory(
+            content, memory_type=memory_type, tags=tags, agent=agent, project=project
+        )
+        self._write(lambda txn: self._insert(txn, memory))
+        return memory
+
+    def store_many(self, items: Iterable[StoreItem]) -> builtins.list[str]:
+        """Store many memories in one transaction (import, benchmarks): all or none.
+
+        Raises:
+            InvalidInputError: naming the first bad item by its position.
+        """
+        memories = []
+        for position, item in enumerate(items):
+            try:
+                memories.append(
+                    _new_memory(
+                        item.content,
+                        memory_type=item.memory_type,
+                        tags=item.tags,
+                        agent=item.agent,
+                        project=item.project,
+                        created_at=item.created_at,
+                    )
+                )
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"item {position}: {exc}") from exc
+
+        def insert_all(txn: lmdb.Transaction[bytes]) -> None:
+            for memory in memories:
+                self._insert(txn, memory)
+
+        self._write(insert_all)
+        return [memory.id for memory in memories]
+
+    def supersede(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        tags: Sequence[str] | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+    ) -> tuple[Memory, Memory]:
+        """Replace a memory with a new version, in one atomic write.
+
+        The new memory keeps the old one's type, and its tags and scope unless
+        given. The old one gets `valid_until` and `superseded_by` and leaves the
+        trigger index: it stops firing when this returns.
+
+        Returns:
+            (the new memory, the old one as updated).
+
+        Raises:
+            NotFoundError: no memory has that id.
+            ConflictError: it was already superseded (the message names the current one).
+            InvalidInputError: as for `store`.
+        """
+        _check_content(content)
+        new_tags = None if tags is None else _check_tags(tags)
+        new_agent = _check_agent(agent)
+        new_project = _check_project(project)
+
+        def replace(txn: lmdb.Transaction[bytes]) -> tuple[Memory, Memory]:
+            old = self._resolve(txn, memory_id)
+            if old.superseded_by is not None:
+                raise ConflictError(self._already_superseded(txn, old))
+            now = max(time.time(), old.created_at)
+            new = Memory(
+                id=new_id(now),
+                content=content,
+                memory_type=old.memory_type,
+                tags=old.tags if new_tags is None else new_tags,
+                agent=old.agent if new_agent is None else new_agent,
+                project=old.project if new_project is None else new_project,
+                created_at=now,
+                supersedes=old.id,
+            )
+            retired = msgspec.structs.replace(old, valid_until=now, superseded_by=new.id)
+            self._unindex(txn, old)
+            txn.put(old.id.encode(), _encoder.encode(retired), db=self._memories)
+            self._insert(txn, new)
+            return new, retired
+
+        return self._write(replace)
+
+    def forget(self, memory_id: str) -> Memory:
+        """Remove a memory and its index entries; returns what was removed.
+
+        Its neighbours in a supersession chain are linked past it. Forgetting the
+        current version of a rule does not revive the one it replaced.
+
+        Raises:
+            NotFoundError: no memory has that id.
+        """
+
+        def remove(txn: lmdb.Transaction[bytes]) -> Memory:
+            memory = self._resolve(txn, memory_id)
+            if memory.is_live:
+                self._unindex(txn, memory)
+            txn.delete(memory.id.encode(), db=self._memories)
+            txn.delete(_handle_key(memory.id), db=self._handles)
+            before = self._load(txn, memory.supersedes)
+            after = self._load(txn, memory.superseded_by)
+            if before is not None and after is not None:
+                self._put(txn, msgspec.structs.replace(before, superseded_by=after.id))
+            if after is not None:
+                self._put(
+                    txn,
+                    msgspec.structs.replace(
+                        after, supersedes=None if before is None else before.id
+                    ),
+                )
+            # With no successor the predecessor keeps `superseded_by` pointing at the
+            # forgotten id: it stays retired, and history() ends there.
+            return memory
+
+        return self._write(remove)
+
+    def _insert(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        if not txn.put(
+            memory.id.encode(), _encoder.encode(memory), overwrite=False, db=self._memories
+        ):
+            raise StoreError(f"id {memory.id} is already taken; try again")
+        txn.put(_handle_key(memory.id), b"", db=self._handles)
+        if memory.is_live:
+            self._index(txn, memory)
+
+    def _put(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        txn.put(memory.id.encode(), _encoder.encode(memory), db=self._memories)
+
+    def _index(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        actions = memory.actions
+        for action in actions:
+            txn.put(_trigger_key(action, memory), memory.id.encode(), db=self._triggers)
+            self._count(txn, self._actions, action.encode(), +1)
+        if actions:
+            self._count(txn, self._meta, _META_LIVE_RULES, +1)
+
+    def _unindex(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        actions = memory.actions
+        for action in actions:
+            if txn.delete(_trigger_key(action, memory), db=self._triggers):
+                self._count(txn, self._actions, action.encode(), -1)
+        if actions:
+            self._count(txn, self._meta, _META_LIVE_RULES, -1)
+
+    @staticmethod
+    def _count(txn: lmdb.Transaction[bytes], db: lmdb._Database, key: bytes, delta: int) -> None:
+        raw = txn.get(key, db=db)
+        value = (int.from_bytes(raw, "big") if raw else 0) + delta
+        if value > 0:
+            txn.put(key, value.to_bytes(8, "big"), db=db)
+        else:
+            txn.delete(key, db=db)
+
+    # --------------------------------------------------------------- lookups
+
+    def recall_for_action(
+        self, action: str, *, agent: str | None = None, cwd: str | None = None, k: int = 6
+    ) -> builtins.list[Memory]:
+        """The live rules for `action` that the caller may see: newest first, at most `k`.
+
+        A key lookup in the trigger index: its cost depends on the rules for this
+        action only. Writes nothing. An unknown or unusable action name, or
+        `k <= 0`, gives an empty list, never an error.
+        """
+        if k <= 0 or not isinstance(action, str):
+            return []
+        try:
+            name = normalize_action(action)
+        except InvalidInputError:
+            return []
+        where = None if cwd is None else os.path.normpath(cwd)
+        return self._read(
+            lambda txn: self._rules(txn, name, agent=agent, cwd=where, limit=k, keep=None)
+        )
+
+    def _rules(  # noqa: PLR0913 - one lookup, spelled out
+        self,
+        txn: lmdb.Transaction[bytes],
+        action: str,
+        *,
+        agent: str | None,
+        cwd: str | None,
+        limit: int | None,
+        keep: Callable[[Memory], bool] | None,
+    ) -> builtins.list[Memory]:
+        """Walk one action's range of the trigger index, newest first."""
+        prefix = action.encode() + b"\0"
+        found: builtins.list[Memory] = []
+        cursor = txn.cursor(self._triggers)
+        if not cursor.set_range(prefix):
+            return found
+        while True:
+            if not cursor.key().startswith(prefix):
+                break
+            raw = txn.get(cursor.value(), db=self._memories)
+            if raw is not None:
+                memory = _decode(raw)
+                if _sees(memory, agent, cwd) and (keep is None or keep(memory)):
+                    found.append(memory)
+                    if len(found) == limit:
+                        break
+            if not cursor.next():
+                break
+        return found
+
+    def get(self, memory_id: str) -> Memory:
+        """One memory by its id or by a unique suffix of at least 6 characters.
+
+        Raises:
+            NotFoundError: no memory matches.
+            InvalidInputError: the handle is too short or matches several memories.
+        """
+        return self._read(lambda txn: self._resolve(txn, memory_id))
+
+    def history(self, memory_id: str) -> builtins.list[Memory]:
+        """The whole supersession chain of a memory, oldest first, from any member.
+
+        Raises:
+            NotFoundError: no memory has that id.
+        """
+
+        def chain(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
+            start = self._resolve(txn, memory_id)
+            seen = {start.id}
+            oldest = start
+            while (before := self._load(txn, oldest.supersedes)) and before.id not in seen:
+                seen.add(before.id)
+                oldest = before
+            members = [oldest]
+            seen = {oldest.id}
+            while (after := self._load(txn, members[-1].superseded_by)) and after.id not in seen:
+                seen.add(after.id)
+                members.append(after)
+            return members
+
+        return self._read(chain)
+
+    def list(  # noqa: PLR0913 - the filters of `mentectl rule list`
+        self,
+        *,
+        action: str | None = None,
+        agent: str | None = None,
+        cwd: str | None = None,
+        tag: str | None = None,
+        memory_type: MemoryType | None = None,
+        rules_only: bool = False,
+        include_superseded: bool = False,
+        limit: int | None = None,
+    ) -> builtins.list[Memory]:
+        """Memories the caller may see that match every filter given, newest first.
+
+        With `action` (and not `include_superseded`) this is `recall_for_action`
+        with `k=limit` (None: all). Without `action`, or with superseded rules
+        included, it walks all memories: an administrative listing, not a hot path.
+
+        Raises:
+            InvalidInputError: an unusable `tag` or `memory_type` filter.
+        """
+        if limit is not None and limit <= 0:
+            return []
+        wanted_tag = None if tag is None else normalize_tag(tag)
+        kind = None if memory_type is None else _check_memory_type(memory_type)
+        trigger = None
+        if action is not None:
+            try:
+                trigger = TRIGGER_PREFIX + normalize_action(action)
+            except (InvalidInputError, AttributeError):
+                return []
+        where = None if cwd is None else os.path.normpath(cwd)
+
+        def keep(memory: Memory) -> bool:
+            return (
+                (include_superseded or memory.is_live)
+                and (kind is None or memory.memory_type == kind)
+                and (wanted_tag is None or wanted_tag in memory.tags)
+                and (trigger is None or trigger in memory.tags)
+                and (not rules_only or bool(memory.actions))
+                and _sees(memory, agent, where)
+            )
+
+        if trigger is not None and not include_superseded:
+            name = trigger[len(TRIGGER_PREFIX) :]
+            filters = kind is not None or wanted_tag is not None
+            return self._read(
+                lambda txn: self._rules(
+                    txn, name, agent=agent, cwd=where, limit=limit, keep=keep if filters else None
+                )
+            )
+        return self._read(lambda txn: self._scan(txn, keep, limit))
+
+    def _scan(
+        self, txn: lmdb.Transaction[bytes], keep: Callable[[Memory], bool], limit: int | None
+    ) -> builtins.list[Memory]:
+        """All memories matching `keep`, newest first, walking ids backwards.
+
+        Ids order memories by millisecond; within one millisecond `created_at`
+        and then the id decide, so after `limit` matches the walk finishes that
+        millisecond before sorting and cutting.
+        """
+        found: builtins.list[Memory] = []
+        boundary: bytes | None = None
+        cursor = txn.cursor(self._memories)
+        more = cursor.last()
+        while more:
+            key = cursor.key()
+            if boundary is not None and not key.startswith(boundary):
+                break
+            memory = _decode(cursor.value())
+            if keep(memory):
+                found.append(memory)
+                if boundary is None and limit is not None and len(found) >= limit:
+                    boundary = key[:10]  # the id's timestamp part
+            more = cursor.prev()
+        found.sort(key=_newest_first, reverse=True)
+        return found if limit is None else found[:limit]
+
+    def stats(self) -> StoreStats:
+        """Counts kept by the writes themselves: no walk over the memories."""
+
+        def read(txn: lmdb.Transaction[bytes]) -> StoreStats:
+            raw = txn.get(_META_LIVE_RULES, db=self._meta)
+            info = self._env.info()
+            return StoreStats(
+                memories=txn.stat(self._memories)["entries"],
+                live_rules=int.from_bytes(raw, "big") if raw else 0,
+                actions_with_rules=txn.stat(self._actions)["entries"],
+                db_bytes=(info["last_pgno"] + 1) * self._env.stat()["psize"],
+                map_bytes=info["map_size"],
+            )
+
+        return self._read(read)
+
+    # --------------------------------------------------------------- helpers
+
+    def _load(self, txn: lmdb.Transaction[bytes], memory_id: str | None) -> Memory | None:
+        if memory_id is None:
+            return None
+        raw = txn.get(memory_id.encode(), db=self._memories)
+        return None if raw is None else _decode(raw)
+
+    def _resolve(self, txn: lmdb.Transaction[bytes], memory_id: str) -> Memory:
+        """The memory named by a full id or a unique suffix (short handle)."""
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise InvalidInputError("give a memory id (or its last 8 characters)")
+        wanted = memory_id.strip().upper()
+        if len(wanted) < MIN_HANDLE_LENGTH:
+            raise InvalidInputError(
+                f"{memory_id!r} is too short to name a memory: "
+                f"give at least {MIN_HANDLE_LENGTH} characters of its id"
+            )
+        if len(wanted) > _ID_LENGTH or not _CROCKFORD.issuperset(wanted):
+            raise NotFoundError(f"no memory has the id {memory_id!r}")
+        if len(wanted) == _ID_LENGTH:
+            memory = self._load(txn, wanted)
+            if memory is None:
+                raise NotFoundError(f"no memory has the id {memory_id!r}")
+            return memory
+        prefix = wanted[::-1].encode()
+        matches = [key[::-1].decode() for key in self._keys_with_prefix(txn, prefix)]
+        if not matches:
+            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+        if len(matches) > 1:
+            shown = ", ".join(matches[:_AMBIGUOUS_SHOWN])
+            more = "" if len(matches) <= _AMBIGUOUS_SHOWN else ", ..."
+            raise InvalidInputError(
+                f"{memory_id!r} matches several memories ({shown}{more}); "
+                "give more characters of the id"
+            )
+        memory = self._load(txn, matches[0])
+        if memory is None:  # an index entry without its record
+            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+        return memory
+
+    def _keys_with_prefix(self, txn: lmdb.Transaction[bytes], prefix: bytes) -> Iterator[bytes]:
+        cursor = txn.cursor(self._handles)
+        if not cursor.set_range(prefix):
+            return
+        for count in range(_AMBIGUOUS_SHOWN + 1):
+            key = cursor.key()
+            if not key.startswith(prefix):
+                return
+            yield key
+            if count == _AMBIGUOUS_SHOWN or not cursor.next():
+                return
+
+    def _already_superseded(self, txn: lmdb.Transaction[bytes], old: Memory) -> str:
+        current: Memory = old
+        seen = {old.id}
+        while current.superseded_by is not None:
+            after = self._load(txn, current.superseded_by)
+            if after is None:
+                return (
+                    f"memory {old.id} was already superseded by {current.superseded_by}, which "
+                    "has since been forgotten; store a new rule instead"
+                )
+            if after.id in seen:
+                break
+            seen.add(after.id)
+            current = after
+        return (
+            f"memory {old.id} was already superseded; the current version is {current.id} "
+            f"({short_handle(current.id)}): supersede that one instead"
+        )
