@@ -25,8 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--socket",
         metavar="PATH",
-        help=f"Unix socket to listen on (default: ${paths.SOCKET_ENV}, else "
-        f"{paths.socket_path()})",
+        help=f"Unix socket to listen on (default: ${paths.SOCKET_ENV}, else {paths.socket_path()})",
     )
     parser.add_argument(
         "--data-dir",
@@ -63,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server.open()
     except StartupError as exc:
-        log.error("cannot_start", error=str(exc))  # noqa: TRY400 - a message, not a crash
+        log.error("cannot_start", error=str(exc))
         print(f"mented: {exc}", file=sys.stderr)
         return 1
     try:

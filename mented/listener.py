@@ -152,9 +152,9 @@ def peer_uid(sock: socket.socket) -> int | None:
     try:
         if hasattr(socket, "SO_PEERCRED"):
             raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
-            return _UCRED.unpack(raw)[1]
+            return int(_UCRED.unpack(raw)[1])
         # macOS (getpeereid is built on this): SOL_LOCAL is 0.
         raw = sock.getsockopt(0, _LOCAL_PEERCRED, 76)
-        return _XUCRED_HEAD.unpack_from(raw)[1]
+        return int(_XUCRED_HEAD.unpack_from(raw)[1])
     except OSError:
         return None

@@ -134,6 +134,7 @@ class Server:
         self._shutdown = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
         self._connections = 0
+        self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
         self.config = Config()
         self.store: Store
@@ -188,7 +189,9 @@ class Server:
 
     # ----------------------------------------------------------------- serving
 
-    async def serve(self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve until a signal or a `shutdown` request; then drain and return."""
         assert self._listen_sock is not None, "call open() first"
         listener = trio.socket.from_stdlib_socket(self._listen_sock)
@@ -222,8 +225,8 @@ class Server:
                 listener.close()
                 self._listen_sock = None
                 self._forget_listen_socket()
-                while self._connections and not connections.cancel_scope.cancel_called:
-                    await trio.sleep(0.01)
+                if self._connections:
+                    await self._drained.wait()
                 connections.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
 
@@ -315,6 +318,8 @@ class Server:
         finally:
             self._connections -= 1
             sock.close()
+            if self._stopping and not self._connections:
+                self._drained.set()
 
     async def _read_frame(self, stream: trio.SocketStream, buffer: bytearray) -> bytes | None:
         """The next frame's body; None at end of stream, idle timeout or shutdown.
@@ -373,12 +378,12 @@ class Server:
             reply = ErrorReply(code=ErrorCode.CONFLICT, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
-        except Exception as exc:  # a bug must cost one request, never the daemon
+        except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
             log.exception("request_failed", request=type(request).__name__)
             reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
         return encode(reply)
 
-    async def _answer(self, request: Request) -> Reply:  # noqa: PLR0911 - one arm per request
+    async def _answer(self, request: Request) -> Reply:
         store = self.store
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
@@ -454,7 +459,7 @@ class Server:
             config = load_config(self.options.config_path)
             matcher = Matcher(load_action_table(config))
         except ConfigError as exc:
-            log.error("reload_failed", error=str(exc))  # noqa: TRY400 - the message is the point
+            log.error("reload_failed", error=str(exc))
             return f"{exc} (the previous configuration stays in force)"
         self.config = config
         self.matcher = matcher
@@ -505,4 +510,3 @@ def _connection_limit() -> int:
     if soft == resource.RLIM_INFINITY:
         return 65536
     return max(8, soft - 32)
-

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mented_client.connection import Client, NotRunningError, ProtocolError
 
 from mented.protocol import StatusReply, StatusRequest
-from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
 START_TIMEOUT = 15.0
@@ -24,7 +24,7 @@ START_TIMEOUT = 15.0
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A temporary directory with a short path: Unix socket paths are limited to ~107 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))  # noqa: S108 - mkdtemp is private
+    path = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
     try:
         yield path
     finally:
@@ -64,7 +64,7 @@ class DaemonProcess:
 
     def start(self, *extra_args: str, wait: bool = True) -> subprocess.Popen[bytes]:
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            self.proc = subprocess.Popen(
                 [PYTHON, "-m", "mented.daemon", *extra_args],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
@@ -107,7 +107,7 @@ class DaemonProcess:
     def mentectl(
         self, *args: str, check: bool = True, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(  # noqa: S603 - our own interpreter and module
+        result = subprocess.run(
             [PYTHON, "-m", "mented_client.cli", *args],
             env=self.env,
             input=stdin,
@@ -128,7 +128,7 @@ class DaemonProcess:
         self.config_path.write_text(text)
 
     def reload(self) -> None:
-        from mented.protocol import OkReply, ReloadRequest  # noqa: PLC0415
+        from mented.protocol import OkReply, ReloadRequest
 
         with self.client() as client:
             client.expect(ReloadRequest(), OkReply)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from mented_client.connection import Client, DaemonError, NotRunningError
 
 from mented.protocol import (
     HEADER,
@@ -40,7 +41,6 @@ from mented.protocol import (
     frame,
     reply_decoder,
 )
-from mented_client.connection import Client, DaemonError, NotRunningError
 from tests.conftest import PYTHON, DaemonProcess
 
 COMMIT = "trigger:git-commit"
@@ -76,7 +76,9 @@ def assert_alive(daemon: DaemonProcess) -> None:
 def test_every_request_round_trips(daemon: DaemonProcess) -> None:
     with daemon.client() as client:
         old = client.expect(StoreRequest(content="one line", tags=[COMMIT]), StoredReply).id
-        fact = client.expect(StoreRequest(content="we deploy on fridays", tags=["ops"]), StoredReply)
+        fact = client.expect(
+            StoreRequest(content="we deploy on fridays", tags=["ops"]), StoredReply
+        )
         assert client.expect(GetRequest(id=old), MemoryReply).memory.content == "one line"
         recalled = client.expect(RecallRequest(action="git-commit"), MemoriesReply).memories
         assert [m.id for m in recalled] == [old]
@@ -173,7 +175,7 @@ def test_other_users_are_refused_by_the_peer_check(daemon: DaemonProcess) -> Non
         "s.settimeout(5)\n"
         "print(len(s.recv(100)))\n"
     )
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [PYTHON, "-I", "-c", probe],
         user=nobody.pw_uid,
         group=nobody.pw_gid,
@@ -201,7 +203,7 @@ def test_a_stale_socket_file_is_replaced(short_tmp: Path) -> None:
 
 
 def test_a_second_daemon_on_the_same_socket_is_refused(daemon: DaemonProcess) -> None:
-    second = subprocess.run(  # noqa: S603
+    second = subprocess.run(
         [PYTHON, "-m", "mented.daemon", "--data-dir", str(daemon.root / "other-data")],
         env=daemon.env,
         capture_output=True,
@@ -215,7 +217,7 @@ def test_a_second_daemon_on_the_same_socket_is_refused(daemon: DaemonProcess) ->
 
 
 def test_a_second_daemon_on_the_same_data_dir_names_the_first(daemon: DaemonProcess) -> None:
-    second = subprocess.run(  # noqa: S603
+    second = subprocess.run(
         [PYTHON, "-m", "mented.daemon", "--socket", str(daemon.root / "run2" / "s.sock")],
         env=daemon.env,
         capture_output=True,
@@ -289,7 +291,7 @@ def test_json_logs_on_stderr(daemon: DaemonProcess) -> None:
 
 
 def test_module_runs_as_script() -> None:
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [sys.executable, "-m", "mented.daemon", "--help"],
         capture_output=True,
         text=True,

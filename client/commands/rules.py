@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
+from pathlib import Path
 
 import msgspec
+from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.connection import Client
 
 from mented.memory import Memory, MemoryType, trigger_tag
 from mented.protocol import (
@@ -22,8 +24,6 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
-from mented_client.commands.output import CommandError, format_memory, print_json
-from mented_client.connection import Client
 
 SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
@@ -37,7 +37,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     verbs = rule.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     add = verbs.add_parser("add", parents=[common], help="add a rule for an action")
-    add.add_argument("action", help="the action it governs, e.g. git-commit (see `mentectl actions`)")
+    add.add_argument(
+        "action", help="the action it governs, e.g. git-commit (see `mentectl actions`)"
+    )
     add.add_argument("text", help="the rule, e.g. 'commit messages: single line, no emojis'")
     _scope_options(add)
     add.add_argument(
@@ -57,7 +59,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     )
     listing.add_argument("--action", help="only rules for this action, as the hook would fire them")
     listing.add_argument("--agent", help="as seen by this agent (default: every agent's rules)")
-    listing.add_argument("--cwd", help="as seen from this directory (default: every project's rules)")
+    listing.add_argument(
+        "--cwd", help="as seen from this directory (default: every project's rules)"
+    )
     listing.add_argument("-k", type=int, default=None, help="at most this many (with --action: 6)")
     listing.add_argument("--all", action="store_true", help="also show superseded rules")
     listing.set_defaults(handler=run_list)
@@ -92,7 +96,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _absolute(directory: str | None) -> str | None:
-    return os.path.abspath(os.path.expanduser(directory)) if directory else None  # noqa: PTH100
+    return str(Path(directory).expanduser().absolute()) if directory else None
 
 
 def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 import msgspec
-
-from mented.protocol import StatusReply, StatusRequest
 from mented_client.commands.output import fail, format_time, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+
+from mented.protocol import StatusReply, StatusRequest
 
 
 def register(
@@ -75,8 +75,11 @@ def render_status(status: StatusReply) -> str:
             f"{status.memories} ({status.live_rules} live rules for "
             f"{status.actions_with_rules} actions)",
         ),
-        ("requests", f"{status.requests_served} served, p50 {_micros(status.p50_us)}, "
-         f"p99 {_micros(status.p99_us)}"),
+        (
+            "requests",
+            f"{status.requests_served} served, p50 {_micros(status.p50_us)}, "
+            f"p99 {_micros(status.p99_us)}",
+        ),
         ("last hook", last),
     ]
     return "\n".join(f"{name + ':':<11}{value}" for name, value in rows)
