@@ -1,9 +1,406 @@
-"""Placeholder: this group of verbs is being written (see the open issues)."""
+"""`mentectl hooks ...` (install, uninstall, status, command) and `mentectl log`.
+
+The installed hook runs the stdlib-only shim with the real interpreter::
+
+    /abs/real/python3.11 -I -S /abs/.../mented_client/shim.py claude-code
+
+The interpreter is resolved to the actual binary: a pyenv (or asdf, ...) shim
+script costs ~150 ms per command before Python even starts. `-I -S` skip the
+environment, user site and `site` import. The settings file is edited in place
+(see `mented_client.hook_settings`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+from mented_client.commands.output import CommandError, format_time, print_json
+from mented_client.connection import Client
+from mented_client.hook_settings import (
+    MentedEntry,
+    SettingsError,
+    add_hook,
+    find_entries,
+    read_settings,
+    remove_hooks,
+    write_settings,
+)
+
+from mented.agents import AGENTS, Agent
+from mented.paths import SOCKET_ENV
+from mented.protocol import FireRecord, LogReply, LogRequest
+
+# The agent's own limit on the hook process, a backstop only: the shim gives up
+# after its budget (250 ms by default) on its own.
+DEFAULT_TIMEOUT_S = 5
+# First bytes of a native executable: ELF, Mach-O (32/64 bit, both byte orders), fat Mach-O.
+_BINARY_MAGIC = (
+    b"\x7fELF",
+    b"\xfe\xed\xfa\xce",
+    b"\xfe\xed\xfa\xcf",
+    b"\xce\xfa\xed\xfe",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """No verbs yet."""
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    hooks = subparsers.add_parser(
+        "hooks",
+        help="install or remove the agent hook that hands rules to Claude Code / Codex",
+        description="The hook runs before every shell command the agent runs and hands it "
+        "the user's rules for the actions that command performs.",
+    )
+    verbs = hooks.add_subparsers(dest="verb", metavar="VERB", required=True)
+    agents = sorted(AGENTS)
+
+    install = verbs.add_parser(
+        "install", parents=[common], help="add the hook to an agent's settings file"
+    )
+    install.add_argument("agent", choices=agents)
+    _settings_options(install)
+    install.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter the hook runs with (default: the real binary behind this one)",
+    )
+    install.add_argument(
+        "--timeout",
+        type=int,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"the agent's limit on the hook process (default: {DEFAULT_TIMEOUT_S})",
+    )
+    install.set_defaults(handler=run_install)
+
+    uninstall = verbs.add_parser(
+        "uninstall", parents=[common], help="remove mented's hook entries, and nothing else"
+    )
+    uninstall.add_argument("agent", choices=agents)
+    _settings_options(uninstall)
+    uninstall.set_defaults(handler=run_uninstall)
+
+    status = verbs.add_parser(
+        "status", parents=[common], help="where the hook is installed and whether it still works"
+    )
+    status.add_argument("--settings", metavar="PATH", help="also look in this settings file")
+    status.set_defaults(handler=run_status)
+
+    command = verbs.add_parser(
+        "command", parents=[common], help="print the hook command line, for installing by hand"
+    )
+    command.add_argument("agent", choices=agents)
+    command.add_argument("--python", metavar="PATH", help="the interpreter the hook runs with")
+    command.set_defaults(handler=run_command)
+
+    log = subparsers.add_parser(
+        "log", parents=[common], help="recent hook fires: which command, which rules, how fast"
+    )
+    log.add_argument("-n", type=int, default=20, metavar="N", help="how many (default: 20)")
+    log.set_defaults(handler=run_log)
+
+
+def _settings_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--settings", metavar="PATH", help="the settings file to edit")
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="edit the project's settings file (DIR/.claude/settings.json, DIR/.codex/hooks.json)",
+    )
+
+
+# --------------------------------------------------------------- the command line
+
+
+def is_native_executable(path: Path) -> bool:
+    """Whether `path` is a binary the kernel runs directly (not a `#!` script)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) in _BINARY_MAGIC
+    except OSError:
+        return False
+
+
+def real_interpreter(executable: str | None = None) -> Path:
+    """The binary behind `executable` (default: this interpreter), resolving symlinks.
+
+    A venv's `python` is a symlink to a real binary; a pyenv or asdf shim is a
+    shell script that finds one on every call, at a cost of ~150 ms.
+
+    Raises:
+        CommandError: no native binary found; the message suggests `--python`.
+    """
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    names = (f"python{version}", f"python{sys.version_info.major}", "python")
+    candidates = [Path(os.path.realpath(executable or sys.executable))] + [
+        Path(os.path.realpath(Path(prefix) / "bin" / name))
+        for prefix in (sys.base_prefix, sys.base_exec_prefix)
+        for name in names
+    ]
+    for candidate in candidates:
+        if is_native_executable(candidate):
+            return candidate
+    raise CommandError(
+        f"cannot find the real Python binary behind {executable or sys.executable} "
+        "(it looks like a shim script, which would add ~150 ms to every command); "
+        "pass --python /absolute/path/to/python3"
+    )
+
+
+def installed_shim() -> Path:
+    """The shim file of the installed `mented_client` package."""
+    spec = importlib.util.find_spec("mented_client.shim")
+    if spec is None or spec.origin is None:
+        raise CommandError("cannot find mented_client/shim.py: is mented installed?")
+    return Path(spec.origin).resolve()
+
+
+def hook_command(agent: Agent, python: str | None = None) -> str:
+    """The shell command line the agent runs for each shell command."""
+    interpreter = Path(python).absolute() if python else real_interpreter()
+    if python and not is_native_executable(interpreter):
+        raise CommandError(f"{python} is not a native executable (a shim script?)")
+    argv = [str(interpreter), "-I", "-S", str(installed_shim()), agent.name]
+    # A socket in the environment at install time becomes the fallback argument;
+    # $MENTED_SOCKET at run time still wins.
+    socket = os.environ.get(SOCKET_ENV)
+    if socket:
+        argv.append(str(Path(socket).absolute()))
+    return shlex.join(argv)
+
+
+def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
+    if getattr(args, "settings", None):
+        return Path(args.settings).expanduser().absolute()
+    if getattr(args, "project", None):
+        return agent.project_settings_path(Path(args.project).expanduser().absolute())
+    return agent.settings_path(Path.home())
+
+
+def _show(path: Path) -> str:
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home) :] if text.startswith(home + os.sep) else text
+
+
+# ------------------------------------------------------------------------ verbs
+
+
+def run_install(args: argparse.Namespace) -> int:
+    agent = AGENTS[args.agent]
+    if args.timeout < 1:
+        raise CommandError("--timeout must be at least 1 second", status=2)
+    path = settings_path(agent, args)
+    command = hook_command(agent, args.python)
+    try:
+        previous = read_settings(path)
+        before = find_entries(previous, path, installed_shim()) if previous else []
+        text = add_hook(
+            previous or "",
+            path,
+            group=agent.hook_group(command, args.timeout),
+            shim_path=installed_shim(),
+        )
+        changed = text != previous
+        backup = write_settings(path, text, previous) if changed else None
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+    outcome = "unchanged" if not changed else "updated" if before else "installed"
+    if args.json:
+        print_json(
+            {
+                "agent": agent.name,
+                "settings": str(path),
+                "outcome": outcome,
+                "changed": changed,
+                "command": command,
+                "timeout": args.timeout,
+                "backup": str(backup) if backup else None,
+                "note": agent.install_note,
+            }
+        )
+        return 0
+    where = _show(path)
+    if outcome == "unchanged":
+        print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
+    else:
+        verb = "Updated" if outcome == "updated" else "Installed"
+        print(f"{verb} the mented hook for {agent.title} in {where}.")
+        print(f"  runs: {command}")
+        if backup:
+            print(f"  previous file saved as {_show(backup)}")
+    if agent.install_note and changed:
+        print(agent.install_note)
+    return 0
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    agent = AGENTS[args.agent]
+    path = settings_path(agent, args)
+    try:
+        previous = read_settings(path)
+        text, removed = remove_hooks(previous, path, installed_shim()) if previous else ("", 0)
+        backup = write_settings(path, text, previous) if removed else None
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+    if args.json:
+        print_json(
+            {
+                "agent": agent.name,
+                "settings": str(path),
+                "removed": removed,
+                "backup": str(backup) if backup else None,
+            }
+        )
+    elif removed:
+        entries = "entry" if removed == 1 else "entries"
+        print(f"Removed {removed} mented hook {entries} from {_show(path)}; nothing else changed.")
+        if backup:
+            print(f"  previous file saved as {_show(backup)}")
+    else:
+        print(f"No mented hook for {agent.title} in {_show(path)}; nothing changed.")
+    return 0
+
+
+@dataclass
+class HookCheck:
+    """One installed entry and whether it can still run."""
+
+    command: str
+    timeout: object
+    interpreter: str | None
+    shim: str | None
+    problems: list[str]
+
+
+@dataclass
+class SettingsPlace:
+    """One settings file and the mented entries in it."""
+
+    settings: str
+    exists: bool
+    hooks: list[HookCheck] = field(default_factory=list)
+    error: str | None = None
+
+
+def check_entry(entry: MentedEntry) -> HookCheck:
+    """Whether the interpreter and the shim an entry runs still exist."""
+    try:
+        argv = shlex.split(entry.command)
+    except ValueError:
+        argv = []
+    interpreter = Path(argv[0]) if argv else None
+    shim = next((Path(arg) for arg in argv if Path(arg).name == "shim.py"), None)
+    problems = []
+    if interpreter is None or not interpreter.exists():
+        problems.append(f"interpreter {interpreter} is missing: reinstall the hook")
+    elif not is_native_executable(interpreter.resolve()):
+        problems.append(f"interpreter {interpreter} is a script (slow): reinstall the hook")
+    if shim is None or not shim.is_file():
+        problems.append(f"shim {shim} is missing: reinstall the hook")
+    return HookCheck(
+        command=entry.command,
+        timeout=entry.timeout,
+        interpreter=str(interpreter) if interpreter else None,
+        shim=str(shim) if shim else None,
+        problems=problems,
+    )
+
+
+def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
+    """The agent's user settings, its project settings here (if any) and `extra`."""
+    user = agent.settings_path(Path.home())
+    paths = [user, agent.project_settings_path(Path.cwd())]
+    if extra:
+        paths.append(Path(extra).expanduser().absolute())
+    places = []
+    for path in dict.fromkeys(paths):  # unique, in order
+        try:
+            text = read_settings(path)
+        except SettingsError as exc:
+            places.append(SettingsPlace(settings=str(path), exists=True, error=str(exc)))
+            continue
+        if text is None and path != user:
+            continue
+        place = SettingsPlace(settings=str(path), exists=text is not None)
+        try:
+            entries = find_entries(text, path, installed_shim()) if text and text.strip() else []
+        except SettingsError as exc:
+            place.error = str(exc)
+            entries = []
+        place.hooks = [check_entry(entry) for entry in entries]
+        places.append(place)
+    return places
+
+
+def run_status(args: argparse.Namespace) -> int:
+    report = {name: _places(agent, args.settings) for name, agent in sorted(AGENTS.items())}
+    broken = any(hook.problems for places in report.values() for p in places for hook in p.hooks)
+    if args.json:
+        print_json(msgspec.to_builtins(report))
+        return 1 if broken else 0
+    for name, places in report.items():
+        print(f"{name} ({AGENTS[name].title})")
+        for place in places:
+            where = _show(Path(place.settings))
+            if place.error:
+                print(f"  {where}: {place.error}")
+            elif not place.hooks:
+                print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
+            for hook in place.hooks:
+                print(f"  {where}: installed, {'; '.join(hook.problems) or 'ok'}")
+                print(f"    runs: {hook.command}")
+    return 1 if broken else 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    agent = AGENTS[args.agent]
+    command = hook_command(agent, args.python)
+    if args.json:
+        print_json({"agent": agent.name, "command": command, "timeout": DEFAULT_TIMEOUT_S})
+    else:
+        print(command)
+    return 0
+
+
+def run_log(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        reply = client.expect(LogRequest(n=max(0, args.n)), LogReply)
+    if args.json:
+        print_json({"fires": msgspec.to_builtins(reply.fires)})
+        return 0
+    if not reply.fires:
+        print("no hook fires yet")
+    for fire in reply.fires:
+        print(format_fire(fire))
+    return 0
+
+
+def format_fire(fire: FireRecord) -> str:
+    """One fire as two or three lines for people."""
+    rules = len(fire.rule_ids)
+    head = (
+        f"{format_time(fire.time)}  {fire.agent}  {fire.mode:<7}  {','.join(fire.actions)}  "
+        f"{rules} rule{'' if rules == 1 else 's'}  {fire.latency_us:.0f} us"
+    )
+    lines = [head, f"    $ {fire.command}"]
+    where = f"    in {fire.cwd or '?'}" + (f", session {fire.session}" if fire.session else "")
+    lines.append(where)
+    if fire.rule_ids:
+        lines.append(f"    rules: {' '.join(fire.rule_ids)}")
+    return "\n".join(lines)

@@ -1,0 +1,431 @@
+"""Add and remove mented's hook in an agent's JSON settings file, touching nothing else.
+
+A settings file is the user's: it holds their other hooks, permissions and
+whatever else, in the order and layout they (or their agent) wrote. So we do
+not load-and-dump it. We locate the spans of the few JSON values we change and
+splice new text in, indented like its neighbours: every byte outside our entry
+stays as it was, and uninstalling after installing gives the original file back.
+
+The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash",
+                               "hooks": [{"type": "command", "command": "...", "timeout": 5}]}]}}
+
+Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+SHIM_MARKER = b"mented hook shim"
+EVENT = "PreToolUse"
+
+
+class SettingsError(Exception):
+    """The settings file cannot be used as it is; the message says why and what to do."""
+
+
+# ------------------------------------------------------------ JSON with positions
+
+
+@dataclass
+class _Node:
+    """A JSON value and where it sits in the text (`end` is exclusive)."""
+
+    start: int
+    end: int
+    kind: str  # "object", "array" or "scalar"
+    members: list[tuple[str, int, _Node]] = field(default_factory=list)  # key, key start, value
+    items: list[_Node] = field(default_factory=list)
+
+    def member(self, key: str) -> _Node | None:
+        """The value of `key` (the last one, as json.loads reads duplicates)."""
+        found = None
+        for name, _, value in self.members:
+            if name == key:
+                found = value
+        return found
+
+    def children(self) -> list[tuple[int, int]]:
+        """The (start, end) of each member or item, in order."""
+        if self.kind == "object":
+            return [(key_start, value.end) for _, key_start, value in self.members]
+        return [(item.start, item.end) for item in self.items]
+
+
+class _Parser:
+    """Positions of the values in a JSON text already known to be valid."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def skip_ws(self, i: int) -> int:
+        text = self.text
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def value(self, i: int) -> _Node:
+        text = self.text
+        i = self.skip_ws(i)
+        char = text[i]
+        if char == "{":
+            node = _Node(i, i, "object")
+            i = self.skip_ws(i + 1)
+            while text[i] != "}":
+                key_start = i
+                key_end = self.string_end(i)
+                key = json.loads(text[key_start:key_end])
+                i = self.skip_ws(key_end) + 1  # the colon
+                value = self.value(i)
+                node.members.append((key, key_start, value))
+                i = self.skip_ws(value.end)
+                if text[i] == ",":
+                    i = self.skip_ws(i + 1)
+            node.end = i + 1
+            return node
+        if char == "[":
+            node = _Node(i, i, "array")
+            i = self.skip_ws(i + 1)
+            while text[i] != "]":
+                item = self.value(i)
+                node.items.append(item)
+                i = self.skip_ws(item.end)
+                if text[i] == ",":
+                    i = self.skip_ws(i + 1)
+            node.end = i + 1
+            return node
+        if char == '"':
+            return _Node(i, self.string_end(i), "scalar")
+        end = i
+        while end < len(text) and text[end] not in ",]} \t\r\n":
+            end += 1
+        return _Node(i, end, "scalar")
+
+    def string_end(self, i: int) -> int:
+        text = self.text
+        j = i + 1
+        while text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        return j + 1
+
+
+def _parse(text: str) -> _Node:
+    return _Parser(text).value(0)
+
+
+# ----------------------------------------------------------------- text layout
+
+
+def _line_indent(text: str, pos: int) -> str | None:
+    """The whitespace before `pos` on its line, or None when `pos` does not start its line."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    before = text[line_start:pos]
+    if "\n" not in text or before.strip():
+        return None
+    return before
+
+
+def _indent_unit(text: str) -> str:
+    """The file's indentation step (two spaces when it shows none)."""
+    widths = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            prefix = line[: len(line) - len(stripped)]
+            if prefix.startswith("\t"):
+                return "\t"
+            widths.append(len(prefix))
+    return " " * min(widths) if widths else "  "
+
+
+def _render(value: Any, indent: str | None, unit: str) -> str:  # noqa: ANN401 - any JSON value
+    if indent is None:
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, indent=unit).replace("\n", "\n" + indent)
+
+
+def _splice(text: str, start: int, end: int, new: str) -> str:
+    return text[:start] + new + text[end:]
+
+
+def _insert_child(text: str, container: _Node, render: Callable[[str | None, str], str]) -> str:
+    """Add a member or item at the end of `container`; `render(indent, unit)` gives its text."""
+    unit = _indent_unit(text)
+    children = container.children()
+    if children:
+        last_start, last_end = children[-1]
+        indent = _line_indent(text, last_start)
+        separator = ", " if indent is None else ",\n" + indent
+        return _splice(text, last_end, last_end, separator + render(indent, unit))
+    if "\n" not in text:  # a one-line file stays on one line
+        inner = render(None, unit)
+    else:
+        line_start = text.rfind("\n", 0, container.start) + 1
+        line = text[line_start : container.start]
+        outer = line[: len(line) - len(line.lstrip(" \t"))]
+        inner = "\n" + outer + unit + render(outer + unit, unit) + "\n" + outer
+    return _splice(text, container.start + 1, container.end - 1, inner)
+
+
+def _remove_child(text: str, container: _Node, index: int) -> str:
+    children = container.children()
+    start, end = children[index]
+    if len(children) == 1:
+        return _splice(text, container.start + 1, container.end - 1, "")
+    if index < len(children) - 1:
+        return _splice(text, start, children[index + 1][0], "")
+    return _splice(text, children[index - 1][1], end, "")
+
+
+def _set_member(text: str, obj: _Node, key: str, value: Any) -> str:  # noqa: ANN401
+    current = obj.member(key)
+    if current is not None:
+        return _splice(text, current.start, current.end, json.dumps(value, ensure_ascii=False))
+    return _insert_child(
+        text,
+        obj,
+        lambda indent, unit: json.dumps(key) + ": " + _render(value, indent, unit),
+    )
+
+
+# ------------------------------------------------------------- our entries
+
+
+def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
+    """Whether a hook command runs mented's shim.
+
+    It does when one argument is a file named `shim.py` followed by the agent name,
+    and that file is `shim_path`, or lives in the `mented_client` package, or
+    (when it still exists) starts with the shim's marker comment.
+    """
+    if not isinstance(command, str) or "shim.py" not in command:
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    for arg in argv[:-1]:  # the shim's path is followed by the agent name
+        path = Path(arg)
+        if path.name != "shim.py":
+            continue
+        if shim_path is not None and path == shim_path:
+            return True
+        if path.parent.name == "mented_client":
+            return True
+        try:
+            with path.open("rb") as handle:
+                if SHIM_MARKER in handle.read(256):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@dataclass(frozen=True)
+class MentedEntry:
+    """One of our hook entries in a settings file."""
+
+    group: int  # index in hooks.PreToolUse
+    hook: int  # index in that group's hooks
+    command: str
+    timeout: object
+
+
+def _event_list(root: _Node, path: Path) -> _Node | None:
+    hooks = root.member("hooks")
+    if hooks is None:
+        return None
+    if hooks.kind != "object":
+        raise SettingsError(f"{path}: `hooks` is not a JSON object; fix it by hand first")
+    groups = hooks.member(EVENT)
+    if groups is None:
+        return None
+    if groups.kind != "array":
+        raise SettingsError(f"{path}: `hooks.{EVENT}` is not a JSON array; fix it by hand first")
+    return groups
+
+
+def _root(text: str, path: Path) -> _Node:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "fix or move the file, then run this again. The file was not changed."
+        ) from exc
+    root = _parse(text)
+    if root.kind != "object":
+        raise SettingsError(f"{path}: the settings must be a JSON object; the file was not changed")
+    return root
+
+
+def find_entries(text: str, path: Path, shim_path: Path | None = None) -> list[MentedEntry]:
+    """Our hook entries in the settings `text`."""
+    root = _root(text, path)
+    groups = _event_list(root, path)
+    if groups is None:
+        return []
+    doc = json.loads(text)["hooks"][EVENT]
+    found = []
+    for g, group in enumerate(doc):
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(hooks, list):
+            continue
+        for h, hook in enumerate(hooks):
+            if isinstance(hook, dict) and is_mented_command(hook.get("command"), shim_path):
+                found.append(MentedEntry(g, h, hook["command"], hook.get("timeout")))
+    return found
+
+
+def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node]:
+    """The PreToolUse list and the hooks list of the group holding `entry`."""
+    groups = _event_list(_root(text, path), path)
+    assert groups is not None
+    group = groups.items[entry.group]
+    hooks = group.member("hooks")
+    assert hooks is not None
+    return groups, hooks
+
+
+def add_hook(text: str, path: Path, *, group: dict[str, Any], shim_path: Path | None) -> str:
+    """`text` with our hook installed (unchanged when it already is, exactly).
+
+    `group` is the agent's matcher group holding our one hook entry
+    (`Agent.hook_group`); it is added as is, or its entry's `command` and `timeout`
+    are written into the entry of ours already there.
+
+    An entry of ours that runs another command (an older interpreter or shim path)
+    is updated in place; extra copies of it are removed.
+
+    Raises:
+        SettingsError: the text is not a JSON object, or `hooks` is not laid out as expected.
+    """
+    if not text.strip():
+        text = "{}\n"
+    entries = find_entries(text, path, shim_path)
+    for extra in reversed(entries[1:]):
+        text = _remove_entry(text, path, extra)
+    if entries:
+        first = entries[0]
+        for key in ("command", "timeout"):
+            _, entry_hooks = _entry_node(text, path, first)
+            text = _set_member(text, entry_hooks.items[first.hook], key, group["hooks"][0][key])
+        return text
+    root = _root(text, path)
+    hooks = root.member("hooks")
+    if hooks is None:
+        return _insert_child(
+            text,
+            root,
+            lambda indent, unit: '"hooks": ' + _render({EVENT: [group]}, indent, unit),
+        )
+    groups = _event_list(root, path)
+    if groups is None:
+        return _insert_child(
+            text,
+            hooks,
+            lambda indent, unit: json.dumps(EVENT) + ": " + _render([group], indent, unit),
+        )
+    return _insert_child(text, groups, lambda indent, unit: _render(group, indent, unit))
+
+
+def _remove_entry(text: str, path: Path, entry: MentedEntry) -> str:
+    groups, hooks = _entry_node(text, path, entry)
+    if len(hooks.items) > 1:
+        return _remove_child(text, hooks, entry.hook)
+    return _remove_child(text, groups, entry.group)
+
+
+def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, int]:
+    """`text` without our hook entries, and how many were removed.
+
+    A matcher group left without hooks goes; so do `PreToolUse` and `hooks` when
+    our entries were all they held.
+    """
+    entries = find_entries(text, path, shim_path)
+    if not entries:
+        return text, 0
+    for entry in reversed(entries):
+        text = _remove_entry(text, path, entry)
+    root = _root(text, path)
+    hooks = root.member("hooks")
+    groups = _event_list(root, path)
+    if hooks is not None and groups is not None and not groups.items:
+        text = _remove_child(text, hooks, [k for k, _, _ in hooks.members].index(EVENT))
+        root = _root(text, path)
+        hooks = root.member("hooks")
+    if hooks is not None and hooks.kind == "object" and not hooks.members:
+        text = _remove_child(text, root, [k for k, _, _ in root.members].index("hooks"))
+    return text, len(entries)
+
+
+# ------------------------------------------------------------------ the file
+
+
+def read_settings(path: Path) -> str | None:
+    """The file's text, or None when it does not exist.
+
+    Raises:
+        SettingsError: it exists but cannot be read as UTF-8 text.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read it: {exc}") from exc
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + ".mented-bak")
+
+
+def write_settings(path: Path, text: str, previous: str | None) -> Path | None:
+    """Replace the file atomically (temporary file + rename); back up the previous one.
+
+    A symlinked settings file (a dotfiles checkout, say) is written through the link.
+
+    Returns:
+        The backup's path, or None when there was no previous file.
+    """
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o644
+    if previous is not None:
+        mode = target.stat().st_mode & 0o7777
+        backup = backup_path(target)
+        _atomic_write(backup, previous, mode)
+    _atomic_write(target, text, mode)
+    return backup
+
+
+def _atomic_write(path: Path, text: str, mode: int) -> None:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.chmod(mode)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
