@@ -38,7 +38,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence  # noqa: TC003 - msgspec resolves StoreItem's annotations
+from collections.abc import Sequence  # at runtime: msgspec resolves StoreItem's annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -457,6 +457,9 @@ class Store:
             self._env.reader_check()
             self._check_schema(data_file)
             self._open_databases()
+        except lmdb.Error as exc:
+            self._env.close()
+            raise StoreOpenError(f"cannot open the store in {self.path}: {exc}") from exc
         except BaseException:
             self._env.close()
             raise

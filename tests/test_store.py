@@ -625,6 +625,12 @@ def test_a_data_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert data.read_text() == "oops"
 
 
+def test_a_store_open_twice_in_one_process_is_refused(store: Store) -> None:
+    with pytest.raises(StoreOpenError, match="already open"):
+        Store(store.path)
+    assert store.recall_for_action("git-commit") == []  # the first one still works
+
+
 def test_a_new_data_dir_is_private(tmp_path: Path) -> None:
     data = tmp_path / "nested" / "data"
     Store(data).close()
