@@ -407,11 +407,12 @@ class Store:
         map_size = max(map_size, 16 * page)
         map_size = -(-map_size // page) * page
         data_file = self.path / "data.mdb"
+        not_lmdb = StoreOpenError(
+            f"{data_file} is not an LMDB database file. mented left it untouched: "
+            "move it away, or point --data-dir / MENTED_DATA_DIR at another directory"
+        )
         if not _looks_like_lmdb(data_file):
-            raise StoreOpenError(
-                f"{data_file} is not an LMDB database file. mented left it untouched: "
-                "move it away, or point --data-dir / MENTED_DATA_DIR at another directory"
-            )
+            raise not_lmdb
         try:
             self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         except FileExistsError:
@@ -439,10 +440,7 @@ class Store:
                 max_spare_txns=1,
             )
         except lmdb.InvalidError:
-            raise StoreOpenError(
-                f"{data_file} is not an LMDB database file. mented left it untouched: "
-                "move it away, or point --data-dir / MENTED_DATA_DIR at another directory"
-            ) from None
+            raise not_lmdb from None
         except lmdb.VersionMismatchError as exc:
             raise StoreOpenError(
                 f"{data_file} was written by an incompatible LMDB version ({exc}); "
