@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 from mented_client.commands.output import CommandError, format_memory, print_json
@@ -25,7 +26,8 @@ from mented.protocol import (
     SupersedeRequest,
 )
 
-SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
+if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
 
 def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
