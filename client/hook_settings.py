@@ -1,4 +1,8 @@
-"""Add and remove mented's hook in an agent's JSON settings file, touching nothing else.
+"""Installing the hook: its command line, and our entry in an agent's JSON settings file.
+
+The command line runs the stdlib-only shim with the real interpreter binary (see
+`real_interpreter`): a pyenv or asdf shim script costs ~150 ms per command
+before Python even starts.
 
 A settings file is the user's: it holds their other hooks, permissions and
 whatever else, in the order and layout they (or their agent) wrote. So we do
@@ -16,9 +20,11 @@ Our entries are recognised by their command: it runs the shim (see `is_mented_co
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +33,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+# First bytes of a native executable: ELF, Mach-O (32/64 bit, both byte orders), fat Mach-O.
+_BINARY_MAGIC = (
+    b"\x7fELF",
+    b"\xfe\xed\xfa\xce",
+    b"\xfe\xed\xfa\xcf",
+    b"\xce\xfa\xed\xfe",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+)
 SHIM_MARKER = b"mented hook shim"
 EVENT = "PreToolUse"
 
@@ -197,6 +212,52 @@ def _set_member(text: str, obj: _Node, key: str, value: Any) -> str:  # noqa: AN
         obj,
         lambda indent, unit: json.dumps(key) + ": " + _render(value, indent, unit),
     )
+
+
+# ------------------------------------------------------------ the command line
+
+
+def is_native_executable(path: Path) -> bool:
+    """Whether `path` is a binary the kernel runs directly (not a `#!` script)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) in _BINARY_MAGIC
+    except OSError:
+        return False
+
+
+def real_interpreter(executable: str | None = None) -> Path:
+    """The binary behind `executable` (default: this interpreter), resolving symlinks.
+
+    A venv's `python` is a symlink to a real binary; a pyenv or asdf shim is a
+    shell script that finds one on every call, at a cost of ~150 ms.
+
+    Raises:
+        SettingsError: no native binary found; the message suggests `--python`.
+    """
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    names = (f"python{version}", f"python{sys.version_info.major}", "python")
+    candidates = [Path(os.path.realpath(executable or sys.executable))] + [
+        Path(os.path.realpath(Path(prefix) / "bin" / name))
+        for prefix in (sys.base_prefix, sys.base_exec_prefix)
+        for name in names
+    ]
+    for candidate in candidates:
+        if is_native_executable(candidate):
+            return candidate
+    raise SettingsError(
+        f"cannot find the real Python binary behind {executable or sys.executable} "
+        "(it looks like a shim script, which would add ~150 ms to every command); "
+        "pass --python /absolute/path/to/python3"
+    )
+
+
+def installed_shim() -> Path:
+    """The shim file of the installed `mented_client` package."""
+    spec = importlib.util.find_spec("mented_client.shim")
+    if spec is None or spec.origin is None:
+        raise SettingsError("cannot find mented_client/shim.py: is mented installed?")
+    return Path(spec.origin).resolve()
 
 
 # ------------------------------------------------------------- our entries

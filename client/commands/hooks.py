@@ -4,19 +4,16 @@ The installed hook runs the stdlib-only shim with the real interpreter::
 
     /abs/real/python3.11 -I -S /abs/.../mented_client/shim.py claude-code
 
-The interpreter is resolved to the actual binary: a pyenv (or asdf, ...) shim
-script costs ~150 ms per command before Python even starts. `-I -S` skip the
-environment, user site and `site` import. The settings file is edited in place
-(see `mented_client.hook_settings`).
+The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
+`-I -S` skip the environment, the user site and the `site` import. The settings
+file is edited in place. Both are explained in `mented_client.hook_settings`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +25,10 @@ from mented_client.hook_settings import (
     SettingsError,
     add_hook,
     find_entries,
+    installed_shim,
+    is_native_executable,
     read_settings,
+    real_interpreter,
     remove_hooks,
     write_settings,
 )
@@ -40,17 +40,6 @@ from mented.protocol import FireRecord, LogReply, LogRequest
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.
 DEFAULT_TIMEOUT_S = 5
-# First bytes of a native executable: ELF, Mach-O (32/64 bit, both byte orders), fat Mach-O.
-_BINARY_MAGIC = (
-    b"\x7fELF",
-    b"\xfe\xed\xfa\xce",
-    b"\xfe\xed\xfa\xcf",
-    b"\xce\xfa\xed\xfe",
-    b"\xcf\xfa\xed\xfe",
-    b"\xca\xfe\xba\xbe",
-)
-
-
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
@@ -123,55 +112,16 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------- the command line
 
 
-def is_native_executable(path: Path) -> bool:
-    """Whether `path` is a binary the kernel runs directly (not a `#!` script)."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _BINARY_MAGIC
-    except OSError:
-        return False
-
-
-def real_interpreter(executable: str | None = None) -> Path:
-    """The binary behind `executable` (default: this interpreter), resolving symlinks.
-
-    A venv's `python` is a symlink to a real binary; a pyenv or asdf shim is a
-    shell script that finds one on every call, at a cost of ~150 ms.
-
-    Raises:
-        CommandError: no native binary found; the message suggests `--python`.
-    """
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    names = (f"python{version}", f"python{sys.version_info.major}", "python")
-    candidates = [Path(os.path.realpath(executable or sys.executable))] + [
-        Path(os.path.realpath(Path(prefix) / "bin" / name))
-        for prefix in (sys.base_prefix, sys.base_exec_prefix)
-        for name in names
-    ]
-    for candidate in candidates:
-        if is_native_executable(candidate):
-            return candidate
-    raise CommandError(
-        f"cannot find the real Python binary behind {executable or sys.executable} "
-        "(it looks like a shim script, which would add ~150 ms to every command); "
-        "pass --python /absolute/path/to/python3"
-    )
-
-
-def installed_shim() -> Path:
-    """The shim file of the installed `mented_client` package."""
-    spec = importlib.util.find_spec("mented_client.shim")
-    if spec is None or spec.origin is None:
-        raise CommandError("cannot find mented_client/shim.py: is mented installed?")
-    return Path(spec.origin).resolve()
-
-
 def hook_command(agent: Agent, python: str | None = None) -> str:
     """The shell command line the agent runs for each shell command."""
-    interpreter = Path(python).absolute() if python else real_interpreter()
+    try:
+        interpreter = Path(python).absolute() if python else real_interpreter()
+        shim = installed_shim()
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
     if python and not is_native_executable(interpreter):
         raise CommandError(f"{python} is not a native executable (a shim script?)")
-    argv = [str(interpreter), "-I", "-S", str(installed_shim()), agent.name]
+    argv = [str(interpreter), "-I", "-S", str(shim), agent.name]
     # A socket in the environment at install time becomes the fallback argument;
     # $MENTED_SOCKET at run time still wins.
     socket = os.environ.get(SOCKET_ENV)

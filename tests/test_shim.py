@@ -1,0 +1,391 @@
+"""The hook shim as the agent runs it: a separate stdlib-only process that is silent on failure."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from mented_client import shim
+from mented_client.hook_settings import installed_shim, real_interpreter
+
+from mented import paths
+
+PYTHON = str(real_interpreter())
+SHIM = str(installed_shim())
+BUDGET_MS = 150
+# Wall time allowed beyond the budget: interpreter start-up and exit on a busy machine.
+MARGIN_S = 0.45
+EVENT = json.dumps(
+    {
+        "session_id": "s-1",
+        "cwd": "/home/u/repo",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git commit -m x"},
+        "tool_use_id": "toolu_1",
+    }
+).encode()
+ANSWER = b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"rules"}}'
+
+
+def run_shim(
+    sock: Path | None,
+    stdin: bytes = EVENT,
+    *args: str,
+    env: dict[str, str] | None = None,
+    budget_ms: int = BUDGET_MS,
+) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    """Run the shim like the agent does; return the result and its wall time."""
+    base = {"PATH": "/usr/bin:/bin", "MENTED_HOOK_BUDGET_MS": str(budget_ms)}
+    if sock is not None:
+        base["MENTED_SOCKET"] = str(sock)
+    started = time.monotonic()
+    result = subprocess.run(
+        [PYTHON, "-I", "-S", SHIM, *(args or ("claude-code",))],
+        input=stdin,
+        capture_output=True,
+        env=base | (env or {}),
+        timeout=10,
+        check=False,
+    )
+    return result, time.monotonic() - started
+
+
+def assert_silent(result: subprocess.CompletedProcess[bytes], wall: float) -> None:
+    assert result.stdout == b""
+    assert result.stderr == b""
+    assert result.returncode == 0
+    assert wall < BUDGET_MS / 1000 + MARGIN_S
+
+
+class FakeDaemon:
+    """A Unix socket server whose every connection is handled by `behaviour`."""
+
+    def __init__(self, path: Path, behaviour: Callable[[socket.socket], None]) -> None:
+        self.path = path
+        self.behaviour = behaviour
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(8)
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self.held.append(conn)  # closed at the end: "never answers" must not EOF early
+            with contextlib.suppress(OSError):
+                self.behaviour(conn)
+
+    def read_request(self, conn: socket.socket) -> bytes:
+        conn.settimeout(5)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        body = data[4:]
+        self.requests.append(body)
+        return body
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+@contextmanager
+def fake_daemon(
+    short_tmp: Path, behaviour: Callable[[FakeDaemon, socket.socket], None]
+) -> Iterator[FakeDaemon]:
+    path = short_tmp / "fake.sock"
+    server = FakeDaemon(path, lambda conn: behaviour(server, conn))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def answers(reply: bytes) -> Callable[[FakeDaemon, socket.socket], None]:
+    def behaviour(server: FakeDaemon, conn: socket.socket) -> None:
+        server.read_request(conn)
+        conn.sendall(reply)
+
+    return behaviour
+
+
+def frame(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "big") + body
+
+
+# ----------------------------------------------------------- what it imports
+
+
+def imported_modules(
+    command: list[str], stdin: bytes = b"", env: dict[str, str] | None = None
+) -> set[str]:
+    result = subprocess.run(
+        command, input=stdin, env=env, capture_output=True, timeout=10, check=False
+    )
+    line = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", re.MULTILINE)
+    return set(line.findall(result.stderr.decode()))
+
+
+def test_the_shim_imports_nothing_but_cheap_builtins(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        bare = imported_modules([PYTHON, "-I", "-S", "-X", "importtime", "-c", "pass"])
+        used = imported_modules(
+            [PYTHON, "-I", "-S", "-X", "importtime", SHIM, "claude-code"],
+            stdin=EVENT,
+            env={"MENTED_SOCKET": str(server.path)},
+        )
+    assert server.requests, "the shim should have gone all the way to the daemon"
+    assert used - bare == {"_socket"}
+
+
+# ------------------------------------------------------------- the exchange
+
+
+def test_the_event_travels_verbatim_and_the_answer_is_printed_verbatim(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, EVENT + b"\n")
+    assert result.stdout == ANSWER
+    assert result.returncode == 0
+    (request,) = server.requests
+    expected = {"type": "hook", "agent": "claude-code", "event": json.loads(EVENT)}
+    assert json.loads(request) == expected
+    assert request.endswith(EVENT + b"}")
+
+
+def test_an_empty_answer_prints_nothing(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(b""))) as server:
+        assert_silent(*run_shim(server.path))
+        assert len(server.requests) == 1
+
+
+def test_env_socket_wins_over_the_installed_argument(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, EVENT, "claude-code", str(short_tmp / "nothing.sock"))
+        assert result.stdout == ANSWER
+        result, _ = run_shim(None, EVENT, "claude-code", str(server.path))
+        assert result.stdout == ANSWER
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {"XDG_RUNTIME_DIR": "/run/user/1000"},
+        {"XDG_RUNTIME_DIR": "/run/user/1000/"},
+        {"XDG_RUNTIME_DIR": ""},
+        {"TMPDIR": "/var/tmp/"},
+        {"XDG_RUNTIME_DIR": "", "TMPDIR": "/private/tmp"},
+        {"MENTED_SOCKET": "/tmp/x/m.sock", "XDG_RUNTIME_DIR": "/run/user/1000"},
+    ],
+)
+def test_the_shim_finds_the_socket_where_mented_puts_it(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]
+) -> None:
+    for name in ("MENTED_SOCKET", "XDG_RUNTIME_DIR", "TMPDIR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    found = shim.socket_path({os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()})
+    assert Path(os.fsdecode(found)) == paths.socket_path()
+
+
+# ------------------------------------------------------------- fault matrix
+
+
+def never_answers(server: FakeDaemon, conn: socket.socket) -> None:
+    server.read_request(conn)
+
+
+def never_reads(server: FakeDaemon, conn: socket.socket) -> None:
+    pass
+
+
+def test_daemon_not_running(short_tmp: Path) -> None:
+    runtime = short_tmp / "run"
+    runtime.mkdir()
+    result = run_shim(None, env={"XDG_RUNTIME_DIR": str(runtime)})
+    assert_silent(*result)
+
+
+def test_socket_path_missing(short_tmp: Path) -> None:
+    assert_silent(*run_shim(short_tmp / "no" / "such" / "dir" / "mented.sock"))
+
+
+def test_stale_socket_file(short_tmp: Path) -> None:
+    path = short_tmp / "stale.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))
+    dead.close()  # the file stays, nobody listens
+    assert path.exists()
+    assert_silent(*run_shim(path))
+
+
+def test_a_daemon_that_accepts_and_never_answers(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, never_answers) as server:
+        assert_silent(*run_shim(server.path))
+        assert server.connections == 1
+
+
+def test_a_daemon_that_never_reads_a_large_event(short_tmp: Path) -> None:
+    big = b'{"tool_input": {"command": "' + b"x" * 900_000 + b'"}}'
+    with fake_daemon(short_tmp, never_reads) as server:
+        assert_silent(*run_shim(server.path, big))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 400 Bad Request\r\n\r\n",  # a length field of about 1.2 GB
+        frame(b"x" * 100)[:50],  # cut short, then the connection closes
+        b"\x00\x00",  # not even a header
+        frame(b'{"type":"error","code":"bad_frame","message":"no"}'),
+    ],
+    ids=["garbage", "short-body", "short-header", "typed-error"],
+)
+def test_a_daemon_that_answers_garbage(short_tmp: Path, reply: bytes) -> None:
+    def behaviour(server: FakeDaemon, conn: socket.socket) -> None:
+        server.read_request(conn)
+        conn.sendall(reply)
+        conn.close()
+
+    with fake_daemon(short_tmp, behaviour) as server:
+        assert_silent(*run_shim(server.path))
+
+
+def test_a_daemon_that_answers_a_huge_frame(short_tmp: Path) -> None:
+    huge = frame(b'{"hookSpecificOutput":"' + b"x" * (2 << 20) + b'"}')
+    with fake_daemon(short_tmp, answers(huge)) as server:
+        assert_silent(*run_shim(server.path))
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"not json", b'"not an object"', b"", b"  \n", b"[1, 2]"],
+    ids=["invalid-json", "json-string", "empty", "whitespace", "json-array"],
+)
+def test_stdin_that_is_not_an_event(short_tmp: Path, stdin: bytes) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        assert_silent(*run_shim(server.path, stdin))
+        assert server.connections == 0
+
+
+def test_oversized_stdin(short_tmp: Path) -> None:
+    oversized = b'{"tool_input": {"command": "' + b"x" * (1 << 20) + b'"}}'
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        assert_silent(*run_shim(server.path, oversized))
+        assert server.connections == 0
+
+
+def test_stdin_that_never_ends(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [PYTHON, "-I", "-S", SHIM, "claude-code"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"MENTED_SOCKET": str(server.path), "MENTED_HOOK_BUDGET_MS": str(BUDGET_MS)},
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(EVENT[:10])
+        proc.stdin.flush()  # and never closed while the shim runs
+        try:
+            stdout, stderr = _wait(proc)
+        finally:
+            proc.stdin.close()
+        wall = time.monotonic() - started
+    assert (stdout, stderr, proc.returncode) == (b"", b"", 0)
+    assert wall < BUDGET_MS / 1000 + MARGIN_S
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    proc.wait(timeout=5)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    return proc.stdout.read(), proc.stderr.read()
+
+
+@pytest.mark.parametrize("agent", ["", "../../etc/passwd", "Claude Code", "x" * 100, 'a"b'])
+def test_a_bad_agent_name_is_silence(short_tmp: Path, agent: str) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        assert_silent(*run_shim(server.path, EVENT, agent))
+        assert server.connections == 0
+
+
+def test_no_agent_name_is_silence(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result = subprocess.run(
+            [PYTHON, "-I", "-S", SHIM],
+            input=EVENT,
+            capture_output=True,
+            env={"MENTED_SOCKET": str(server.path)},
+            timeout=10,
+            check=False,
+        )
+    assert (result.stdout, result.stderr, result.returncode) == (b"", b"", 0)
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", ""])
+def test_a_bad_budget_falls_back_to_the_default(short_tmp: Path, value: str) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, env={"MENTED_HOOK_BUDGET_MS": value})
+    assert result.stdout == ANSWER
+
+
+def test_a_closed_stdout_still_exits_zero(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # whoever reads our stdout has gone away
+        try:
+            result = subprocess.run(
+                [PYTHON, "-I", "-S", SHIM, "claude-code"],
+                input=EVENT,
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env={"MENTED_SOCKET": str(server.path)},
+                timeout=10,
+                check=False,
+            )
+        finally:
+            os.close(write_end)
+    assert (result.stderr, result.returncode) == (b"", 0)
+
+
+def test_the_shim_writes_no_files(short_tmp: Path) -> None:
+    home = short_tmp / "home"
+    home.mkdir()
+    home.chmod(0o500)  # not writable: the shim must not need it
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        before = sorted(p.name for p in short_tmp.rglob("*"))
+        result, _ = run_shim(server.path, env={"HOME": str(home)})
+        after = sorted(p.name for p in short_tmp.rglob("*"))
+    assert result.stdout == ANSWER
+    assert before == after
+
+
+def test_the_shim_says_what_it_is_near_the_top() -> None:
+    head = Path(SHIM).read_text().splitlines()[:3]
+    assert any("hook shim" in line for line in head)
