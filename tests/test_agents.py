@@ -1,0 +1,123 @@
+"""Agent adapters: decoding real PreToolUse events and rendering what each agent reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mented.agents import AGENTS, ShellCall
+
+# Shaped like the events Claude Code and Codex send (Codex: pre-tool-use.command.input schema).
+CLAUDE_EVENT = {
+    "session_id": "abc123",
+    "transcript_path": "/home/u/.claude/projects/repo/abc123.jsonl",
+    "cwd": "/home/u/repo",
+    "permission_mode": "default",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {
+        "command": "git commit -m \"$(cat <<'EOF'\nfix: x\nEOF\n)\"",
+        "description": "Commit the fix",
+        "timeout": 120000,
+    },
+    "tool_use_id": "toolu_01ABC",
+}
+CODEX_EVENT = {
+    "session_id": "0199-session",
+    "turn_id": "turn-1",
+    "transcript_path": None,
+    "cwd": "/home/u/repo",
+    "hook_event_name": "PreToolUse",
+    "model": "gpt-5",
+    "permission_mode": "default",
+    "tool_name": "Bash",
+    "tool_input": {"command": "gh pr create --fill"},
+    "tool_use_id": "call_1",
+}
+
+
+def test_claude_code_event_decodes_to_the_shell_call() -> None:
+    call = AGENTS["claude-code"].decode(json.dumps(CLAUDE_EVENT).encode())
+    assert call == ShellCall(
+        command=CLAUDE_EVENT["tool_input"]["command"],  # type: ignore[index]
+        cwd="/home/u/repo",
+        session="abc123",
+        tool_use_id="toolu_01ABC",
+    )
+
+
+def test_codex_event_decodes_to_the_shell_call() -> None:
+    call = AGENTS["codex"].decode(json.dumps(CODEX_EVENT).encode())
+    assert call is not None
+    assert call.command == "gh pr create --fill"
+    assert (call.cwd, call.session) == ("/home/u/repo", "0199-session")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"tool_name": "Edit", "tool_input": {"file_path": "/repo/git_commit.py"}},
+        {"tool_name": "Read"},
+        {"hook_event_name": "PostToolUse"},
+        {"tool_input": {"command": "   "}},
+        {"tool_input": {}},
+        {"tool_input": None},
+    ],
+)
+def test_events_that_are_not_a_shell_command(change: dict[str, object]) -> None:
+    event = {**CLAUDE_EVENT, **change}
+    assert AGENTS["claude-code"].decode(json.dumps(event).encode()) is None
+
+
+@pytest.mark.parametrize("raw", [b"", b"null", b"[]", b'"text"', b"{", b'{"cwd": 5}'])
+def test_undecodable_events(raw: bytes) -> None:
+    assert AGENTS["claude-code"].decode(raw) is None
+
+
+def test_missing_optional_fields_are_fine() -> None:
+    call = AGENTS["codex"].decode(b'{"tool_name": "Bash", "tool_input": {"command": "ls"}}')
+    assert call == ShellCall(command="ls", cwd=None, session=None, tool_use_id=None)
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_context_output_is_exactly_the_documented_shape(name: str) -> None:
+    out = AGENTS[name].render_context('rules: "quoted"\nand ünïcode')
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": 'rules: "quoted"\nand ünïcode',
+        }
+    }
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_deny_output_is_exactly_the_documented_shape(name: str) -> None:
+    out = AGENTS[name].render_deny("follow the rules, then run it again")
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "follow the rules, then run it again",
+        }
+    }
+
+
+def test_settings_locations() -> None:
+    home, project = Path("/home/u"), Path("/work/repo")
+    claude, codex = AGENTS["claude-code"], AGENTS["codex"]
+    assert claude.settings_path(home) == home / ".claude" / "settings.json"
+    assert claude.project_settings_path(project) == project / ".claude" / "settings.json"
+    assert codex.settings_path(home) == home / ".codex" / "hooks.json"
+    assert codex.install_note is not None
+    assert "/hooks" in codex.install_note
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_hook_group_runs_the_command_for_bash(name: str) -> None:
+    group = AGENTS[name].hook_group("/py -I -S /shim.py x", 5)
+    assert group == {
+        "matcher": "Bash",
+        "hooks": [{"type": "command", "command": "/py -I -S /shim.py x", "timeout": 5}],
+    }
