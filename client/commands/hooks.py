@@ -40,6 +40,8 @@ from mented.protocol import FireRecord, LogReply, LogRequest
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.
 DEFAULT_TIMEOUT_S = 5
+
+
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,

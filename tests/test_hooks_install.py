@@ -1,0 +1,350 @@
+"""`mentectl hooks install/uninstall/status`: the user's settings file is theirs."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mented_client.cli import main
+from mented_client.hook_settings import (
+    installed_shim,
+    is_mented_command,
+    is_native_executable,
+    real_interpreter,
+)
+
+# A settings file as a user and Claude Code leave it: other keys, other hooks, 4-space indent.
+EXISTING = """{
+    "model": "opus",
+    "permissions": {
+        "allow": ["Bash(npm run test:*)", "Read(~/.zshrc)"],
+        "deny": ["Bash(curl:*)"]
+    },
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Edit|Write",
+                "hooks": [{"type": "command", "command": "~/bin/check-edit.sh"}]
+            }
+        ],
+        "PostToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "logger done"}]}
+        ]
+    },
+    "env": {"FOO": "1"}
+}
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("MENTED_SOCKET", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def mentectl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def our_hooks(path: Path) -> list[dict[str, Any]]:
+    doc = json.loads(path.read_text())
+    return [
+        hook
+        for group in doc.get("hooks", {}).get("PreToolUse", [])
+        for hook in group["hooks"]
+        if is_mented_command(hook.get("command"))
+    ]
+
+
+def test_fresh_install_creates_the_file_and_its_directory(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status == 0
+    settings = home / ".claude" / "settings.json"
+    assert "Installed" in out
+    doc = json.loads(settings.read_text())
+    (group,) = doc["hooks"]["PreToolUse"]
+    assert group["matcher"] == "Bash"
+    (hook,) = group["hooks"]
+    assert hook["type"] == "command"
+    assert isinstance(hook["timeout"], int)
+    assert hook["timeout"] >= 1
+    python, isolated, no_site, shim, agent = shlex.split(hook["command"])
+    assert Path(python).is_absolute()
+    assert is_native_executable(Path(python))
+    assert (isolated, no_site, agent) == ("-I", "-S", "claude-code")
+    assert Path(shim) == installed_shim()
+    assert not (settings.parent / "settings.json.mented-bak").exists()  # nothing to back up
+
+
+def test_existing_settings_are_kept_byte_for_byte(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(EXISTING)
+    assert mentectl(capsys, "hooks", "install", "claude-code")[0] == 0
+    after = settings.read_text()
+    # Exactly one insertion: what surrounds it is the original file.
+    prefix = common_prefix_length(EXISTING, after)
+    suffix = common_prefix_length(EXISTING[::-1], after[::-1])
+    assert prefix + suffix >= len(EXISTING)
+    inserted = after[prefix : len(after) - (len(EXISTING) - prefix)]
+    assert json.loads(inserted.strip().lstrip(",")) == {
+        "matcher": "Bash",
+        "hooks": [our_hooks(settings)[0]],
+    }
+    assert list(json.loads(after)) == ["model", "permissions", "hooks", "env"]
+    assert (settings.parent / "settings.json.mented-bak").read_text() == EXISTING
+
+
+def test_a_second_install_changes_nothing_and_says_so(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mentectl(capsys, "hooks", "install", "claude-code")
+    settings = home / ".claude" / "settings.json"
+    before = settings.read_bytes()
+    stat = settings.stat()
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status == 0
+    assert "nothing changed" in out
+    assert settings.read_bytes() == before
+    assert settings.stat().st_mtime_ns == stat.st_mtime_ns
+    assert not (settings.parent / "settings.json.mented-bak").exists()
+
+
+def test_an_outdated_entry_is_updated_in_place(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = f"/old/python3 -I -S {installed_shim()} claude-code"
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "Bash",
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": old,
+                                    "timeout": 30,
+                                    "statusMessage": "rules",
+                                }
+                            ],
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status == 0
+    assert "Updated" in out
+    (hook,) = our_hooks(settings)
+    assert hook["command"] != old
+    assert hook["statusMessage"] == "rules"  # the user's own additions stay
+
+
+def test_invalid_json_is_refused_and_left_untouched(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    broken = '{\n  "model": "opus",\n  "hooks": {,}\n}\n'
+    settings.write_text(broken)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert str(settings) in err
+    assert "not valid JSON (line 3" in err
+    assert "not changed" in err
+    assert settings.read_text() == broken
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("document", ["[]", '{"hooks": []}', '{"hooks": {"PreToolUse": {}}}'])
+def test_unexpected_layouts_are_refused(
+    home: Path, capsys: pytest.CaptureFixture[str], document: str
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(document)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert "by hand" in err or "JSON object" in err
+    assert settings.read_text() == document
+
+
+def test_uninstall_removes_only_ours(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    installed = settings.read_text()
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert status == 0
+    assert "Removed 1 mented hook entry" in out
+    assert settings.read_text() == EXISTING
+    assert (settings.parent / "settings.json.mented-bak").read_text() == installed
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert "nothing changed" in out
+    assert settings.read_text() == EXISTING
+
+
+def test_uninstall_keeps_other_hooks_in_our_group(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "hooks", "install", "claude-code")
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["PreToolUse"][0]["hooks"].append({"type": "command", "command": "audit.sh"})
+    settings.write_text(json.dumps(doc, indent=2))
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert json.loads(settings.read_text()) == {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}
+            ]
+        }
+    }
+
+
+def test_uninstall_without_a_file(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "codex")
+    assert status == 0
+    assert "nothing changed" in out
+    assert not (home / ".codex").exists()
+
+
+def test_project_install(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
+    assert our_hooks(project / ".claude" / "settings.json")
+    assert not (home / ".claude").exists()
+
+
+def test_codex_install_says_to_trust_the_hook(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = mentectl(capsys, "hooks", "install", "codex")
+    assert status == 0
+    (hook,) = our_hooks(home / ".codex" / "hooks.json")
+    assert hook["command"].endswith(" codex")
+    assert "/hooks" in out
+    assert "trust" in out
+
+
+def test_explicit_settings_path_and_a_one_line_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = tmp_path / "custom.json"
+    settings.write_text('{"a": 1}')
+    mentectl(capsys, "hooks", "install", "codex", "--settings", str(settings))
+    text = settings.read_text()
+    assert "\n" not in text
+    assert text.startswith('{"a": 1, "hooks": ')
+
+
+def test_a_symlinked_settings_file_is_written_through_the_link(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("{}\n")
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(dotfiles)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    assert link.is_symlink()
+    assert our_hooks(dotfiles)
+
+
+def test_the_socket_at_install_time_becomes_the_fallback_argument(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MENTED_SOCKET", "/run/custom/mented.sock")
+    mentectl(capsys, "hooks", "install", "claude-code")
+    (hook,) = our_hooks(home / ".claude" / "settings.json")
+    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/custom/mented.sock"]
+
+
+def test_hooks_command_prints_what_install_writes(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, printed, _ = mentectl(capsys, "hooks", "command", "claude-code")
+    mentectl(capsys, "hooks", "install", "claude-code")
+    (hook,) = our_hooks(home / ".claude" / "settings.json")
+    assert printed.strip() == hook["command"]
+
+
+def test_status_reports_where_and_whether_it_still_works(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mentectl(capsys, "hooks", "install", "claude-code")
+    status, out, _ = mentectl(capsys, "hooks", "status", "--json")
+    assert status == 0
+    report = json.loads(out)
+    (claude,) = report["claude-code"]
+    assert claude["settings"] == str(home / ".claude" / "settings.json")
+    (hook,) = claude["hooks"]
+    assert hook["problems"] == []
+    assert report["codex"][0]["hooks"] == []
+    # The interpreter and the shim move away (a Python upgrade, a reinstall elsewhere).
+    settings = home / ".claude" / "settings.json"
+    gone = "/nonexistent/python3 -I -S /nonexistent/mented_client/shim.py claude-code"
+    settings.write_text(settings.read_text().replace(hook["command"], gone))
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert "interpreter /nonexistent/python3 is missing" in out
+    assert "shim /nonexistent/mented_client/shim.py is missing" in out
+
+
+# ---------------------------------------------------------------- interpreter
+
+
+def test_a_pyenv_style_shim_script_is_never_installed(tmp_path: Path) -> None:
+    script = tmp_path / "python3"
+    script.write_text('#!/usr/bin/env bash\nexec "$(pyenv which python3)" "$@"\n')
+    script.chmod(0o755)
+    resolved = real_interpreter(str(script))
+    assert resolved != script
+    assert is_native_executable(resolved)
+
+
+def test_a_venv_python_resolves_to_its_binary() -> None:
+    assert is_native_executable(real_interpreter())
+
+
+@pytest.mark.parametrize(
+    ("command", "ours"),
+    [
+        (f"/usr/bin/python3 -I -S {installed_shim()} claude-code", True),
+        ("/py -I -S '/site packages/mented_client/shim.py' codex", True),
+        ("/py -I -S /elsewhere/shim.py claude-code", False),
+        ("/py /elsewhere/mented_client/shim.py", False),  # no agent after it
+        ("~/bin/check-edit.sh", False),
+        ("echo 'unbalanced", False),
+        (None, False),
+    ],
+)
+def test_recognising_our_entries(command: str | None, ours: bool) -> None:
+    assert is_mented_command(command) is ours
