@@ -42,7 +42,7 @@ from mented.protocol import FireRecord
 from mented.store import short_handle
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from mented.config import Config
     from mented.matcher import Matcher
@@ -79,6 +79,7 @@ class HookHandler:
         self._store = store
         self._matcher = matcher
         self._config = config
+        self._descriptions = _descriptions(matcher)
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._gate: OrderedDict[tuple[str, str, str], _GateState] = OrderedDict()
@@ -89,6 +90,7 @@ class HookHandler:
         """Use a new action table and settings from the next request on."""
         self._matcher = matcher
         self._config = config
+        self._descriptions = _descriptions(matcher)
 
     def handle(self, agent: str, event: bytes) -> bytes:
         """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises."""
@@ -149,6 +151,7 @@ class HookHandler:
                 sections,
                 intro=GATE_INTRO if gate else CONTEXT_INTRO,
                 max_chars=hook.max_context_chars,
+                descriptions=self._descriptions,
             )
             if text:
                 mode = "gate" if gate else "context"
@@ -213,13 +216,25 @@ class HookHandler:
 # ------------------------------------------------------------------- rendering
 
 
-def describe_action(action: str) -> str:
-    """An action in words, as the model reads it: `git-commit` -> "the git commit ..."."""
-    return f"the {action.replace('-', ' ')} you are about to run (`{action}`)"
+def _descriptions(matcher: Matcher) -> dict[str, str]:
+    return {action.name: action.description for action in matcher.table.actions()}
+
+
+def describe_action(action: str, description: str | None = None) -> str:
+    """An action in words, as the model reads it.
+
+    `git-commit` -> "the git commit you are about to run (git-commit: record changes ...)".
+    """
+    about = f"{action}: {description}" if description else action
+    return f"the {action.replace('-', ' ')} you are about to run ({about})"
 
 
 def render_rules(
-    sections: Sequence[tuple[str, Sequence[Memory]]], *, intro: str, max_chars: int
+    sections: Sequence[tuple[str, Sequence[Memory]]],
+    *,
+    intro: str,
+    max_chars: int,
+    descriptions: Mapping[str, str] | None = None,
 ) -> str:
     """The text handed to the model: `intro`, one section per action, the footer.
 
@@ -229,7 +244,7 @@ def render_rules(
     """
     shown = [len(rules) for _, rules in sections]
     while True:
-        text = _compose(sections, shown, intro=intro, max_chars=max_chars)
+        text = _compose(sections, shown, intro, max_chars, descriptions or {})
         if len(text) <= max_chars:
             return text
         longest = max(range(len(shown)), key=shown.__getitem__)
@@ -241,13 +256,13 @@ def render_rules(
 def _compose(
     sections: Sequence[tuple[str, Sequence[Memory]]],
     shown: Sequence[int],
-    *,
     intro: str,
     max_chars: int,
+    descriptions: Mapping[str, str],
 ) -> str:
     parts = [intro]
     for (action, rules), count in zip(sections, shown, strict=True):
-        lines = [f"Rules for {describe_action(action)}:"]
+        lines = [f"Rules for {describe_action(action, descriptions.get(action))}:"]
         for rule in rules[:count]:
             content = rule.content.strip().replace("\n", "\n  ")
             lines.append(f"- [{short_handle(rule.id)}] {content}")

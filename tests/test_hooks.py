@@ -11,34 +11,16 @@ import msgspec
 import pytest
 
 from mented import hooks
+from mented.actions import load_action_table
 from mented.config import Config, HookSettings
 from mented.hooks import HookHandler
+from mented.matcher import Matcher
 from mented.memory import MemoryType
 from mented.store import Store, short_handle
 
-try:
-    from mented.actions import load_action_table
-    from mented.matcher import Matcher
 
-    def make_matcher(config: Config) -> Any:
-        return Matcher(load_action_table(config))
-
-except ImportError:  # the matcher is being written; a small stand-in until it lands
-
-    class _StandInMatcher:
-        SHAPES = (("git", "commit", "git-commit"), ("gh", "pr", "pr-create"))
-
-        def actions_in(self, command: str) -> tuple[str, ...]:
-            found = []
-            for part in command.replace("&&", ";").split(";"):
-                words = [w for w in part.split() if not w.startswith("-") and "=" not in w]
-                for program, sub, action in self.SHAPES:
-                    if words[:1] == [program] and sub in words[1:3] and action not in found:
-                        found.append(action)
-            return tuple(found)
-
-    def make_matcher(config: Config) -> Any:
-        return _StandInMatcher()
+def make_matcher(config: Config) -> Matcher:
+    return Matcher(load_action_table(config))
 
 
 COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'
