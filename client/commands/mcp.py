@@ -1,0 +1,547 @@
+"""`mentectl mcp`: run mented's MCP server, and register it with Claude Code and Codex.
+
+- `mentectl mcp [--agent NAME]` serves the MCP tools on stdin/stdout (see
+  `mented_client.mcp_server`, imported only here: the SDK is an optional extra
+  and `mentectl`'s other verbs must stay fast).
+- `mentectl mcp install claude-code|codex` registers it at user scope:
+  Claude Code through its own CLI (`claude mcp add --scope user`), because
+  running sessions rewrite `~/.claude.json` all the time; without `claude` on
+  PATH it prints the exact command to run. Codex in `~/.codex/config.toml`
+  (`$CODEX_HOME`), under `[mcp_servers.mented]`: only that table's lines are
+  added or replaced, every other byte of the file stays as it was.
+- `mentectl mcp status` says, per agent, whether it is registered and runs.
+
+`install_mcp` and `mcp_registration` are the functions `mentectl setup` and
+`doctor` call.
+
+The registered command is this interpreter running `mented_client.cli`, so it
+finds this installation whatever PATH the agent has. Codex starts MCP servers
+with a minimal environment (HOME, PATH, USER, ... but not XDG_RUNTIME_DIR or
+MENTED_*), so its entry names the socket explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mented_client.commands.output import CommandError, print_json
+
+from mented.paths import socket_path
+
+if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
+
+SERVER_NAME = "mented"
+AGENTS = ("claude-code", "codex")
+CLAUDE_TIMEOUT_S = 120  # `claude` is a Node program: slow to start on a cold cache
+SDK_MISSING = (
+    "the MCP server needs the MCP SDK, an optional dependency: "
+    "install it with `pip install 'mented[mcp]'` (into mented's environment)"
+)
+
+
+def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="run the MCP server that lets the agent remember and supersede rules",
+        description="Without a verb: serve mented's MCP tools on stdin/stdout (the agent "
+        "starts this itself once it is registered: see `mentectl mcp install`).",
+    )
+    mcp.add_argument(
+        "--agent",
+        default="claude-code",
+        help="the agent being served: whose rules `rules_for_action` shows and what "
+        "'this agent only' means (default: claude-code)",
+    )
+    mcp.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the session's project directory (default: the working directory)",
+    )
+    mcp.set_defaults(handler=run_server)
+    verbs = mcp.add_subparsers(dest="verb", metavar="VERB")
+
+    install = verbs.add_parser(
+        "install", parents=[common], help="register the MCP server with an agent (user scope)"
+    )
+    install.add_argument("target", metavar="AGENT", choices=AGENTS, help=" or ".join(AGENTS))
+    install.set_defaults(handler=run_install)
+
+    uninstall = verbs.add_parser(
+        "uninstall", parents=[common], help="remove the MCP server's registration from an agent"
+    )
+    uninstall.add_argument("target", metavar="AGENT", choices=AGENTS, help=" or ".join(AGENTS))
+    uninstall.set_defaults(handler=run_uninstall)
+
+    status = verbs.add_parser(
+        "status", parents=[common], help="whether the MCP server is registered with each agent"
+    )
+    status.set_defaults(handler=run_status)
+
+
+# ------------------------------------------------------------------- the command
+
+
+def server_command(agent: str, socket: str | Path | None = None) -> list[str]:
+    """The command an agent runs to start mented's MCP server."""
+    command = [sys.executable, "-m", "mented_client.cli"]
+    if socket:
+        command += ["--socket", str(socket)]
+    return [*command, "mcp", "--agent", agent]
+
+
+def _registered_socket(agent: str, explicit: str | Path | None) -> Path | None:
+    """The socket to write into the registration (None: the server finds it itself)."""
+    if agent == "codex":
+        return socket_path(explicit)  # Codex does not pass XDG_RUNTIME_DIR or MENTED_SOCKET on
+    return Path(explicit) if explicit else None
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Whether an agent will start mented's MCP server, and what it runs."""
+
+    agent: str
+    registered: bool
+    where: str  # the file holding the registration
+    command: list[str] | None = None
+    problem: str | None = None  # registered, but it cannot work as it is
+
+    @property
+    def ok(self) -> bool:
+        return self.registered and self.problem is None
+
+    def describe(self) -> str:
+        if not self.registered:
+            why = f" ({self.problem})" if self.problem else ""
+            return (
+                f"{self.agent}: MCP server not registered in {self.where}{why}; "
+                f"run `mentectl mcp install {self.agent}`"
+            )
+        runs = shlex.join(self.command or [])
+        line = f"{self.agent}: MCP server registered in {self.where}: {runs}"
+        if self.problem:
+            line += f"\n  problem: {self.problem}; run `mentectl mcp install {self.agent}` again"
+        return line
+
+
+def _check_command(command: list[str]) -> str | None:
+    if not command or not command[0]:
+        return "the entry has no command"
+    program = shutil.which(command[0])
+    if program is None:
+        return f"it runs {command[0]}, which does not exist or is not executable"
+    return None
+
+
+def mcp_registration(agent: str) -> Registration:
+    """Whether `agent` (claude-code or codex) has mented's MCP server registered."""
+    if agent == "claude-code":
+        return _claude_registration()
+    if agent == "codex":
+        return _codex_registration()
+    raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+
+
+def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
+    """Register mented's MCP server with `agent`; returns what was done, for the user.
+
+    Raises:
+        CommandError: the registration failed; the message says why and what to do.
+    """
+    command = server_command(agent, _registered_socket(agent, socket))
+    if agent == "claude-code":
+        message = _install_claude(command)
+    elif agent == "codex":
+        message = _install_codex(command)
+    else:
+        raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+    if importlib.util.find_spec("mcp") is None:
+        message += f"\nwarning: {SDK_MISSING}"
+    return message
+
+
+def uninstall_mcp(agent: str) -> str:
+    """Remove mented's MCP server from `agent`'s configuration; returns what was done."""
+    if agent == "claude-code":
+        return _uninstall_claude()
+    if agent == "codex":
+        return _uninstall_codex()
+    raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+
+
+# ------------------------------------------------------------------ Claude Code
+
+
+def claude_config_file() -> Path:
+    """Where Claude Code keeps user-scope MCP servers (`mcpServers` in `.claude.json`)."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.environ.get("HOME") or Path.home()
+    return Path(base) / ".claude.json"
+
+
+def _claude_registration() -> Registration:
+    path = claude_config_file()
+    where = f"{path} (user scope)"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Registration("claude-code", registered=False, where=where)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return Registration(
+            "claude-code", registered=False, where=where, problem=f"unreadable: {exc}"
+        )
+    servers = doc.get("mcpServers") if isinstance(doc, dict) else None
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        return Registration("claude-code", registered=False, where=where)
+    args = entry.get("args") or []
+    command = [str(entry.get("command") or ""), *(str(arg) for arg in args)]
+    return Registration(
+        "claude-code",
+        registered=True,
+        where=where,
+        command=command,
+        problem=_check_command(command),
+    )
+
+
+def _claude_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    claude = shutil.which("claude")
+    assert claude is not None
+    try:
+        return subprocess.run(  # noqa: S603 - argv list, no shell
+            [claude, *args],
+            capture_output=True,
+            text=True,
+            timeout=CLAUDE_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommandError(f"`claude {' '.join(args)}` failed: {exc}") from exc
+
+
+def _install_claude(command: list[str]) -> str:
+    add = ["mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
+    if shutil.which("claude") is None:
+        return (
+            "Claude Code's `claude` command is not on PATH. Register the MCP server by running:\n"
+            f"  {shlex.join(['claude', *add])}"
+        )
+    current = _claude_registration()
+    if current.registered and current.command == command:
+        return f"the MCP server is already registered with Claude Code ({current.where})"
+    if current.registered:
+        # `claude mcp add` refuses a name that exists: replace our own old entry.
+        _claude_cli("mcp", "remove", "--scope", "user", SERVER_NAME)
+    result = _claude_cli(*add)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip()
+        raise CommandError(
+            f"`claude {shlex.join(add)}` failed ({result.returncode}): {detail}; "
+            "run it yourself to see what Claude Code says"
+        )
+    return (
+        f"registered the MCP server with Claude Code (user scope): {shlex.join(command)}\n"
+        "new Claude Code sessions have mented's tools (`/mcp` lists them)"
+    )
+
+
+def _uninstall_claude() -> str:
+    remove = ["mcp", "remove", "--scope", "user", SERVER_NAME]
+    if shutil.which("claude") is None:
+        return (
+            "Claude Code's `claude` command is not on PATH. Remove the MCP server by running:\n"
+            f"  {shlex.join(['claude', *remove])}"
+        )
+    if not _claude_registration().registered:
+        return "the MCP server is not registered with Claude Code: nothing to do"
+    result = _claude_cli(*remove)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip()
+        raise CommandError(f"`claude {shlex.join(remove)}` failed ({result.returncode}): {detail}")
+    return "removed the MCP server from Claude Code"
+
+
+# ------------------------------------------------------------------------ Codex
+
+
+def codex_config_file() -> Path:
+    """Codex's config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`."""
+    home = os.environ.get("CODEX_HOME")
+    base = Path(home) if home else Path(os.environ.get("HOME") or Path.home()) / ".codex"
+    return base / "config.toml"
+
+
+_OUR_HEADER = re.compile(
+    r"^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*"
+    r"""(?:mented|"mented"|'mented')[ \t]*\][ \t]*(?:#.*)?$""",
+    re.MULTILINE,
+)
+_ANY_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
+_BLANK_OR_COMMENT = re.compile(r"[ \t]*(?:#.*)?")
+
+
+def toml_string(value: str) -> str:
+    """`value` as a TOML basic string."""
+    out = ['"']
+    for ch in value:
+        if ch in {'"', "\\"}:
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def codex_table(command: list[str]) -> str:
+    """Our `[mcp_servers.mented]` table, as written into config.toml."""
+    args = ", ".join(toml_string(arg) for arg in command[1:])
+    return f"[mcp_servers.{SERVER_NAME}]\ncommand = {toml_string(command[0])}\nargs = [{args}]\n"
+
+
+def _parse(text: str, path: Path | str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CommandError(
+            f"{path} is not valid TOML ({exc}); fix it first, then run this again"
+        ) from exc
+
+
+def _our_entry(doc: dict[str, Any]) -> dict[str, Any] | None:
+    servers = doc.get("mcp_servers")
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _entry_command(entry: dict[str, Any]) -> list[str]:
+    args = entry.get("args") or []
+    return [str(entry.get("command") or ""), *(str(arg) for arg in args)]
+
+
+def _table_span(text: str) -> tuple[int, int] | None:
+    """Where our table's lines are: its header to its last key line (trailing comments stay)."""
+    headers = list(_OUR_HEADER.finditer(text))
+    if not headers:
+        return None
+    if len(headers) > 1:
+        raise CommandError(
+            f"[mcp_servers.{SERVER_NAME}] appears {len(headers)} times; keep one and run this again"
+        )
+    start = headers[0].start()
+    body = text.index("\n", headers[0].end()) + 1 if "\n" in text[headers[0].end() :] else len(text)
+    following = _ANY_HEADER.search(text, body)
+    end = following.start() if following else len(text)
+    # Blank lines and comments just above the next table belong to that table.
+    lines = text[body:end].splitlines(keepends=True)
+    while lines and _BLANK_OR_COMMENT.fullmatch(lines[-1].rstrip("\r\n")):
+        end -= len(lines.pop())
+    return start, end
+
+
+def _without(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` without our table (for comparing everything else)."""
+    copy = dict(doc)
+    servers = copy.get("mcp_servers")
+    if isinstance(servers, dict):
+        copy["mcp_servers"] = {k: v for k, v in servers.items() if k != SERVER_NAME}
+        if not copy["mcp_servers"] and SERVER_NAME in servers:
+            del copy["mcp_servers"]
+    return copy
+
+
+def with_codex_server(text: str, command: list[str], path: Path | str = "config.toml") -> str:
+    """`text` with our table added or replaced; every other byte unchanged.
+
+    Raises:
+        CommandError: the file is not TOML, or our entry is written in a form
+            (inline table, dotted keys) that cannot be replaced line by line.
+    """
+    doc = _parse(text, path)
+    entry = _our_entry(doc)
+    if entry is not None and _entry_command(entry) == command:
+        return text
+    table = codex_table(command)
+    span = _table_span(text)
+    if span is not None:
+        start, end = span
+        tail = text[end:]
+        new = text[:start] + table + ("\n" if tail and not tail.startswith("\n") else "") + tail
+    elif entry is not None:
+        raise CommandError(
+            f"{path} defines mcp_servers.{SERVER_NAME} without a [mcp_servers.{SERVER_NAME}] "
+            "header (inline table or dotted keys); remove that entry and run this again"
+        )
+    else:
+        separator = "" if not text.strip() else ("\n" if text.endswith("\n") else "\n\n")
+        new = text + separator + table
+    _check_edit(doc, new, command, path)
+    return new
+
+
+def without_codex_server(text: str, path: Path | str = "config.toml") -> str:
+    """`text` without our table (and the blank line set before it when it was appended)."""
+    doc = _parse(text, path)
+    if _our_entry(doc) is None:
+        return text
+    span = _table_span(text)
+    if span is None:
+        raise CommandError(
+            f"{path} defines mcp_servers.{SERVER_NAME} without a [mcp_servers.{SERVER_NAME}] "
+            "header (inline table or dotted keys); remove it by hand"
+        )
+    start, end = span
+    if not text[end:].strip() and text[:start].endswith("\n\n"):
+        start -= 1  # the blank line `with_codex_server` put before an appended table
+    new = text[:start] + text[end:]
+    if _without(doc) != _without(_parse(new, path)):
+        raise CommandError(
+            f"removing [mcp_servers.{SERVER_NAME}] from {path} would change other settings; "
+            "remove it by hand"
+        )
+    return new
+
+
+def _check_edit(old: dict[str, Any], new_text: str, command: list[str], path: Path | str) -> None:
+    """The edit changed our entry's command and nothing else, or it is refused."""
+    try:
+        new = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CommandError(
+            f"adding [mcp_servers.{SERVER_NAME}] to {path} would make it invalid ({exc}), "
+            "e.g. because mcp_servers is an inline table; add the table by hand:\n"
+            + codex_table(command)
+        ) from exc
+    entry = _our_entry(new)
+    if entry is None or _entry_command(entry) != command or _without(old) != _without(new):
+        raise CommandError(
+            f"cannot edit {path} safely line by line; add or replace this table by hand:\n"
+            + codex_table(command)
+        )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)  # noqa: PTH101 - on the temporary path
+        os.replace(tmp, path)  # noqa: PTH105 - atomic rename over the config file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_codex(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from exc
+
+
+def _codex_registration() -> Registration:
+    path = codex_config_file()
+    try:
+        doc = _parse(_read_codex(path), path)
+    except CommandError as exc:
+        return Registration("codex", registered=False, where=str(path), problem=str(exc))
+    entry = _our_entry(doc)
+    if entry is None:
+        return Registration("codex", registered=False, where=str(path))
+    command = _entry_command(entry)
+    problem = _check_command(command)
+    if entry.get("enabled") is False:
+        problem = "it is switched off (enabled = false)"
+    return Registration("codex", registered=True, where=str(path), command=command, problem=problem)
+
+
+def _install_codex(command: list[str]) -> str:
+    path = codex_config_file()
+    text = _read_codex(path)
+    new = with_codex_server(text, command, path)
+    if new == text:
+        return f"the MCP server is already registered with Codex ({path})"
+    _write_atomically(path, new)
+    return (
+        f"registered the MCP server with Codex in {path}: {shlex.join(command)}\n"
+        "new Codex sessions have mented's tools (`/mcp` lists them)"
+    )
+
+
+def _uninstall_codex() -> str:
+    path = codex_config_file()
+    text = _read_codex(path)
+    new = without_codex_server(text, path)
+    if new == text:
+        return f"the MCP server is not registered in {path}: nothing to do"
+    _write_atomically(path, new)
+    return f"removed [mcp_servers.{SERVER_NAME}] from {path}"
+
+
+# --------------------------------------------------------------------- handlers
+
+
+def run_server(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        raise CommandError(SDK_MISSING)
+    from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
+
+    mcp_server.run(agent=args.agent, socket_path=args.socket, cwd=args.project_dir)
+    return 0
+
+
+def run_install(args: argparse.Namespace) -> int:
+    message = install_mcp(args.target, socket=args.socket)
+    if args.json:
+        print_json({"agent": args.target, "message": message})
+    else:
+        print(message)
+    return 0
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    message = uninstall_mcp(args.target)
+    if args.json:
+        print_json({"agent": args.target, "message": message})
+    else:
+        print(message)
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    registrations = [mcp_registration(agent) for agent in AGENTS]
+    if args.json:
+        print_json([asdict(r) | {"ok": r.ok} for r in registrations])
+    else:
+        for registration in registrations:
+            print(registration.describe())
+    return 0

@@ -1,0 +1,612 @@
+"""mented's MCP server: the agent's tools to remember, supersede and inspect the user's rules.
+
+`mentectl mcp` runs it on stdio; the agent (Claude Code, Codex, ...) spawns it
+once per session. It is a client of the daemon over the socket, like
+`mentectl`: every tool call is one short connection, so a daemon restarted in
+the middle of a session is simply found again. When the daemon is down, each
+tool answers with an error saying how to start it, and the server keeps running.
+
+Rules are memories tagged `trigger:<action>`. The action is checked against
+the same action table the daemon uses (its built-ins plus the user's config
+file, found through the daemon's status), because a rule for an action the hook
+never names would never fire. The known actions are listed in the tool's
+description and an unknown one is refused with the closest known names.
+
+Every answer names memories by their short handle (`mented.store.short_handle`,
+the same handle the hook shows next to each rule it injects), so the model can
+go from "the rule you were just shown" to `supersede_rule` in one step. The
+tools also accept full ids.
+
+Built on the official MCP Python SDK (2.x, `mcp.server.mcpserver.MCPServer`),
+an optional dependency (`pip install 'mented[mcp]'`): the daemon and the hook
+never import it, and `mentectl` imports this module only for `mentectl mcp`.
+Tool functions are synchronous; the SDK runs them on worker threads, so the
+blocking socket client does not stall the stdio loop.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from mented_client.commands.output import describe_scope, format_time
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from pydantic import BaseModel, Field
+
+from mented import __version__
+from mented.actions import load_action_table
+from mented.config import Config, ConfigError, load_config
+from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType, normalize_action
+from mented.paths import config_path as default_config_path
+from mented.protocol import (
+    ForgetRequest,
+    ForgottenReply,
+    GetRequest,
+    HistoryRequest,
+    ListRequest,
+    MemoriesReply,
+    MemoryReply,
+    RecallRequest,
+    Request,
+    StatusReply,
+    StatusRequest,
+    StoredReply,
+    StoreRequest,
+    SupersededReply,
+    SupersedeRequest,
+)
+from mented.store import short_handle
+
+ReplyT = TypeVar("ReplyT")
+
+SERVER_NAME = "mented"
+DEFAULT_AGENT = "claude-code"
+LIST_LIMIT = 100  # rules per `list_rules` answer by default: enough to find one, not a flood
+SUGGESTIONS = 3
+
+INSTRUCTIONS = """\
+mented keeps the user's rules and hands each one to you right before you run the \
+command it governs (a `trigger:<action>` rule, e.g. for git-commit, pr-create).
+- The user states how something must be done ("from now on, commit messages are one \
+line with a conventional prefix"): remember_rule with the action it governs.
+- A fact or an event worth keeping that governs no particular command: remember.
+- The user changes their mind about an existing rule ("we switched from squash merges \
+to rebase"): supersede_rule with the rule's handle (shown in brackets next to each rule \
+mented hands you, or found with rules_for_action / list_rules). Do not add a second, \
+contradicting rule: the old one would keep firing.
+- "What was the old rule?": rule_history.
+"""
+
+
+# ------------------------------------------------------------------ answers
+
+
+class RuleView(BaseModel):
+    """One stored memory, as the tools show it."""
+
+    handle: str = Field(description="short handle: pass it to supersede_rule, rule_history, ...")
+    id: str = Field(description="the full id (the handle is its last characters)")
+    content: str
+    actions: list[str] = Field(description="the actions this is a rule for (empty: a memory)")
+    kind: str = Field(description="memory type: procedural (rules), semantic (facts), ...")
+    tags: list[str]
+    scope: str = Field(description="who sees it: everywhere, or agent=... and/or project=...")
+    created: str
+    status: Literal["live", "superseded"]
+    supersedes: str | None = Field(None, description="handle of the version this replaced")
+    superseded_by: str | None = Field(None, description="handle of the version that replaced it")
+
+
+class StoredRule(BaseModel):
+    handle: str
+    id: str
+    action: str
+    scope: str
+    note: str
+
+
+class StoredMemory(BaseModel):
+    handle: str
+    id: str
+    kind: str
+    tags: list[str]
+    scope: str
+
+
+class RuleList(BaseModel):
+    rules: list[RuleView]
+    note: str
+
+
+class SupersedeResult(BaseModel):
+    new_handle: str
+    new_id: str
+    new_content: str
+    old_handle: str
+    old_id: str
+    old_content: str
+    actions: list[str]
+    note: str
+
+
+class HistoryResult(BaseModel):
+    versions: list[RuleView] = Field(description="oldest first; the last one is the current")
+    current: str = Field(description="handle of the newest version")
+    note: str
+
+
+class ForgetResult(BaseModel):
+    handle: str
+    id: str
+    content: str
+    note: str
+
+
+def view(memory: Memory) -> RuleView:
+    """A memory as the tools show it."""
+    return RuleView(
+        handle=short_handle(memory.id),
+        id=memory.id,
+        content=memory.content,
+        actions=list(memory.actions),
+        kind=str(memory.memory_type),
+        tags=list(memory.tags),
+        scope=describe_scope(memory),
+        created=format_time(memory.created_at),
+        status="live" if memory.is_live else "superseded",
+        supersedes=short_handle(memory.supersedes) if memory.supersedes else None,
+        superseded_by=short_handle(memory.superseded_by) if memory.superseded_by else None,
+    )
+
+
+# ------------------------------------------------------------ the daemon side
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The actions the hook can name, and the hook's settings, from the daemon's config file."""
+
+    actions: tuple[str, ...]
+    descriptions: dict[str, str]
+    k: int
+    problem: str | None = None  # why the user's config file could not be used
+
+    def listing(self) -> str:
+        """The known actions for a tool description: `git-commit` (what it is), ..."""
+        if not self.actions:
+            return "(none: is mented's action table installed?)"
+        return "; ".join(
+            f"{name} ({self.descriptions[name]})" if self.descriptions.get(name) else name
+            for name in self.actions
+        )
+
+
+def load_vocabulary(path: Path | None) -> Vocabulary:
+    """The action table for the config file at `path`; the built-ins when it is unusable."""
+    problem = None
+    try:
+        config = load_config(path)
+        table = load_action_table(config)
+    except ConfigError as exc:
+        # The daemon keeps the table it had when the file breaks; the built-ins are
+        # the closest we can get, and the error says why a custom action is missing.
+        problem = str(exc)
+        config = Config()
+        table = load_action_table(config)
+    return Vocabulary(
+        actions=tuple(sorted(table.names())),
+        descriptions={action.name: action.description for action in table.actions()},
+        k=config.hook.k,
+        problem=problem,
+    )
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """What the tools share: where the daemon is, and who and where the agent is."""
+
+    socket_path: Path | None
+    agent: str
+    cwd: str
+
+    def request(self, message: Request, kind: type[ReplyT], *, timeout: float = 10.0) -> ReplyT:
+        """One request to the daemon, its errors turned into tool errors the model can act on."""
+        try:
+            with Client(
+                self.socket_path, connect_timeout=min(timeout, 2.0), timeout=timeout
+            ) as client:
+                reply: ReplyT = client.expect(message, kind)
+                return reply
+        except NotRunningError as exc:
+            raise ToolError(
+                f"{exc}. The rules are safe on disk; retry this call once the daemon is up."
+            ) from exc
+        except DaemonError as exc:
+            raise ToolError(f"mented refused: {exc.message}") from exc
+        except ProtocolError as exc:
+            raise ToolError(f"{exc}; is `mentectl status` healthy?") from exc
+
+    def vocabulary(self, *, timeout: float = 10.0) -> Vocabulary:
+        """The daemon's action table (read from the config file the daemon uses)."""
+        status = self.request(StatusRequest(), StatusReply, timeout=timeout)
+        return load_vocabulary(Path(status.config) if status.config else None)
+
+    def check_action(self, action: str, vocabulary: Vocabulary) -> str:
+        """`action` normalized, or a tool error naming the closest known actions."""
+        name = action.strip()
+        if name.lower().startswith(TRIGGER_PREFIX):
+            name = name[len(TRIGGER_PREFIX) :]
+        try:
+            name = normalize_action(name)
+        except InvalidInputError as exc:
+            raise ToolError(str(exc)) from exc
+        if name in vocabulary.actions:
+            return name
+        close = difflib.get_close_matches(name, vocabulary.actions, n=SUGGESTIONS, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        broken = (
+            f" (The config file could not be read, so only built-in actions are known: "
+            f"{vocabulary.problem})"
+            if vocabulary.problem
+            else ""
+        )
+        raise ToolError(
+            f"{action!r} is not an action mented knows, so a rule for it would never fire.{hint}"
+            f" Known actions: {', '.join(vocabulary.actions)}.{broken} For a command that"
+            " performs none of these, the user can define a new action under"
+            " [actions.<name>] in mented's config file (see docs/actions.md) and run"
+            " `mentectl reload`; or store the text with `remember` as a plain memory."
+        )
+
+    def project_dir(self, directory: str | None) -> str:
+        """An absolute project directory: `directory` (relative to ours), else our cwd."""
+        if not directory:
+            return self.cwd
+        path = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - lexical, like the hook's cwd
+        if not Path(path).is_dir():
+            raise ToolError(f"project directory {directory!r} ({path}) is not a directory")
+        return path
+
+    def scope(
+        self, *, this_project_only: bool, project_dir: str | None, this_agent_only: bool
+    ) -> tuple[str | None, str | None]:
+        """(agent, project) for a new memory."""
+        if project_dir and not this_project_only:
+            this_project_only = True  # naming a directory says which project it is for
+        return (
+            self.agent if this_agent_only else None,
+            self.project_dir(project_dir) if this_project_only else None,
+        )
+
+    def describe_reach(self, action: str, agent: str | None, project: str | None) -> str:
+        who = agent or "every agent"
+        where = f"in {project} or below it" if project else "in any directory"
+        return f"{who} will be shown it right before each `{action}` command run {where}."
+
+
+# ------------------------------------------------------------------ the server
+
+RuleIdArg = Annotated[
+    str,
+    Field(
+        description="the rule's short handle: the 8 characters in brackets next to the rule "
+        "(e.g. 'q3x9k2mz'), or its full 26-character id",
+        min_length=1,
+    ),
+]
+ThisProjectArg = Annotated[
+    bool,
+    Field(description="only in this project: commands run in the project directory or below it"),
+]
+ProjectDirArg = Annotated[
+    str | None,
+    Field(
+        description="the project directory, when it is not the current one "
+        "(implies this_project_only)"
+    ),
+]
+ThisAgentArg = Annotated[
+    bool,
+    Field(description="only for this agent (the user said it applies to you alone)"),
+]
+
+
+def make_server(
+    *, agent: str = DEFAULT_AGENT, socket_path: str | Path | None = None, cwd: str | None = None
+) -> MCPServer:
+    """The MCP server with its tools, bridging to the daemon at `socket_path`.
+
+    Args:
+        agent: the agent this server serves: the scope of "this agent only", and
+            whose view `rules_for_action` shows.
+        socket_path: the daemon's socket (default: as `mentectl` finds it).
+        cwd: the project directory of the session (default: the working directory).
+    """
+    bridge = Bridge(
+        socket_path=Path(socket_path) if socket_path else None,
+        agent=agent,
+        cwd=os.path.abspath(cwd or os.getcwd()),  # noqa: PTH100, PTH109 - lexical, like the hook's cwd
+    )
+    vocabulary = _startup_vocabulary(bridge)
+    known_text = vocabulary.listing()  # with what each action is, where the model picks one
+    known_names = ", ".join(vocabulary.actions)
+    server = MCPServer(
+        SERVER_NAME,
+        title="mented: the user's rules for actions",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+
+    @server.tool(
+        title="Remember a rule for an action",
+        description=f"""\
+Store a rule about HOW the user wants an action done; mented hands it to you right \
+before each command performing that action (e.g. before every `git commit`).
+Call it when the user states a lasting preference or correction about a kind of \
+command. Example: "from now on, commit messages are one line with a conventional \
+prefix" -> remember_rule(action="git-commit", rule="Commit messages: a single line with \
+a conventional prefix (feat:, fix:, ...), no emojis").
+Write the rule so it reads on its own, without this conversation.
+If a rule for the same thing exists already (you were shown it, or rules_for_action \
+lists it), call supersede_rule instead, or both versions keep firing.
+Known actions: {known_text}.""",
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
+    )
+    def remember_rule(
+        action: Annotated[
+            str, Field(description="the action the rule governs, e.g. 'git-commit'", min_length=1)
+        ],
+        rule: Annotated[str, Field(description="the rule, in the user's terms", min_length=1)],
+        this_project_only: ThisProjectArg = False,
+        project_dir: ProjectDirArg = None,
+        this_agent_only: ThisAgentArg = False,
+    ) -> StoredRule:
+        name = bridge.check_action(action, bridge.vocabulary())
+        rule_agent, project = bridge.scope(
+            this_project_only=this_project_only,
+            project_dir=project_dir,
+            this_agent_only=this_agent_only,
+        )
+        reply = bridge.request(
+            StoreRequest(
+                content=rule,
+                memory_type=MemoryType.PROCEDURAL,
+                tags=[TRIGGER_PREFIX + name],
+                agent=rule_agent,
+                project=project,
+            ),
+            StoredReply,
+        )
+        return StoredRule(
+            handle=short_handle(reply.id),
+            id=reply.id,
+            action=name,
+            scope=_scope_text(rule_agent, project),
+            note=bridge.describe_reach(name, rule_agent, project),
+        )
+
+    @server.tool(
+        title="Remember a fact or an event",
+        description="""\
+Store a plain memory: a fact about the user, the project or the environment, or an \
+episode worth recalling, that governs no particular command.
+Example: "the staging database is rebuilt every Monday" -> remember(content="The \
+staging database is rebuilt every Monday morning", kind="fact", tags=["staging"]).
+For a rule about how to run a kind of command (commits, PRs, deploys), use \
+remember_rule instead: only rules are handed to you at the moment of the action.""",
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
+    )
+    def remember(  # noqa: PLR0913, PLR0917 - the parameters are the tool's schema
+        content: Annotated[str, Field(description="the memory, readable on its own", min_length=1)],
+        kind: Annotated[
+            Literal["fact", "episode"],
+            Field(description="fact: true for a while; episode: something that happened"),
+        ] = "fact",
+        tags: Annotated[
+            list[str], Field(description="a few topic words, e.g. ['staging', 'database']")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        this_project_only: ThisProjectArg = False,
+        project_dir: ProjectDirArg = None,
+        this_agent_only: ThisAgentArg = False,
+    ) -> StoredMemory:
+        for tag in tags:
+            if tag.strip().lower().startswith(TRIGGER_PREFIX):
+                raise ToolError(
+                    f"tag {tag!r} would make this a rule: use remember_rule(action=..., rule=...)"
+                    " so the action is checked against the ones mented knows"
+                )
+        memory_agent, project = bridge.scope(
+            this_project_only=this_project_only,
+            project_dir=project_dir,
+            this_agent_only=this_agent_only,
+        )
+        memory_type = MemoryType.EPISODIC if kind == "episode" else MemoryType.SEMANTIC
+        reply = bridge.request(
+            StoreRequest(
+                content=content,
+                memory_type=memory_type,
+                tags=list(tags),
+                agent=memory_agent,
+                project=project,
+            ),
+            StoredReply,
+        )
+        return StoredMemory(
+            handle=short_handle(reply.id),
+            id=reply.id,
+            kind=str(memory_type),
+            tags=list(tags),
+            scope=_scope_text(memory_agent, project),
+        )
+
+    @server.tool(
+        title="Rules the hook fires for an action",
+        description=f"""\
+The rules mented would hand you right before a command performing `action`, here \
+(this agent, this project), exactly as the hook picks them: newest first, at most as \
+many as the hook shows. Each has a handle for supersede_rule / rule_history / forget_rule.
+Call it before adding a rule (is there one to supersede?) or when the user asks what \
+their rules for something are. Example: rules_for_action(action="git-commit").
+Known actions: {known_names}.""",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def rules_for_action(
+        action: Annotated[str, Field(description="e.g. 'git-commit'", min_length=1)],
+        project_dir: Annotated[
+            str | None,
+            Field(description="look from this directory instead of the current project"),
+        ] = None,
+    ) -> RuleList:
+        vocabulary = bridge.vocabulary()
+        name = bridge.check_action(action, vocabulary)
+        where = bridge.project_dir(project_dir)
+        reply = bridge.request(
+            RecallRequest(action=name, agent=bridge.agent, cwd=where, k=vocabulary.k),
+            MemoriesReply,
+        )
+        count = len(reply.memories)
+        note = (
+            f"{count} rule{'s' if count != 1 else ''} fire for `{name}` for {bridge.agent} "
+            f"in {where}, newest first (the hook shows at most {vocabulary.k})."
+            if count
+            else f"No rule fires for `{name}` for {bridge.agent} in {where}."
+        )
+        return RuleList(rules=[view(m) for m in reply.memories], note=note)
+
+    @server.tool(
+        title="List all rules",
+        description="""\
+Every stored rule, for every action, agent and project, newest first, with its \
+scope and handle. Call it when the user asks what mented knows, or to find a rule \
+whose action you do not know. Example: list_rules(), list_rules(action="pr-create"), \
+list_rules(include_superseded=true) to see replaced versions too.""",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def list_rules(
+        action: Annotated[
+            str | None, Field(description="only rules for this action, e.g. 'git-commit'")
+        ] = None,
+        include_superseded: Annotated[
+            bool, Field(description="also the old versions of superseded rules")
+        ] = False,
+        limit: Annotated[int, Field(description="at most this many", ge=1, le=1000)] = LIST_LIMIT,
+    ) -> RuleList:
+        name = None
+        if action:
+            name = bridge.check_action(action, bridge.vocabulary())
+        reply = bridge.request(
+            ListRequest(
+                action=name,
+                rules_only=True,
+                include_superseded=include_superseded,
+                limit=limit,
+            ),
+            MemoriesReply,
+        )
+        count = len(reply.memories)
+        what = f"for `{name}`" if name else "for all actions"
+        more = " (the limit: there may be more)" if count >= limit else ""
+        return RuleList(
+            rules=[view(m) for m in reply.memories],
+            note=f"{count} rule{'s' if count != 1 else ''} {what}{more}, newest first.",
+        )
+
+    @server.tool(
+        title="Replace a rule",
+        description="""\
+Replace a rule with a new version when the user changes their mind: the old version \
+stops being handed to you at once, and stays in the rule's history.
+Example: the user says "we switched from squash merges to rebase" while you were shown \
+"- [q3x9k2mz] Merge PRs with squash" -> supersede_rule(rule_id="q3x9k2mz", \
+new_rule="Merge PRs with rebase, never squash").
+The new version keeps the old one's action and scope. Answers with the new handle and \
+the old text.""",
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
+    )
+    def supersede_rule(
+        rule_id: RuleIdArg,
+        new_rule: Annotated[str, Field(description="the rule as it is now", min_length=1)],
+    ) -> SupersedeResult:
+        reply = bridge.request(SupersedeRequest(id=rule_id, content=new_rule), SupersededReply)
+        new_handle = short_handle(reply.id)
+        return SupersedeResult(
+            new_handle=new_handle,
+            new_id=reply.id,
+            new_content=new_rule,
+            old_handle=short_handle(reply.old.id),
+            old_id=reply.old.id,
+            old_content=reply.old.content,
+            actions=list(reply.old.actions),
+            note=f"The old version no longer fires; rule_history(rule_id={new_handle!r}) "
+            "shows both.",
+        )
+
+    @server.tool(
+        title="A rule's history",
+        description="""\
+Every version of a rule, oldest first, the current one last: what the rule was before \
+it was superseded, and when. Call it when the user asks "what was the old rule?".
+Example: rule_history(rule_id="q3x9k2mz") (any version's handle works).""",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def rule_history(rule_id: RuleIdArg) -> HistoryResult:
+        reply = bridge.request(HistoryRequest(id=rule_id), MemoriesReply)
+        versions = [view(m) for m in reply.memories]
+        if not versions:
+            raise ToolError(f"no history for {rule_id!r}")
+        count = len(versions)
+        note = (
+            f"{count} versions, oldest first; only the last one fires."
+            if count > 1
+            else "This rule was never superseded."
+        )
+        return HistoryResult(versions=versions, current=versions[-1].handle, note=note)
+
+    @server.tool(
+        title="Forget a rule",
+        description="""\
+Delete a rule (or any memory) for good: it stops firing and leaves no history. Only \
+when the user asks to drop a rule entirely; when the rule changed, use supersede_rule \
+so the old version stays in the history.
+Example: forget_rule(rule_id="q3x9k2mz").""",
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+    )
+    def forget_rule(rule_id: RuleIdArg) -> ForgetResult:
+        memory = bridge.request(GetRequest(id=rule_id), MemoryReply).memory
+        reply = bridge.request(ForgetRequest(id=memory.id), ForgottenReply)
+        return ForgetResult(
+            handle=short_handle(reply.id),
+            id=reply.id,
+            content=memory.content,
+            note="Forgotten: it no longer fires and is gone from the history.",
+        )
+
+    return server
+
+
+def _scope_text(agent: str | None, project: str | None) -> str:
+    parts = [f"agent={agent}"] if agent else []
+    if project:
+        parts.append(f"project={project}")
+    return " ".join(parts) or "everywhere"
+
+
+def _startup_vocabulary(bridge: Bridge) -> Vocabulary:
+    """The actions for the tool descriptions: the daemon's config if it answers, else ours."""
+    try:
+        # Briefly: the agent waits for the server to start, and a hung daemon must not stall it.
+        return bridge.vocabulary(timeout=1.0)
+    except ToolError:
+        return load_vocabulary(default_config_path())
+
+
+def run(*, agent: str, socket_path: str | Path | None, cwd: str | None = None) -> None:
+    """Serve on stdin/stdout until the client closes the connection."""
+    make_server(agent=agent, socket_path=socket_path, cwd=cwd).run("stdio")

@@ -1,0 +1,467 @@
+"""mented's MCP server, driven like an agent drives it, and its registration with agents.
+
+The process tests spawn `mentectl mcp` and talk to it over stdio with the MCP
+SDK's own client, against a real daemon; the hook is fired through the real
+shim. The registration tests edit files under a private HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+from mented_client.commands import mcp as mcp_command
+from mented_client.commands.output import CommandError
+from mented_client.hook_settings import installed_shim
+
+from mented.protocol import MemoriesReply, RecallRequest
+from tests.conftest import DaemonProcess, isolated_env
+
+PYTHON = sys.executable
+TOOLS = {
+    "remember_rule",
+    "remember",
+    "rules_for_action",
+    "list_rules",
+    "supersede_rule",
+    "rule_history",
+    "forget_rule",
+}
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def server(env: dict[str, str], cwd: Path, *args: str) -> Client:
+    """An MCP client session with `mentectl mcp`, spawned the way an agent spawns it."""
+    params = StdioServerParameters(
+        command=PYTHON,
+        args=["-m", "mented_client.cli", "mcp", *args],
+        env=env,
+        cwd=str(cwd),
+    )
+    # "legacy": the initialize handshake, as Claude Code and Codex open a session.
+    return Client(params, mode="legacy", read_timeout_seconds=30)
+
+
+def answer(result: CallToolResult) -> dict[str, Any]:
+    """The structured answer of a successful tool call."""
+    assert not result.is_error, text_of(result)
+    data: dict[str, Any] | None = result.structured_content
+    assert data is not None
+    return data
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def fire_hook(env: dict[str, str], cwd: Path, n: int, command: str = "git commit -m x") -> str:
+    """What the model is shown when Claude Code runs `command` in `cwd` (the real shim)."""
+    event = {
+        "session_id": f"session-{n}",  # a new event each time: a repeat would be de-duplicated
+        "cwd": str(cwd),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": f"toolu_{n}",
+    }
+    result = subprocess.run(
+        [PYTHON, "-I", "-S", str(installed_shim()), "claude-code"],
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        # A generous budget: this test is about which rules fire, not how fast.
+        env={"MENTED_SOCKET": env["MENTED_SOCKET"], "MENTED_HOOK_BUDGET_MS": "5000"},
+        timeout=30,
+        check=True,
+    )
+    if not result.stdout:
+        return ""
+    context: str = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    return context
+
+
+@pytest.fixture
+def project(short_tmp: Path) -> Path:
+    path = short_tmp / "repo"
+    path.mkdir()
+    return path
+
+
+# ------------------------------------------------------- the server, end to end
+
+
+async def test_tools_are_listed_with_descriptions_for_the_model(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        assert client.server_info is not None
+        assert client.server_info.name == "mented"
+        assert "supersede_rule" in (client.instructions or "")
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert "Example" in (tool.description or ""), tool.name
+    # The action vocabulary is in the description, so the model picks a real one.
+    assert "git-commit" in (tools["remember_rule"].description or "")
+    assert "pr-create" in (tools["remember_rule"].description or "")
+    assert tools["supersede_rule"].input_schema["required"] == ["rule_id", "new_rule"]
+
+
+async def test_supersede_through_the_agent_changes_the_very_next_hook_fire(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        stored = answer(
+            await client.call_tool(
+                "remember_rule", {"action": "Git-Commit", "rule": "Merge PRs with squash"}
+            )
+        )
+        assert stored["action"] == "git-commit"
+        old = stored["handle"]
+        assert len(old) == 8
+        assert stored["id"].lower().endswith(old)
+
+        shown = fire_hook(daemon.env, project, 1)
+        assert f"[{old}] Merge PRs with squash" in shown  # the handle the agent can quote
+
+        listed = answer(await client.call_tool("rules_for_action", {"action": "git-commit"}))
+        assert [(r["handle"], r["content"]) for r in listed["rules"]] == [
+            (old, "Merge PRs with squash")
+        ]
+
+        replaced = answer(
+            await client.call_tool(
+                "supersede_rule",
+                {"rule_id": old, "new_rule": "Merge PRs with rebase, never squash"},
+            )
+        )
+        assert replaced["old_handle"] == old
+        assert replaced["old_content"] == "Merge PRs with squash"
+        new = replaced["new_handle"]
+        assert new != old
+
+        shown = fire_hook(daemon.env, project, 2)
+        assert f"[{new}] Merge PRs with rebase, never squash" in shown
+        assert "Merge PRs with squash" not in shown
+
+        history = answer(await client.call_tool("rule_history", {"rule_id": new}))
+        assert [(v["handle"], v["content"], v["status"]) for v in history["versions"]] == [
+            (old, "Merge PRs with squash", "superseded"),
+            (new, "Merge PRs with rebase, never squash", "live"),
+        ]
+        assert history["current"] == new
+        # The old handle leads to the same chain: "what was the old rule?"
+        by_old = answer(await client.call_tool("rule_history", {"rule_id": old}))
+        assert by_old["versions"] == history["versions"]
+
+        # The old version only shows up when asked for.
+        live = answer(await client.call_tool("list_rules", {}))
+        assert [r["handle"] for r in live["rules"]] == [new]
+        everything = answer(await client.call_tool("list_rules", {"include_superseded": True}))
+        assert {r["handle"] for r in everything["rules"]} == {old, new}
+
+        # Superseding the old version again is refused, naming the current one.
+        again = await client.call_tool("supersede_rule", {"rule_id": old, "new_rule": "x"})
+        assert again.is_error
+        assert new in text_of(again)
+
+
+async def test_unknown_action_is_refused_with_the_closest_known_ones(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        result = await client.call_tool(
+            "remember_rule", {"action": "git-comit", "rule": "one line messages"}
+        )
+        listing = await client.call_tool("list_rules", {"include_superseded": True})
+    assert result.is_error
+    message = text_of(result)
+    assert "'git-comit' is not an action mented knows" in message
+    assert "Did you mean: git-commit" in message
+    assert answer(listing)["rules"] == []  # nothing was stored
+
+
+async def test_plain_memories_and_forgetting(daemon: DaemonProcess, project: Path) -> None:
+    async with server(daemon.env, project) as client:
+        fact = answer(
+            await client.call_tool(
+                "remember",
+                {"content": "Staging is rebuilt on Mondays", "tags": ["staging"]},
+            )
+        )
+        assert fact["kind"] == "semantic"
+        as_rule = await client.call_tool(
+            "remember", {"content": "x", "tags": ["trigger:git-commit"]}
+        )
+        assert as_rule.is_error
+        assert "remember_rule" in text_of(as_rule)
+
+        rule = answer(
+            await client.call_tool("remember_rule", {"action": "pr-create", "rule": "Draft PRs"})
+        )
+        # A fact is no rule: it is not listed with them and never fires.
+        listed = answer(await client.call_tool("list_rules", {}))
+        assert [r["handle"] for r in listed["rules"]] == [rule["handle"]]
+
+        forgotten = answer(await client.call_tool("forget_rule", {"rule_id": rule["handle"]}))
+        assert forgotten["content"] == "Draft PRs"
+        assert answer(await client.call_tool("list_rules", {}))["rules"] == []
+        missing = await client.call_tool("rule_history", {"rule_id": rule["handle"]})
+        assert missing.is_error
+
+
+async def test_scopes_this_project_and_this_agent(
+    daemon: DaemonProcess, project: Path, short_tmp: Path
+) -> None:
+    elsewhere = short_tmp / "other"
+    elsewhere.mkdir()
+    async with server(daemon.env, project, "--agent", "codex") as client:
+        here = answer(
+            await client.call_tool(
+                "remember_rule",
+                {"action": "git-push", "rule": "Never push to main", "this_project_only": True},
+            )
+        )
+        mine = answer(
+            await client.call_tool(
+                "remember_rule",
+                {
+                    "action": "git-push",
+                    "rule": "Push with --force-with-lease",
+                    "this_agent_only": True,
+                },
+            )
+        )
+        assert here["scope"] == f"project={project}"
+        assert mine["scope"] == "agent=codex"
+
+        seen_here = answer(await client.call_tool("rules_for_action", {"action": "git-push"}))
+        seen_elsewhere = answer(
+            await client.call_tool(
+                "rules_for_action", {"action": "git-push", "project_dir": str(elsewhere)}
+            )
+        )
+    assert [r["content"] for r in seen_here["rules"]] == [
+        "Push with --force-with-lease",
+        "Never push to main",
+    ]
+    assert [r["content"] for r in seen_elsewhere["rules"]] == ["Push with --force-with-lease"]
+    with daemon.client() as client:
+        claude = client.expect(
+            RecallRequest(action="git-push", agent="claude-code", cwd=str(project)), MemoriesReply
+        )
+    assert [m.content for m in claude.memories] == ["Never push to main"]
+
+
+async def test_daemon_down_is_a_tool_error_and_the_server_keeps_running(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        daemon.stop()
+        down = await client.call_tool("rules_for_action", {"action": "git-commit"})
+        assert down.is_error
+        assert "mented is not running" in text_of(down)
+        assert "mentectl start" in text_of(down)
+        daemon.start()
+        stored = await client.call_tool("remember_rule", {"action": "git-commit", "rule": "Sign"})
+        assert answer(stored)["action"] == "git-commit"
+
+
+async def test_server_starts_while_the_daemon_is_down(short_tmp: Path, project: Path) -> None:
+    env = isolated_env(short_tmp)
+    async with server(env, project) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("list_rules", {})
+    assert "git-commit" in (tools["remember_rule"].description or "")  # the built-in table
+    assert result.is_error
+    assert "mentectl start" in text_of(result)
+
+
+# ------------------------------------------------------- Codex's config.toml
+
+COMMAND = ["/opt/py/bin/python", "-m", "mented_client.cli", "--socket", "/run/m.sock", "mcp"]
+CODEX_CONFIG = """\
+# Codex settings, hand-written
+model = "o3"  # keep this comment
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-server"]
+
+[mcp_servers.docs.env]
+TOKEN = "abc"
+
+[profiles.fast]
+model = "gpt-5"
+"""
+
+
+def test_codex_table_is_appended_and_the_rest_kept_byte_for_byte() -> None:
+    text = mcp_command.with_codex_server(CODEX_CONFIG, COMMAND)
+    assert text.startswith(CODEX_CONFIG)
+    doc = tomllib.loads(text)
+    assert doc["mcp_servers"]["mented"] == {"command": COMMAND[0], "args": COMMAND[1:]}
+    assert doc["mcp_servers"]["docs"]["env"] == {"TOKEN": "abc"}
+    assert doc["profiles"] == {"fast": {"model": "gpt-5"}}
+
+
+def test_codex_edit_is_idempotent_and_undone_exactly() -> None:
+    once = mcp_command.with_codex_server(CODEX_CONFIG, COMMAND)
+    assert mcp_command.with_codex_server(once, COMMAND) == once
+    assert mcp_command.without_codex_server(once) == CODEX_CONFIG
+    assert mcp_command.without_codex_server(CODEX_CONFIG) == CODEX_CONFIG
+
+
+def test_codex_table_is_replaced_in_place() -> None:
+    before = CODEX_CONFIG.replace(
+        "[profiles.fast]",
+        '[mcp_servers.mented]\ncommand = "/old/python"\nargs = [\n  "-m",\n  "old",\n]\n\n'
+        "# the fast profile\n[profiles.fast]",
+    )
+    after = mcp_command.with_codex_server(before, COMMAND)
+    head, _, rest = before.partition("[mcp_servers.mented]")
+    _, _, tail = rest.partition("\n\n# the fast profile")
+    assert after.startswith(head)
+    assert after.endswith("\n\n# the fast profile" + tail)
+    assert "/old/python" not in after
+    assert tomllib.loads(after)["mcp_servers"]["mented"]["command"] == COMMAND[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'mcp_servers = { docs = { command = "npx" } }\n',  # an inline table cannot grow
+        '[mcp_servers]\nmented.command = "/old/python"\n',  # our entry as dotted keys
+        "[mcp_servers\n",  # not TOML
+    ],
+)
+def test_codex_config_that_cannot_be_edited_safely_is_refused(text: str) -> None:
+    with pytest.raises(CommandError, match=r"by hand|run this again"):
+        mcp_command.with_codex_server(text, COMMAND)
+
+
+def test_codex_install_writes_once_and_status_reports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(CODEX_CONFIG)
+    config.chmod(0o640)
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    monkeypatch.setenv("MENTED_SOCKET", "/run/user/1000/mented/mented.sock")
+
+    assert not mcp_command.mcp_registration("codex").registered
+    message = mcp_command.install_mcp("codex")
+    assert "registered" in message
+    text = config.read_text()
+    assert text.startswith(CODEX_CONFIG)
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640
+    registration = mcp_command.mcp_registration("codex")
+    assert registration.ok
+    # Codex passes no MENTED_SOCKET/XDG_RUNTIME_DIR to its servers: the socket is written in.
+    assert registration.command == [
+        sys.executable,
+        "-m",
+        "mented_client.cli",
+        "--socket",
+        "/run/user/1000/mented/mented.sock",
+        "mcp",
+        "--agent",
+        "codex",
+    ]
+    assert "already registered" in mcp_command.install_mcp("codex")
+    assert config.read_text() == text
+
+    mcp_command.uninstall_mcp("codex")
+    assert config.read_text() == CODEX_CONFIG
+
+
+def test_codex_install_refusal_leaves_the_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    config = tmp_path / "config.toml"
+    config.write_text('mcp_servers = { docs = { command = "npx" } }\n')
+    with pytest.raises(CommandError):
+        mcp_command.install_mcp("codex")
+    assert config.read_text() == 'mcp_servers = { docs = { command = "npx" } }\n'
+
+
+# ------------------------------------------------------------------ Claude Code
+
+
+def test_claude_install_without_the_cli_prints_the_exact_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `claude` here
+    monkeypatch.delenv("MENTED_SOCKET", raising=False)
+    message = mcp_command.install_mcp("claude-code")
+    expected = (
+        f"claude mcp add --scope user mented -- {sys.executable} -m mented_client.cli mcp "
+        "--agent claude-code"
+    )
+    assert expected in message
+
+
+def test_claude_install_runs_claude_mcp_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    fake = bin_dir / "claude"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+
+    mcp_command.install_mcp("claude-code")
+    assert calls.read_text().splitlines() == [
+        f"mcp add --scope user mented -- {sys.executable} -m mented_client.cli mcp "
+        "--agent claude-code"
+    ]
+
+    # What `claude mcp add` writes; status reads it back.
+    (tmp_path / ".claude.json").write_text(
+        json.dumps(
+            {
+                "numStartups": 3,
+                "mcpServers": {
+                    "mented": {
+                        "type": "stdio",
+                        "command": sys.executable,
+                        "args": ["-m", "mented_client.cli", "mcp", "--agent", "claude-code"],
+                        "env": {},
+                    }
+                },
+            }
+        )
+    )
+    assert mcp_command.mcp_registration("claude-code").ok
+    assert "already registered" in mcp_command.install_mcp("claude-code")
+    assert len(calls.read_text().splitlines()) == 1  # nothing run the second time
+
+
+def test_mentectl_mcp_status_says_how_to_register(short_tmp: Path) -> None:
+    env = isolated_env(short_tmp) | {"PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [PYTHON, "-m", "mented_client.cli", "mcp", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "claude-code: MCP server not registered" in result.stdout
+    assert "run `mentectl mcp install codex`" in result.stdout
