@@ -1,0 +1,211 @@
+"""The hook end to end, with real processes, as the agent runs it.
+
+A real daemon; rules added with `mentectl`; the hook command line taken from the
+settings file that `mentectl hooks install` wrote; run through the shell with a
+real PreToolUse payload on stdin, exactly as Claude Code or Codex would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DaemonProcess
+
+COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'
+HEREDOC_COMMIT = """git commit -m "$(cat <<'EOF'
+fix: handle empty input
+
+Co-Authored-By: Claude <noreply@anthropic.com>
+EOF
+)\""""
+# The budget is proven by the shim's fault matrix; here a loaded machine must not
+# turn a slow start into a silent answer.
+BUDGET_ENV = {"MENTED_HOOK_BUDGET_MS": "3000"}
+_tool_use_ids = count()
+
+
+class Agent:
+    """Runs the installed hook the way an agent does."""
+
+    def __init__(self, daemon: DaemonProcess, name: str, settings: Path) -> None:
+        self.daemon = daemon
+        self.name = name
+        result = daemon.mentectl("hooks", "install", name)
+        assert "Installed" in result.stdout
+        doc = json.loads(settings.read_text())
+        (group,) = doc["hooks"]["PreToolUse"]
+        assert group["matcher"] == "Bash"
+        (hook,) = group["hooks"]
+        self.command: str = hook["command"]
+        self.timeout: int = hook["timeout"]
+
+    def run(
+        self,
+        payload: dict[str, Any] | bytes,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        stdin = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        result = subprocess.run(
+            self.command,
+            shell=True,
+            input=stdin,
+            capture_output=True,
+            env=env or (self.daemon.env | BUDGET_ENV),
+            timeout=self.timeout,
+            check=False,
+        )
+        assert result.returncode == 0
+        assert result.stderr == b""
+        return result
+
+    def bash(self, command: str, *, cwd: str = "/home/u/repo", session: str = "session-1") -> bytes:
+        """What the agent reads back before running `command` in `cwd`."""
+        return self.run(pre_tool_use("Bash", {"command": command}, cwd=cwd, session=session)).stdout
+
+
+def pre_tool_use(
+    tool: str, tool_input: dict[str, Any], *, cwd: str, session: str = "session-1"
+) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": f"/home/u/.claude/projects/repo/{session}.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": f"toolu_{next(_tool_use_ids):08d}",
+    }
+
+
+def context(out: bytes) -> str:
+    doc = json.loads(out)
+    assert set(doc["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+    text: str = doc["hookSpecificOutput"]["additionalContext"]
+    return text
+
+
+def add_rule(daemon: DaemonProcess, action: str, text: str, *scope: str) -> str:
+    out = daemon.mentectl("rule", "add", action, text, *scope, "--json").stdout
+    return str(json.loads(out)["id"])
+
+
+@pytest.fixture
+def claude(daemon: DaemonProcess) -> Agent:
+    return Agent(daemon, "claude-code", daemon.home / ".claude" / "settings.json")
+
+
+def test_the_commit_rule_reaches_the_commit_and_only_the_commit(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    add_rule(daemon, "git-commit", "commit messages: single line, conventional prefix")
+    add_rule(daemon, "pr-create", "PR descriptions list the tests run")
+    text = context(claude.bash(COMMIT))
+    assert "single line, conventional prefix" in text
+    assert "PR descriptions" not in text
+    assert "single line" in context(claude.bash(HEREDOC_COMMIT))
+    assert claude.bash("git log --oneline -3") == b""
+    edit = pre_tool_use("Edit", {"file_path": "/home/u/repo/git_commit.py"}, cwd="/home/u/repo")
+    assert claude.run(edit).stdout == b""
+
+
+def test_a_commit_without_rules_prints_nothing(daemon: DaemonProcess, claude: Agent) -> None:
+    add_rule(daemon, "pr-create", "PR descriptions list the tests run")
+    assert claude.bash(COMMIT) == b""
+
+
+@pytest.mark.parametrize("stdin", [b'"not an object"', b"{not json", b""])
+def test_stdin_that_is_not_an_event_prints_nothing(
+    daemon: DaemonProcess, claude: Agent, stdin: bytes
+) -> None:
+    add_rule(daemon, "git-commit", "single line")
+    assert claude.run(stdin).stdout == b""
+
+
+def test_a_superseded_rule_is_gone_from_the_very_next_fire(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    old = add_rule(daemon, "git-commit", "merge with squash")
+    assert "merge with squash" in context(claude.bash(COMMIT))
+    daemon.mentectl("rule", "supersede", old, "rebase, never squash")
+    text = context(claude.bash(COMMIT))
+    assert "rebase, never squash" in text
+    assert "squash merge" not in text
+    assert "merge with squash" not in text
+
+
+def test_agent_and_project_scopes(daemon: DaemonProcess, claude: Agent, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    add_rule(daemon, "git-commit", "everyone's rule")
+    add_rule(daemon, "git-commit", "codex-only rule", "--agent", "codex")
+    add_rule(daemon, "git-commit", "claude-only rule", "--agent", "claude-code")
+    add_rule(daemon, "git-commit", "project rule", "--project", str(project))
+    codex = Agent(daemon, "codex", daemon.home / ".codex" / "hooks.json")
+
+    inside = context(claude.bash(COMMIT, cwd=str(project / "src")))
+    assert "claude-only rule" in inside
+    assert "project rule" in inside
+    assert "everyone's rule" in inside
+    assert "codex-only rule" not in inside
+
+    outside = context(codex.bash(COMMIT, cwd=str(tmp_path / "other")))
+    assert "codex-only rule" in outside
+    assert "everyone's rule" in outside
+    assert "claude-only rule" not in outside
+    assert "project rule" not in outside
+
+
+def test_gate_mode_denies_once_per_session_then_passes_with_context(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    add_rule(daemon, "git-commit", "commit messages: single line")
+    daemon.write_config('[delivery]\ngit-commit = "gate"\n')
+    daemon.reload()
+
+    first = json.loads(claude.bash(COMMIT, session="s-1"))["hookSpecificOutput"]
+    assert first["permissionDecision"] == "deny"
+    assert "single line" in first["permissionDecisionReason"]
+    assert "Run it again once it follows them" in first["permissionDecisionReason"]
+    assert "single line" in context(claude.bash(COMMIT, session="s-1"))
+    assert "single line" in context(claude.bash(COMMIT, session="s-1"))
+    other = json.loads(claude.bash(COMMIT, session="s-2"))["hookSpecificOutput"]
+    assert other["permissionDecision"] == "deny"
+
+    fires = json.loads(daemon.mentectl("log", "-n", "10", "--json").stdout)["fires"]
+    assert [fire["mode"] for fire in fires] == ["gate", "context", "context", "gate"]
+    assert fires[0]["session"] == "s-2"
+    assert fires[0]["actions"] == ["git-commit"]
+
+
+def test_the_fire_log_says_what_fired_and_why(daemon: DaemonProcess, claude: Agent) -> None:
+    rule_id = add_rule(daemon, "git-commit", "single line")
+    claude.bash(COMMIT, cwd="/home/u/repo")
+    claude.bash("ls")
+    (fire,) = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    assert (fire["agent"], fire["command"], fire["cwd"]) == ("claude-code", COMMIT, "/home/u/repo")
+    assert fire["rule_ids"] == [rule_id]
+    text = daemon.mentectl("log").stdout
+    assert "git-commit" in text
+    assert COMMIT in text
+
+
+def test_the_installed_socket_argument_is_used_without_the_environment(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    add_rule(daemon, "git-commit", "single line")
+    env = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"} | BUDGET_ENV
+    event = pre_tool_use("Bash", {"command": COMMIT}, cwd="/home/u/repo")
+    assert "single line" in context(claude.run(event, env=env).stdout)
+
+
+def test_daemon_down_prints_nothing(daemon: DaemonProcess, claude: Agent) -> None:
+    add_rule(daemon, "git-commit", "single line")
+    daemon.stop()
+    assert claude.bash(COMMIT) == b""
