@@ -1,0 +1,406 @@
+"""The action table: which command shapes perform which action, and what programs look like.
+
+Everything here is data read from TOML: the built-ins shipped in `actions.toml`
+next to this module, merged with the `[actions]` section of the user's config
+file. The user can add actions, add shapes to a built-in action (or replace its
+shapes with `replace = true`), and switch a built-in off with `enabled = false`::
+
+    [actions.deploy]
+    description = "roll out to production"
+    shapes = [{ program = "kubectl", subcommand = ["apply"], options_with_value = ["-n"] }]
+
+    [actions.git-commit]                  # one more way to commit
+    shapes = [{ program = "gitbutler", subcommand = ["commit"] }]
+
+    [actions.docker-push]
+    enabled = false
+
+Per-program knowledge (global options and their arity, wrappers such as `sudo`
+or `bash -c`) is built-in data too; `mented.matcher` is the code that reads it.
+A table that cannot be used raises `ConfigError` naming the file, line and action.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from typing import Any, Literal
+
+import msgspec
+
+from mented.config import Config, ConfigError, line_of
+from mented.memory import InvalidInputError, normalize_action
+
+BUILTIN = "built-in"
+BUILTIN_FILE = "actions.toml"
+
+# A subcommand word that matches any one word (`yarn workspace * add`).
+ANY_WORD = "*"
+
+
+class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One way of writing a command that performs an action (see docs/actions.md)."""
+
+    program: str
+    subcommand: tuple[str | tuple[str, ...], ...] = ()
+    any_flag: tuple[str, ...] = ()
+    no_flag: tuple[str, ...] = ()
+    min_positionals: int = 0
+    positional_starts_with: str | None = None
+    options_with_value: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The shape as a person would write it: `git push (with one of -f, --force)`."""
+        words = [self.program]
+        words.extend(word if isinstance(word, str) else "|".join(word) for word in self.subcommand)
+        conditions = []
+        if self.any_flag:
+            conditions.append(f"with one of {', '.join(self.any_flag)}")
+        if self.no_flag:
+            conditions.append(f"without {', '.join(self.no_flag)}")
+        if self.min_positionals:
+            plural = "s" if self.min_positionals > 1 else ""
+            conditions.append(f"with {self.min_positionals} positional argument{plural}")
+        if self.positional_starts_with:
+            conditions.append(f"with an argument starting with {self.positional_starts_with!r}")
+        text = " ".join(words)
+        return f"{text} ({'; '.join(conditions)})" if conditions else text
+
+
+class Action(msgspec.Struct, frozen=True, kw_only=True):
+    """An action in force: its shapes, and where each one came from."""
+
+    name: str
+    description: str
+    source: str
+    shapes: tuple[Shape, ...]
+    shape_sources: tuple[str, ...]
+
+
+class SubcommandSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    options_with_value: frozenset[str] = frozenset()
+
+
+class ProgramSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What a program's command line looks like, so its subcommand can be found."""
+
+    options_with_value: frozenset[str] = frozenset()
+    help_flags: frozenset[str] = frozenset()
+    skip_prefixes: tuple[str, ...] = ()
+    subcommands: dict[str, SubcommandSpec] = {}
+
+
+WrapperKind = Literal["wrapper", "shell", "eval", "interpreter"]
+
+
+class WrapperSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A command that runs another command (`sudo`, `env`, `bash -c`, `python -m`)."""
+
+    kind: WrapperKind = "wrapper"
+    names: tuple[str, ...] = ()
+    names_pattern: str | None = None
+    options_with_value: frozenset[str] = frozenset()
+    no_command_flags: frozenset[str] = frozenset()
+    assignments: bool = False
+    positionals: int = 0
+    string_options: frozenset[str] = frozenset()
+    split_string_options: frozenset[str] = frozenset()
+    option_prefixes: tuple[str, ...] = ("-",)
+    command_flag: str | None = None
+    module_option: str | None = None
+
+
+class _ActionEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """An `[actions.NAME]` table as written, built-in or the user's."""
+
+    description: str | None = None
+    enabled: bool = True
+    replace: bool = False
+    shapes: list[Shape] = []
+
+
+class _BuiltinFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    actions: dict[str, _ActionEntry]
+    programs: dict[str, ProgramSpec] = {}
+    wrappers: dict[str, WrapperSpec] = {}
+
+
+_NO_PROGRAM = ProgramSpec()
+
+
+class ActionTable:
+    """The effective actions, with the program and wrapper knowledge the matcher needs."""
+
+    def __init__(
+        self,
+        actions: Iterable[Action],
+        *,
+        programs: Mapping[str, ProgramSpec],
+        wrappers: Mapping[str, WrapperSpec],
+        disabled: Mapping[str, str] | None = None,
+    ) -> None:
+        self._actions = {action.name: action for action in actions}
+        self._programs = dict(programs)
+        self._disabled = dict(disabled or {})
+        by_program: dict[str, list[tuple[str, Shape]]] = {}
+        for action in self._actions.values():
+            for shape in action.shapes:
+                by_program.setdefault(shape.program, []).append((action.name, shape))
+        self._by_program = {name: tuple(rules) for name, rules in by_program.items()}
+        self._wrappers: dict[str, WrapperSpec] = {}
+        self._pattern_wrappers: list[tuple[re.Pattern[str], WrapperSpec]] = []
+        for key, spec in wrappers.items():
+            for name in spec.names or (key,):
+                self._wrappers[name] = spec
+            if spec.names_pattern:
+                self._pattern_wrappers.append((re.compile(spec.names_pattern), spec))
+
+    def names(self) -> list[str]:
+        """The effective action names, sorted."""
+        return sorted(self._actions)
+
+    def source_of(self, action: str) -> str:
+        """Where an action comes from: "built-in", or the config file that defines it.
+
+        Raises:
+            KeyError: no such action in force.
+        """
+        return self._actions[action].source
+
+    def actions(self) -> tuple[Action, ...]:
+        """The effective actions in table order (built-ins first, in file order)."""
+        return tuple(self._actions.values())
+
+    def disabled(self) -> dict[str, str]:
+        """Built-in actions switched off, with the config file that did it."""
+        return dict(self._disabled)
+
+    def shapes_for(self, program: str) -> tuple[tuple[str, Shape], ...]:
+        """(action, shape) pairs for a program, in table order."""
+        return self._by_program.get(program, ())
+
+    def program(self, name: str) -> ProgramSpec:
+        return self._programs.get(name, _NO_PROGRAM)
+
+    def wrapper(self, name: str) -> WrapperSpec | None:
+        spec = self._wrappers.get(name)
+        if spec is not None:
+            return spec
+        for pattern, pattern_spec in self._pattern_wrappers:
+            if pattern.fullmatch(name):
+                return pattern_spec
+        return None
+
+
+# --------------------------------------------------------------------- loading
+
+
+def load_action_table(config: Config) -> ActionTable:
+    """The built-in table merged with the user's `[actions]` section.
+
+    Raises:
+        ConfigError: an action or shape in the config file is unusable; the message
+            names the file, the line and the action.
+    """
+    builtin = _builtin()
+    source = str(config.path) if config.path is not None else "config"
+    merged: dict[str, Action] = {action.name: action for action in builtin.actions}
+    disabled: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for raw_name, raw_entry in config.actions.items():
+        where = _where(config, raw_name)
+        try:
+            name = normalize_action(str(raw_name))
+        except InvalidInputError as exc:
+            raise ConfigError(f"{where}: action {raw_name!r}: {exc}") from exc
+        if name in seen:
+            raise ConfigError(
+                f"{where}: action {raw_name!r} is defined twice "
+                f"(also as {seen[name]!r}); names are compared in lower case"
+            )
+        seen[name] = str(raw_name)
+        entry = _convert_entry(raw_entry, where, raw_name)
+        _apply_user_entry(
+            merged, disabled, name=name, entry=entry, source=source, where=where, raw_name=raw_name
+        )
+    return ActionTable(
+        merged.values(), programs=builtin.programs, wrappers=builtin.wrappers, disabled=disabled
+    )
+
+
+def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
+    merged: dict[str, Action],
+    disabled: dict[str, str],
+    *,
+    name: str,
+    entry: _ActionEntry,
+    source: str,
+    where: str,
+    raw_name: str,
+) -> None:
+    existing = merged.get(name)
+    if not entry.enabled:
+        if existing is None and not entry.shapes:
+            raise ConfigError(
+                f"{where}: action {raw_name!r}: `enabled = false` switches off a built-in "
+                f"action, and there is no built-in {name!r}; built-ins are: "
+                f"{', '.join(_builtin_names())}"
+            )
+        merged.pop(name, None)
+        disabled[name] = source
+        return
+    if existing is None:
+        if entry.replace:
+            raise ConfigError(
+                f"{where}: action {raw_name!r}: `replace = true` only applies to a built-in "
+                "action; remove it for a new action"
+            )
+        if not entry.shapes:
+            raise ConfigError(
+                f"{where}: action {raw_name!r} has no shapes; add e.g. "
+                'shapes = [{ program = "make", subcommand = ["deploy"] }]'
+            )
+        merged[name] = Action(
+            name=name,
+            description=entry.description or "",
+            source=source,
+            shapes=tuple(entry.shapes),
+            shape_sources=(source,) * len(entry.shapes),
+        )
+        return
+    if entry.replace:
+        shapes, sources = tuple(entry.shapes), (source,) * len(entry.shapes)
+        action_source = source
+    else:
+        shapes = existing.shapes + tuple(entry.shapes)
+        sources = existing.shape_sources + (source,) * len(entry.shapes)
+        action_source = existing.source
+    if not shapes:
+        raise ConfigError(
+            f"{where}: action {raw_name!r}: `replace = true` with no shapes leaves the action "
+            "unable to fire; use `enabled = false` to switch it off"
+        )
+    merged[name] = Action(
+        name=name,
+        description=entry.description or existing.description,
+        source=action_source,
+        shapes=shapes,
+        shape_sources=sources,
+    )
+
+
+def _convert_entry(raw: Any, where: str, raw_name: str) -> _ActionEntry:  # noqa: ANN401 - raw TOML
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{where}: action {raw_name!r} must be a table, e.g. "
+            f'[actions.{raw_name}] with shapes = [{{ program = "git", subcommand = ["commit"] }}]'
+        )
+    try:
+        entry = msgspec.convert(raw, _ActionEntry)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{where}: action {raw_name!r}: {_explain_validation(exc)}") from exc
+    for number, shape in enumerate(entry.shapes, start=1):
+        problem = _shape_problem(shape)
+        if problem:
+            raise ConfigError(f"{where}: action {raw_name!r}, shape {number}: {problem}")
+    return entry
+
+
+def _explain_validation(exc: msgspec.ValidationError) -> str:
+    message = str(exc)
+    if "unknown field" in message:
+        message += (
+            "; an action takes description, enabled, replace and shapes; a shape takes "
+            "program, subcommand, any_flag, no_flag, min_positionals, "
+            "positional_starts_with and options_with_value"
+        )
+    return message
+
+
+def _shape_problem(shape: Shape) -> str | None:
+    """What is wrong with a shape, or None."""
+    if not shape.program or any(ch.isspace() for ch in shape.program):
+        return f"program {shape.program!r} must be one word, e.g. 'git'"
+    if "/" in shape.program:
+        base = shape.program.rsplit("/", 1)[-1]
+        return f"program {shape.program!r}: programs are matched by basename; write {base!r}"
+    for word in shape.subcommand:
+        alternatives = (word,) if isinstance(word, str) else word
+        if not alternatives:
+            return "a subcommand word given as a list needs at least one alternative"
+        for alternative in alternatives:
+            if not alternative or any(ch.isspace() for ch in alternative):
+                return (
+                    f"subcommand word {alternative!r} must be one word; write "
+                    'subcommand = ["pr", "create"] for `gh pr create`'
+                )
+    for field in ("any_flag", "no_flag", "options_with_value"):
+        for flag in getattr(shape, field):
+            if not flag.startswith("-") or len(flag) < 2 or "=" in flag:
+                return f"{field} entry {flag!r} must be an option such as '-f' or '--force'"
+    if shape.min_positionals < 0:
+        return "min_positionals cannot be negative"
+    if shape.positional_starts_with is not None and not shape.positional_starts_with:
+        return "positional_starts_with cannot be empty"
+    return None
+
+
+def _where(config: Config, raw_name: str) -> str:
+    """`path:line` of an action's definition in the config file, or just the path."""
+    path = str(config.path) if config.path is not None else "config"
+    candidates = (
+        f"[actions.{raw_name}]",
+        f'[actions."{raw_name}"]',
+        f"[[actions.{raw_name}.shapes]]",
+        f"actions.{raw_name}",
+        f'"{raw_name}"',
+        f"{raw_name} =",
+        raw_name,
+    )
+    for needle in candidates:
+        line = line_of(config.text, needle)
+        if line is not None:
+            return f"{path}:{line}"
+    return path
+
+
+@functools.cache
+def _builtin() -> _BuiltinTable:
+    """The built-in table, read and checked once per process."""
+    text = resources.files("mented").joinpath(BUILTIN_FILE).read_text(encoding="utf-8")
+    try:
+        document = msgspec.convert(tomllib.loads(text), _BuiltinFile)
+    except (tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:  # a packaging bug
+        raise ConfigError(f"the built-in {BUILTIN_FILE} is broken: {exc}") from exc
+    actions = []
+    for raw_name, entry in document.actions.items():
+        name = normalize_action(raw_name)
+        for shape in entry.shapes:
+            problem = _shape_problem(shape)
+            if problem:
+                raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
+        actions.append(
+            Action(
+                name=name,
+                description=entry.description or "",
+                source=BUILTIN,
+                shapes=tuple(entry.shapes),
+                shape_sources=(BUILTIN,) * len(entry.shapes),
+            )
+        )
+    return _BuiltinTable(
+        actions=tuple(actions), programs=document.programs, wrappers=document.wrappers
+    )
+
+
+def _builtin_names() -> list[str]:
+    return [action.name for action in _builtin().actions]
+
+
+class _BuiltinTable(msgspec.Struct, frozen=True, kw_only=True):
+    actions: tuple[Action, ...]
+    programs: dict[str, ProgramSpec]
+    wrappers: dict[str, WrapperSpec]

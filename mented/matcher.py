@@ -1,0 +1,1154 @@
+"""Name the actions a shell command performs: parse it, then match the action table.
+
+Parse, don't grep. The command is parsed with bashlex and every simple command in
+the tree is checked on its own, wherever it stands (lists, pipelines, subshells,
+`if`/`while`/`for` bodies, functions, `$(...)`, backticks, `<(...)`). Quoted text,
+heredoc bodies, comments and other programs' arguments are data and never fire.
+
+For each simple command: leading `NAME=value` words are skipped, wrappers are
+peeled with knowledge of their own options (`sudo -u x`, `env -i`, `timeout 5`,
+...), shell `-c` strings and `eval` are parsed again (to `MAX_SHELL_DEPTH`),
+`python -m pip` becomes `pip`, the program is taken by basename, its global options
+are skipped by arity, and the shapes of the action table are tried in table order.
+
+bashlex 0.18 cannot parse all that agents send, so two things come first:
+
+* `_Lexer`, a small quote-aware shell tokenizer. When the command holds a construct
+  bashlex rejects it computes safe rewrites: heredoc bodies are emptied and their
+  delimiters unquoted (bodies are data), `$((...))` becomes `0`, a leading `time`
+  becomes `\\time` (a plain word, peeled as a wrapper), `[[ ... ]]` becomes `:`
+  followed by the command substitutions it held, `a=(...)` keeps only its
+  substitutions.
+* When bashlex still fails (`case`, `select`, ...), or the input is too long or too
+  deeply nested for it, the lexer's tokens are split into simple commands on the
+  control operators by `_fallback_commands`, which honours quotes, heredocs,
+  `case` patterns, `[[ ]]` and `for` headers.
+
+The matcher never raises, its input is capped (`MAX_COMMAND_CHARS`), nesting is
+bounded without recursing past `MAX_NESTING`, and results are cached per command
+string in a bounded LRU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import bashlex
+import msgspec
+
+from mented.actions import ANY_WORD, ActionTable, ProgramSpec, Shape, WrapperSpec
+
+# Longer commands are not analyzed at all: no action, a note saying why.
+MAX_COMMAND_CHARS = 128 * 1024
+# bashlex is slow on long input (about 1 ms per KiB) and recurses on nesting, so
+# longer or deeper (rewritten) commands go straight to the fallback parser.
+BASHLEX_MAX_CHARS = 8 * 1024
+BASHLEX_MAX_PAREN_DEPTH = 12
+# Command substitutions nested deeper than this are skipped (and noted).
+MAX_NESTING = 24
+# `bash -c "bash -c '...'"`: how many command strings deep to follow.
+MAX_SHELL_DEPTH = 4
+# Wrappers peeled from one simple command (`sudo env nice timeout 5 git push`).
+MAX_WRAPPERS = 16
+# Arguments of one simple command looked at when matching shapes.
+MAX_ARGUMENTS = 1024
+# Simple commands analyzed in one command string; the rest are skipped (and noted).
+MAX_SIMPLE_COMMANDS = 2048
+# Commands longer than this are not cached: the cache stays small in memory.
+MAX_CACHED_CHARS = 8 * 1024
+
+Parser = Literal["bashlex", "fallback", "none"]
+
+
+class ShapeMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """An action a simple command performs, and the shape that said so."""
+
+    action: str
+    shape: str
+
+
+class SimpleCommand(msgspec.Struct, frozen=True, kw_only=True):
+    """One simple command found in the input, and what it performs or why nothing."""
+
+    words: tuple[str, ...]
+    program: str | None
+    via: tuple[str, ...] = ()
+    matches: tuple[ShapeMatch, ...] = ()
+    reason: str = ""
+    parser: Parser = "bashlex"
+
+
+class Explanation(msgspec.Struct, frozen=True, kw_only=True):
+    """What `Matcher.explain` found: the actions, each simple command, how it was parsed."""
+
+    actions: tuple[str, ...]
+    commands: tuple[SimpleCommand, ...] = ()
+    parser: Parser = "bashlex"
+    fallback_used: bool = False
+    notes: tuple[str, ...] = ()
+
+
+class Matcher:
+    """Names the actions in shell commands, with one action table and an LRU cache."""
+
+    def __init__(self, table: ActionTable, cache_size: int = 4096) -> None:
+        self.table = table
+        self._cache: OrderedDict[str, Explanation] = OrderedDict()
+        self._cache_size = max(0, cache_size)
+
+    def actions_in(self, command: str) -> tuple[str, ...]:
+        """The actions `command` performs, de-duplicated, in command order. Never raises."""
+        return self.explain(command).actions
+
+    def explain(self, command: str) -> Explanation:
+        """Every simple command in `command` and what it performs. Never raises; cached."""
+        cached = self._cache.get(command)
+        if cached is not None:
+            self._cache.move_to_end(command)
+            return cached
+        explanation = self._explain_uncached(command)
+        if self._cache_size and len(command) <= MAX_CACHED_CHARS:
+            self._cache[command] = explanation
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return explanation
+
+    def _explain_uncached(self, command: object) -> Explanation:
+        if not isinstance(command, str):
+            return Explanation(actions=(), parser="none", notes=("not a string",))
+        if len(command) > MAX_COMMAND_CHARS:
+            return Explanation(
+                actions=(),
+                parser="none",
+                notes=(
+                    f"command is {len(command)} characters long; commands over "
+                    f"{MAX_COMMAND_CHARS} are not analyzed",
+                ),
+            )
+        if not command.strip():
+            return Explanation(actions=(), parser="none", notes=("empty command",))
+        analysis = _Analysis(self.table)
+        try:
+            parser = analysis.run(command, via=(), shell_depth=0)
+        except Exception as exc:  # noqa: BLE001 - the matcher never raises; say what broke
+            return Explanation(
+                actions=(),
+                parser="none",
+                notes=(f"internal error while matching: {type(exc).__name__}: {exc}",),
+            )
+        return Explanation(
+            actions=tuple(analysis.actions),
+            commands=tuple(analysis.commands),
+            parser=parser,
+            fallback_used=analysis.fallback_used,
+            notes=tuple(analysis.notes),
+        )
+
+
+# ======================================================================== lexer
+
+
+class _Word:
+    """A shell word: its value after quote removal, and what it holds."""
+
+    __slots__ = ("assignment", "end", "literal", "start", "sub_spans", "subs", "value")
+
+    def __init__(  # noqa: PLR0913 - a record
+        self,
+        value: str,
+        *,
+        literal: bool = True,
+        assignment: bool = False,
+        subs: list[list[_Token]] | None = None,
+        sub_spans: list[tuple[int, int]] | None = None,
+        start: int = 0,
+        end: int = 0,
+    ) -> None:
+        self.value = value
+        self.literal = literal  # no expansion: the value is what the program receives
+        self.assignment = assignment
+        self.subs = subs or []  # tokens of $(...), `...`, <(...) inside the word
+        self.sub_spans = sub_spans or []
+        self.start = start
+        self.end = end
+
+
+class _Redirect:
+    __slots__ = ("op", "target")
+
+    def __init__(self, op: str, target: _Word | None) -> None:
+        self.op = op
+        self.target = target
+
+
+_Token = _Word | _Redirect | str  # a str is a control operator, "\n" included
+
+_PLAIN_RUN = re.compile(r"[^ \t\n'\"\\$`<>|&;()]+")
+_DQ_RUN = re.compile(r'[^"\\$`]+')
+_OPERATOR = re.compile(r";;&|;;|;&|&&|\|\||\|&|[;&|()]")
+_REDIRECT = re.compile(r"<<<|<<-|<<|<>|<&|>&|>>|>\||&>>|&>|<|>")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!\-]")
+_ANSI_C = re.compile(r"(?:[^'\\]|\\.)*", re.DOTALL)
+_BACKTICK_BODY = re.compile(r"(?:[^`\\]|\\.)*", re.DOTALL)
+_BACKTICK_ESCAPES = re.compile(r"\\([\\`$])")
+_PARENS = re.compile(r"[()]")
+_DIGITS = re.compile(r"[0-9]+")
+_WORD_END = frozenset(" \t\n;&|()<>")
+# Words that open or continue a compound command: the next word starts a command.
+_COMMAND_PREFIX_WORDS = frozenset(
+    {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "fi", "done", "esac"}
+)
+_REWRITE_TRIGGER = re.compile(r"<<|\$\(\(|\[\[|\btime\b|=\(")
+
+
+class _WordState:
+    __slots__ = ("dynamic", "parts", "quoted", "sub_spans", "subs")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.subs: list[list[_Token]] = []
+        self.sub_spans: list[tuple[int, int]] = []
+        self.dynamic = False
+        self.quoted = False
+
+
+class _Lexer:
+    """A quote-aware shell tokenizer that also computes rewrites that make bashlex succeed.
+
+    It never raises: an unterminated quote or substitution runs to the end of the
+    input (as data), nesting deeper than `MAX_NESTING` is skipped over and noted.
+    """
+
+    def __init__(self, text: str, *, depth: int = 0, record_edits: bool = True) -> None:
+        self.text = text
+        self.n = len(text)
+        self.pos = 0
+        self.depth = depth
+        self.record_edits = record_edits
+        self.edits: list[tuple[int, int, str]] = []
+        self.too_deep = False
+        self.max_depth = depth
+        self._pending_heredocs: list[tuple[_Word, bool]] = []
+
+    def tokens(self) -> list[_Token]:
+        return self._lex(nested=False)
+
+    # ---------------------------------------------------------------- token level
+
+    def _lex(self, *, nested: bool) -> list[_Token]:  # noqa: PLR0915 - one scanner loop
+        text, n = self.text, self.n
+        tokens: list[_Token] = []
+        parens = 0
+        command_start = True
+        dbracket: tuple[int, list[tuple[int, int]]] | None = None  # start, substitutions
+        while self.pos < n:
+            ch = text[self.pos]
+            if ch in " \t":
+                self.pos += 1
+                continue
+            if ch == "\n":
+                tokens.append("\n")
+                self.pos += 1
+                self._read_heredocs()
+                command_start = dbracket is None
+                continue
+            if ch == "\\" and text.startswith("\\\n", self.pos):
+                self.pos += 2
+                continue
+            if ch == "#":  # a comment: only ever seen at the start of a token here
+                eol = text.find("\n", self.pos)
+                self.pos = n if eol < 0 else eol
+                continue
+            if ch in "<>" and text.startswith("(", self.pos + 1):
+                word = self._read_word()
+                tokens.append(word)
+                if dbracket is not None:
+                    dbracket[1].extend(word.sub_spans)
+                command_start = False
+                continue
+            if ch in "<>" or (ch == "&" and text.startswith(">", self.pos + 1)):
+                tokens.append(self._read_redirect(dbracket))
+                continue
+            if ch in ";&|()":
+                match = _OPERATOR.match(text, self.pos)
+                op = match.group() if match else ch
+                self.pos += len(op)
+                if op == "(":
+                    parens += 1
+                elif op == ")":
+                    if parens:
+                        parens -= 1
+                    elif nested:
+                        return tokens
+                tokens.append(op)
+                command_start = dbracket is None
+                continue
+            word = self._read_word()
+            if word.end == word.start:  # a lone character no rule consumed: skip it
+                self.pos += 1
+                continue
+            if (
+                word.literal
+                and _DIGITS.fullmatch(text, word.start, word.end)
+                and self.pos < n
+                and text[self.pos] in "<>"
+            ):
+                continue  # `2>&1`: the digits name a file descriptor
+            tokens.append(word)
+            if dbracket is not None:
+                dbracket[1].extend(word.sub_spans)
+                if word.value == "]]" and word.literal:
+                    self._edit_dbracket(dbracket, word.end)
+                    dbracket = None
+                continue
+            if command_start and word.literal and word.start < word.end:
+                raw = text[word.start : word.end]
+                if raw == "time":
+                    self._edit(word.start, word.end, "\\time")
+                elif raw == "[[":
+                    dbracket = (word.start, [])
+                    continue
+            command_start = word.assignment or text[word.start : word.end] in _COMMAND_PREFIX_WORDS
+        return tokens  # at the end of input an unterminated substitution ends too
+
+    def _read_redirect(self, dbracket: tuple[int, list[tuple[int, int]]] | None) -> _Redirect:
+        text = self.text
+        match = _REDIRECT.match(text, self.pos)
+        op = match.group() if match else text[self.pos]
+        self.pos += len(op)
+        while self.pos < self.n and text[self.pos] in " \t":
+            self.pos += 1
+        target = None
+        if self.pos < self.n and text[self.pos] not in _WORD_END:
+            target = self._read_word()
+            if dbracket is not None:
+                dbracket[1].extend(target.sub_spans)
+        if op in ("<<", "<<-") and target is not None:
+            self._pending_heredocs.append((target, op == "<<-"))
+        return _Redirect(op, target)
+
+    def _read_heredocs(self) -> None:
+        """Skip the bodies of the heredocs opened on the line just ended: they are data."""
+        text, n = self.text, self.n
+        pending, self._pending_heredocs = self._pending_heredocs, []
+        for delimiter_word, strip_tabs in pending:
+            delimiter = delimiter_word.value
+            body_start = self.pos
+            terminated = False
+            while self.pos < n:
+                eol = text.find("\n", self.pos)
+                line_end = n if eol < 0 else eol
+                line = text[self.pos : line_end]
+                self.pos = n if eol < 0 else eol + 1
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    terminated = True
+                    break
+            # bashlex needs an unquoted delimiter and gains nothing from the body.
+            self._edit(delimiter_word.start, delimiter_word.end, "EOF")
+            replacement = "EOF\n" if terminated and text[self.pos - 1 : self.pos] == "\n" else "EOF"
+            self._edit(body_start, self.pos, replacement)
+
+    def _edit(self, start: int, end: int, replacement: str) -> None:
+        if self.record_edits:
+            self.edits.append((start, end, replacement))
+
+    def _edit_dbracket(self, dbracket: tuple[int, list[tuple[int, int]]], end: int) -> None:
+        """`[[ ... ]]` becomes `:` plus the substitutions it holds (they still run)."""
+        start, spans = dbracket
+        held = " ".join(self.text[s:e] for s, e in spans)
+        self._edit(start, end, f": {held}" if held else ":")
+
+    # ----------------------------------------------------------------- word level
+
+    def _read_word(self) -> _Word:
+        text, n = self.text, self.n
+        start = self.pos
+        state = _WordState()
+        parts = state.parts
+        while self.pos < n:
+            match = _PLAIN_RUN.match(text, self.pos)
+            if match:
+                parts.append(match.group())
+                self.pos = match.end()
+                continue
+            ch = text[self.pos]
+            if ch == "'":
+                end = text.find("'", self.pos + 1)
+                end = n if end < 0 else end
+                parts.append(text[self.pos + 1 : end])
+                self.pos = min(end + 1, n)
+                state.quoted = True
+            elif ch == '"':
+                self._read_double_quoted(state)
+            elif ch == "\\":
+                if self.pos + 1 < n:
+                    if text[self.pos + 1] != "\n":
+                        parts.append(text[self.pos + 1])
+                        state.quoted = True
+                    self.pos += 2
+                else:
+                    parts.append("\\")
+                    self.pos += 1
+            elif ch == "$":
+                self._read_dollar(state, in_double_quotes=False)
+            elif ch == "`":
+                self._read_backtick(state)
+            elif ch in "<>" and self.pos == start and text.startswith("(", self.pos + 1):
+                sub_start = self.pos
+                self.pos += 2
+                self._read_substitution(state, sub_start)
+            elif (
+                ch == "("
+                and not state.quoted
+                and not state.dynamic
+                and _ASSIGNMENT.fullmatch("".join(parts))
+            ):
+                self._read_array(state)
+            else:
+                break
+        return _Word(
+            "".join(parts),
+            literal=not state.dynamic,
+            # NAME= is unquoted by construction: quotes are not name characters.
+            assignment=_ASSIGNMENT.match(text, start, self.pos) is not None,
+            subs=state.subs,
+            sub_spans=state.sub_spans,
+            start=start,
+            end=self.pos,
+        )
+
+    def _read_double_quoted(self, state: _WordState) -> None:
+        text, n = self.text, self.n
+        state.quoted = True
+        self.pos += 1
+        while self.pos < n:
+            match = _DQ_RUN.match(text, self.pos)
+            if match:
+                state.parts.append(match.group())
+                self.pos = match.end()
+                continue
+            ch = text[self.pos]
+            if ch == '"':
+                self.pos += 1
+                return
+            if ch == "\\":
+                following = text[self.pos + 1 : self.pos + 2]
+                if following in ("$", "`", '"', "\\"):
+                    state.parts.append(following)
+                elif following != "\n":
+                    state.parts.append("\\" + following)
+                self.pos += 2
+            elif ch == "$":
+                self._read_dollar(state, in_double_quotes=True)
+            else:  # a backtick
+                self._read_backtick(state)
+
+    def _read_dollar(self, state: _WordState, *, in_double_quotes: bool) -> None:
+        text, n = self.text, self.n
+        start = self.pos
+        following = text[start + 1 : start + 2]
+        if following == "(":
+            state.dynamic = True
+            if text.startswith("((", start + 1):
+                end = _arithmetic_end(text, start + 3)
+                if end is not None:
+                    state.parts.append(text[start:end])
+                    self.pos = end
+                    self._edit(start, end, "0")
+                    return
+            self.pos = start + 2
+            self._read_substitution(state, start)
+        elif following == "{":
+            state.dynamic = True
+            end = _brace_end(text, start + 2)
+            state.parts.append(text[start:end])
+            self.pos = end
+        elif following == "'" and not in_double_quotes:
+            match = _ANSI_C.match(text, start + 2)
+            end = match.end() if match else start + 2
+            state.parts.append(_ansi_c_value(text[start + 2 : end]))
+            state.quoted = True
+            self.pos = min(end + 1, n)
+        elif following == '"' and not in_double_quotes:
+            self.pos = start + 1
+            self._read_double_quoted(state)
+        else:
+            match = _PARAMETER.match(text, start + 1)
+            if match:
+                state.dynamic = True
+                state.parts.append(text[start : match.end()])
+                self.pos = match.end()
+            else:
+                state.parts.append("$")
+                self.pos = start + 1
+
+    def _read_substitution(self, state: _WordState, start: int) -> None:
+        """`$(...)` or `<(...)`: the position is just after the opening parenthesis."""
+        state.dynamic = True
+        if self.depth >= MAX_NESTING:
+            self.too_deep = True
+            self.pos = _paren_end(self.text, self.pos)
+        else:
+            self.depth += 1
+            self.max_depth = max(self.max_depth, self.depth)
+            try:
+                state.subs.append(self._lex(nested=True))
+            finally:
+                self.depth -= 1
+        state.parts.append(self.text[start : self.pos])
+        state.sub_spans.append((start, self.pos))
+
+    def _read_backtick(self, state: _WordState) -> None:
+        text = self.text
+        start = self.pos
+        match = _BACKTICK_BODY.match(text, start + 1)
+        end = match.end() if match else start + 1
+        self.pos = min(end + 1, self.n)
+        state.dynamic = True
+        state.parts.append(text[start : self.pos])
+        state.sub_spans.append((start, self.pos))
+        if self.depth >= MAX_NESTING:
+            self.too_deep = True
+            return
+        inner = _Lexer(
+            _BACKTICK_ESCAPES.sub(r"\1", text[start + 1 : end]),
+            depth=self.depth + 1,
+            record_edits=False,
+        )
+        state.subs.append(inner.tokens())
+        self.too_deep = self.too_deep or inner.too_deep
+        self.max_depth = max(self.max_depth, inner.max_depth)
+
+    def _read_array(self, state: _WordState) -> None:
+        """`name=(a b $(c))`: the elements are data; substitutions inside still run."""
+        start = self.pos
+        self.pos += 1
+        if self.depth >= MAX_NESTING:
+            self.too_deep = True
+            self.pos = _paren_end(self.text, self.pos)
+            return
+        self.depth += 1
+        try:
+            elements = self._lex(nested=True)
+        finally:
+            self.depth -= 1
+        spans: list[tuple[int, int]] = []
+        for token in elements:
+            if isinstance(token, _Word):
+                state.subs.extend(token.subs)
+                spans.extend(token.sub_spans)
+        state.sub_spans.extend(spans)
+        state.parts.append(self.text[start : self.pos])
+        self._edit(start, self.pos, "".join(self.text[s:e] for s, e in spans))
+
+
+def _arithmetic_end(text: str, pos: int) -> int | None:
+    """The end of `$((...))` whose body starts at `pos`, or None when it is not arithmetic."""
+    depth = 0
+    for match in _PARENS.finditer(text, pos):
+        if match.group() == "(":
+            depth += 1
+        elif depth:
+            depth -= 1
+        elif text.startswith("))", match.start()):
+            return match.start() + 2
+        else:
+            return None
+    return None
+
+
+def _paren_end(text: str, pos: int) -> int:
+    """Just past the parenthesis closing an opening one before `pos` (counted naively)."""
+    depth = 1
+    for match in _PARENS.finditer(text, pos):
+        depth += 1 if match.group() == "(" else -1
+        if depth == 0:
+            return match.end()
+    return len(text)
+
+
+def _brace_end(text: str, pos: int) -> int:
+    depth = 1
+    for index in range(pos, len(text)):
+        ch = text[index]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(text)
+
+
+def _ansi_c_value(body: str) -> str:
+    """The value of `$'...'`, for the escapes that matter to a program name."""
+    simple = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a"}
+    return re.sub(r"\\(.)", lambda m: simple.get(m.group(1), m.group(0)), body, flags=re.DOTALL)
+
+
+def _apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with non-overlapping edits applied (an edit inside another one is dropped)."""
+    if not edits:
+        return text
+    pieces = []
+    cursor = 0
+    for start, end, replacement in sorted(edits, key=lambda edit: (edit[0], -edit[1])):
+        if start < cursor:
+            continue
+        pieces.append(text[cursor:start])
+        pieces.append(replacement)
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def _paren_depth(text: str) -> int:
+    depth = deepest = 0
+    for match in _PARENS.finditer(text):
+        if match.group() == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+# ============================================================ fallback grouping
+
+_FOR_WORDS = frozenset({"for", "select"})
+
+
+def _fallback_commands(  # noqa: PLR0915 - one state machine, easier to read whole
+    tokens: list[_Token],
+) -> Iterable[tuple[list[_Word], list[list[_Token]]]]:
+    """Simple commands in a token stream, each with the substitutions to analyze after it.
+
+    Splits on control operators and understands enough grammar to keep data out:
+    `case` patterns, `for`/`select` headers, `[[ ... ]]` and function headers.
+    """
+    words: list[_Word] = []
+    subs: list[list[_Token]] = []
+    state = "command"  # or: case-word, pattern, for-header, dbracket, function-name
+    case_depth = 0
+    for token in tokens:
+        if isinstance(token, str):
+            if state == "dbracket":
+                continue
+            if words or subs:
+                yield words, subs
+                words, subs = [], []
+            if case_depth and token in (";;", ";&", ";;&"):
+                state = "pattern"
+            elif state == "pattern":
+                if token == ")":  # noqa: S105 - a shell operator, not a password
+                    state = "command"
+            elif state in ("for-header", "case-word", "function-name") and token in (";", "\n"):
+                state = "command" if state != "case-word" else state
+            continue
+        if isinstance(token, _Redirect):
+            if token.target is not None:
+                subs.extend(token.target.subs)
+            continue
+        word = token
+        subs.extend(word.subs)
+        keyword = word.value if word.literal else None
+        if state == "command" and not words:
+            if keyword in _COMMAND_PREFIX_WORDS:
+                if keyword == "esac" and case_depth:
+                    case_depth -= 1
+                continue
+            if keyword == "case":
+                state = "case-word"
+                case_depth += 1
+                continue
+            if keyword in _FOR_WORDS:
+                state = "for-header"
+                continue
+            if keyword == "[[":
+                state = "dbracket"
+                continue
+            if keyword == "function":
+                state = "function-name"
+                continue
+        if state == "command":
+            words.append(word)
+        elif state == "case-word":
+            if keyword == "in":
+                state = "pattern"
+        elif state == "pattern":
+            if keyword == "esac":
+                case_depth -= 1
+                state = "command"
+        elif state == "for-header":
+            if keyword == "do":
+                state = "command"
+        elif state == "dbracket":
+            if keyword == "]]":
+                state = "command"
+        elif state == "function-name":
+            state = "command"
+    if words or subs:
+        yield words, subs
+
+
+# ==================================================================== analysis
+
+
+class _Analysis:
+    """One `explain` run: collects simple commands, actions and notes in command order."""
+
+    def __init__(self, table: ActionTable) -> None:
+        self.table = table
+        self.commands: list[SimpleCommand] = []
+        self.actions: dict[str, None] = {}
+        self.notes: list[str] = []
+        self.fallback_used = False
+        self._budget = MAX_SIMPLE_COMMANDS
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+    # ------------------------------------------------------------------ parsing
+
+    def run(self, text: str, *, via: tuple[str, ...], shell_depth: int) -> Parser:
+        """Analyze one command string; returns the parser that read it."""
+        lexer: _Lexer | None = None
+        source = text
+        if _REWRITE_TRIGGER.search(text):
+            lexer = _Lexer(text)
+            tokens = lexer.tokens()
+            source = _apply_edits(text, lexer.edits)
+        trees = None
+        why = ""
+        if len(source) > BASHLEX_MAX_CHARS:
+            why = f"the command is over {BASHLEX_MAX_CHARS} characters"
+        elif (lexer is not None and lexer.too_deep) or _paren_depth(
+            source
+        ) > BASHLEX_MAX_PAREN_DEPTH:
+            why = "the command is nested too deeply for bashlex"
+        else:
+            try:
+                trees = bashlex.parse(source)
+            except Exception as exc:  # noqa: BLE001 - any bashlex failure means: fall back
+                why = f"bashlex could not parse it ({type(exc).__name__}: {exc})"
+        if trees is not None:
+            self._walk_bashlex(trees, via, shell_depth)
+            return "bashlex"
+        self.fallback_used = True
+        self.note(f"used the fallback tokenizer: {_shorten(why)}")
+        if lexer is None:
+            lexer = _Lexer(text)
+            tokens = lexer.tokens()
+        if lexer.too_deep:
+            self.note(f"command substitutions nested over {MAX_NESTING} deep were not analyzed")
+        self._walk_tokens(tokens, via, shell_depth)
+        return "fallback"
+
+    def _walk_tokens(self, tokens: list[_Token], via: tuple[str, ...], shell_depth: int) -> None:
+        # A stack of generators, not recursion: nesting never deepens Python's stack.
+        # A command comes before the substitutions in it, and those before the next
+        # command, which is the order of the text.
+        stack = [iter(_fallback_commands(tokens))]
+        while stack:
+            item = next(stack[-1], None)
+            if item is None:
+                stack.pop()
+                continue
+            words, subs = item
+            if words:
+                self._simple(words, via, shell_depth, "fallback")
+            stack.extend(iter(_fallback_commands(sub)) for sub in reversed(subs))
+
+    def _walk_bashlex(
+        self, trees: Sequence[bashlex.ast.node], via: tuple[str, ...], shell_depth: int
+    ) -> None:
+        heredocs: list[tuple[int, int]] = []
+        stack: list[bashlex.ast.node] = list(reversed(trees))
+        while stack:
+            node = stack.pop()
+            kind = node.kind
+            if kind in ("commandsubstitution", "processsubstitution"):
+                start = node.pos[0]
+                if not any(low <= start < high for low, high in heredocs):
+                    stack.append(node.command)
+                continue
+            if kind == "command":
+                words: list[_Word] = []
+                children: list[bashlex.ast.node] = []
+                for part in node.parts:
+                    if part.kind in ("word", "assignment"):
+                        words.append(_word_from_node(part))
+                        children.extend(part.parts)
+                    elif part.kind == "redirect":
+                        heredoc = getattr(part, "heredoc", None)
+                        if heredoc is not None:
+                            heredocs.append(heredoc.pos)
+                        target = part.output
+                        if isinstance(target, bashlex.ast.node) and target.kind == "word":
+                            children.extend(target.parts)
+                if words:
+                    self._simple(words, via, shell_depth, "bashlex")
+                stack.extend(reversed(children))
+                continue
+            if kind == "redirect":
+                heredoc = getattr(node, "heredoc", None)
+                if heredoc is not None:
+                    heredocs.append(heredoc.pos)
+                target = node.output
+                if isinstance(target, bashlex.ast.node) and target.kind == "word":
+                    stack.extend(reversed(target.parts))
+                continue
+            children = getattr(node, "parts", None) or getattr(node, "list", None) or []
+            stack.extend(reversed(children))
+
+    # --------------------------------------------------------- simple commands
+
+    def _simple(
+        self, words: list[_Word], via: tuple[str, ...], shell_depth: int, parser: Parser
+    ) -> None:
+        if self._budget <= 0:
+            self.note(f"only the first {MAX_SIMPLE_COMMANDS} simple commands were analyzed")
+            return
+        self._budget -= 1
+        shown = tuple(word.value for word in words)
+        index = 0
+        while index < len(words) and words[index].assignment:
+            index += 1
+        args = words[index:]
+        if not args:
+            self._record(shown, None, via, reason="only variable assignments", parser=parser)
+            return
+        peeled = via
+        for _ in range(MAX_WRAPPERS):
+            head = args[0]
+            if not head.literal:
+                self._record(
+                    shown,
+                    None,
+                    peeled,
+                    parser=parser,
+                    reason=f"the program {head.value!r} is only known when the command runs",
+                )
+                return
+            name = _basename(head.value)
+            wrapper = self.table.wrapper(name)
+            if wrapper is None:
+                break
+            outcome = _peel(wrapper, name, args)
+            if isinstance(outcome, _RunsString):
+                if shell_depth >= MAX_SHELL_DEPTH:
+                    self._record(
+                        shown,
+                        name,
+                        peeled,
+                        parser=parser,
+                        reason=f"command strings nested over {MAX_SHELL_DEPTH} deep "
+                        "are not analyzed",
+                    )
+                    return
+                self._record(
+                    shown,
+                    name,
+                    peeled,
+                    parser=parser,
+                    reason=f"runs a command string ({outcome.label}): analyzed below",
+                )
+                self.run(outcome.text, via=(*peeled, outcome.label), shell_depth=shell_depth + 1)
+                return
+            if isinstance(outcome, str):
+                self._record(shown, name, peeled, reason=outcome, parser=parser)
+                return
+            args, label = outcome
+            peeled = (*peeled, label)
+            if not args:
+                self._record(
+                    shown, name, peeled, reason=f"{name} runs no command here", parser=parser
+                )
+                return
+        else:
+            self._record(shown, None, peeled, reason="too many wrappers", parser=parser)
+            return
+        program = _basename(args[0].value)
+        matches, reason = self._match(program, [word.value for word in args[1 : MAX_ARGUMENTS + 1]])
+        self._record(shown, program, peeled, matches=matches, reason=reason, parser=parser)
+
+    def _record(  # noqa: PLR0913 - fields of the record
+        self,
+        words: tuple[str, ...],
+        program: str | None,
+        via: tuple[str, ...],
+        *,
+        parser: Parser,
+        matches: tuple[ShapeMatch, ...] = (),
+        reason: str = "",
+    ) -> None:
+        for match in matches:
+            self.actions.setdefault(match.action, None)
+        self.commands.append(
+            SimpleCommand(
+                words=words, program=program, via=via, matches=matches, reason=reason, parser=parser
+            )
+        )
+
+    def _match(self, program: str, argv: list[str]) -> tuple[tuple[ShapeMatch, ...], str]:
+        rules = self.table.shapes_for(program)
+        if not rules:
+            return (), f"no action involves {program!r}"
+        spec = self.table.program(program)
+        found: list[ShapeMatch] = []
+        near = ""
+        for action, shape in rules:
+            if any(match.action == action for match in found):
+                continue
+            failure = _shape_failure(spec, shape, argv)
+            if failure is None:
+                found.append(ShapeMatch(action=action, shape=shape.describe()))
+            elif failure.startswith("!") and not near:
+                near = f"{shape.describe()} [{action}]: {failure[1:]}"
+        if found:
+            return tuple(found), ""
+        if near:
+            return (), near
+        index, _ = _scan_options(argv, 0, spec.options_with_value)
+        subcommand = argv[index] if index < len(argv) else ""
+        if subcommand:
+            return (), f"no action for {program} {subcommand!r}"
+        return (), f"no action for {program} without a subcommand"
+
+
+def _word_from_node(node: bashlex.ast.node) -> _Word:
+    dynamic = any(
+        part.kind in ("parameter", "commandsubstitution", "processsubstitution")
+        for part in node.parts
+    )
+    return _Word(node.word, literal=not dynamic, assignment=node.kind == "assignment")
+
+
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1] if "/" in word else word
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------- wrappers
+
+
+class _RunsString:
+    __slots__ = ("label", "text")
+
+    def __init__(self, text: str, label: str) -> None:
+        self.text = text
+        self.label = label
+
+
+def _read_option(
+    words: Sequence[str], index: int, with_value: frozenset[str]
+) -> tuple[int, list[tuple[str, str | None]]]:
+    """The option word at `index` (getopt-style) and the index after it and its value.
+
+    `--opt=value`, `--opt value` (when `--opt` takes one), clusters `-abc`, and
+    `-ovalue` / `-o value` for a short option that takes one.
+    """
+    word = words[index]
+    index += 1
+    if word[1] == word[0]:  # --long, --long=value
+        name, equals, value = word.partition("=")
+        if equals:
+            return index, [(name, value)]
+        if name in with_value:
+            return index + 1, [(name, words[index] if index < len(words) else None)]
+        return index, [(name, None)]
+    seen: list[tuple[str, str | None]] = []
+    for position in range(1, len(word)):
+        option = word[0] + word[position]
+        if option in with_value:
+            rest = word[position + 1 :]
+            if rest:
+                seen.append((option, rest))
+            elif index < len(words):
+                seen.append((option, words[index]))
+                index += 1
+            else:
+                seen.append((option, None))
+            break
+        seen.append((option, None))
+    return index, seen
+
+
+def _is_option(word: str, prefixes: Sequence[str] = ("-",)) -> bool:
+    return len(word) > 1 and word[0] in prefixes
+
+
+def _scan_options(
+    words: Sequence[str],
+    start: int,
+    with_value: frozenset[str],
+    prefixes: Sequence[str] = ("-",),
+    stop_after: str | None = None,
+) -> tuple[int, list[tuple[str, str | None]]]:
+    """The options from `start` up to the first other word, or just past `--`.
+
+    Returns the index of the first word after them, and each option with its value.
+    `stop_after` ends the options too (`python -m mod --version`: --version is mod's).
+    """
+    index = start
+    seen: list[tuple[str, str | None]] = []
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return index + 1, seen
+        if not _is_option(word, prefixes):
+            break
+        index, found = _read_option(words, index, with_value)
+        seen.extend(found)
+        if stop_after is not None and any(option == stop_after for option, _ in found):
+            break
+    return index, seen
+
+
+def _peel(
+    spec: WrapperSpec, name: str, args: list[_Word]
+) -> tuple[list[_Word], str] | _RunsString | str:
+    """What a wrapper runs: the command's words, a command string, or why nothing."""
+    values = [word.value for word in args]
+    with_value = spec.options_with_value | spec.string_options | spec.split_string_options
+    if spec.module_option:
+        with_value |= {spec.module_option}
+    index, seen = _scan_options(
+        values, 1, with_value, spec.option_prefixes, stop_after=spec.module_option
+    )
+    for option, _ in seen:
+        if option in spec.no_command_flags:
+            return f"{name} {option}: runs no command that can be named"
+    if spec.kind == "eval":
+        return _RunsString(" ".join(values[index:]), "eval")
+    if spec.kind == "interpreter":
+        module = next((value for option, value in seen if option == spec.module_option), None)
+        if module is None:
+            return f"{name} runs a script or reads standard input: not analyzed"
+        return [_Word(module), *args[index:]], f"{name} {spec.module_option}"
+    if spec.kind == "shell":
+        if spec.string_options:  # su: options may follow the user name
+            found = _string_option(values, spec)
+            if found is not None:
+                return _RunsString(found[1], f"{name} {found[0]}")
+        if spec.command_flag and any(option == spec.command_flag for option, _ in seen):
+            if index < len(values):
+                return _RunsString(values[index], f"{name} {spec.command_flag}")
+            return f"{name} {spec.command_flag} without a command string"
+        return f"{name} runs a script or reads standard input: not analyzed"
+    rest = list(args[index:])
+    for option, value in seen:
+        if option in spec.split_string_options and value is not None:
+            rest = [
+                token
+                for token in _Lexer(value, record_edits=False).tokens()
+                if isinstance(token, _Word)
+            ] + rest
+    if spec.assignments:
+        while rest and rest[0].literal and _ASSIGNMENT.match(rest[0].value):
+            rest.pop(0)
+    if spec.positionals:
+        rest = rest[spec.positionals :]
+    return rest, name
+
+
+def _string_option(values: Sequence[str], spec: WrapperSpec) -> tuple[str, str] | None:
+    """The first command-string option anywhere in the arguments (`su - bob -c '...'`)."""
+    with_value = spec.options_with_value | spec.string_options
+    index = 1
+    while index < len(values):
+        word = values[index]
+        if word == "--":
+            return None
+        if not _is_option(word, spec.option_prefixes):
+            index += 1
+            continue
+        index, seen = _read_option(values, index, with_value)
+        for option, value in seen:
+            if option in spec.string_options and value is not None:
+                return option, value
+    return None
+
+
+# --------------------------------------------------------------------- shapes
+
+
+def _word_matches(expected: str | tuple[str, ...], word: str) -> bool:
+    if isinstance(expected, str):
+        return expected in (word, ANY_WORD)
+    return word in expected or ANY_WORD in expected
+
+
+def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | None:
+    """None when `argv` (the words after the program) has this shape, else why not.
+
+    A reason starting with "!" means the subcommand matched and a condition failed.
+    """
+    extra = frozenset(shape.options_with_value)
+    global_with_value = spec.options_with_value | extra if extra else spec.options_with_value
+    index = 0
+    matched: list[str] = []
+    for expected in shape.subcommand:
+        while True:
+            index, seen = _scan_options(argv, index, global_with_value)
+            if any(option in spec.help_flags for option, _ in seen):
+                return "!asks for help"
+            if index < len(argv) and any(argv[index].startswith(p) for p in spec.skip_prefixes):
+                index += 1
+                continue
+            break
+        if index >= len(argv):
+            return "no subcommand"
+        if not _word_matches(expected, argv[index]):
+            return f"subcommand {argv[index]!r}"
+        matched.append(argv[index])
+        index += 1
+    sub = spec.subcommands.get(" ".join(matched)) if matched else None
+    with_value = (sub.options_with_value if sub else frozenset()) | extra
+    if not shape.subcommand:
+        with_value |= spec.options_with_value
+    flags, positionals = _parse_arguments(argv, index, with_value)
+    if flags & spec.help_flags:
+        return "!asks for help"
+    if shape.any_flag and not flags.intersection(shape.any_flag):
+        return f"!needs one of {', '.join(shape.any_flag)}"
+    if shape.no_flag:
+        present = sorted(flags.intersection(shape.no_flag))
+        if present:
+            return f"!has {', '.join(present)}"
+    if len(positionals) < shape.min_positionals:
+        return f"!needs {shape.min_positionals} positional argument(s), has {len(positionals)}"
+    if shape.positional_starts_with is not None and not any(
+        word.startswith(shape.positional_starts_with) for word in positionals
+    ):
+        return f"!needs an argument starting with {shape.positional_starts_with!r}"
+    return None
+
+
+def _parse_arguments(
+    argv: Sequence[str], index: int, with_value: frozenset[str]
+) -> tuple[set[str], list[str]]:
+    """The options present (by name) and the positional arguments, from `index` on."""
+    flags: set[str] = set()
+    positionals: list[str] = []
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            positionals.extend(argv[index + 1 :])
+            break
+        if _is_option(word):
+            index, seen = _read_option(argv, index, with_value)
+            flags.update(option for option, _ in seen)
+        else:
+            positionals.append(word)
+            index += 1
+    return flags, positionals
