@@ -22,6 +22,8 @@ else `$XDG_RUNTIME_DIR/mented/mented.sock`, else
 `${TMPDIR:-/tmp}/mented-<uid>/mented.sock`. A test keeps the two in step.
 """
 
+# Annotations are quoted rather than `from __future__ import annotations` (one more
+# module to load): this file must also run, and stay silent, on an older python3.
 import _signal
 import _socket
 import posix
@@ -40,7 +42,7 @@ class _Silent(Exception):  # noqa: N818 - not an error to report: the reason to 
     """Give up quietly."""
 
 
-def socket_path(environ: dict[bytes, bytes], fallback: bytes | None = None) -> bytes:
+def socket_path(environ: "dict[bytes, bytes]", fallback: "bytes | None" = None) -> bytes:
     """The daemon's socket as bytes, from a bytes-keyed environment."""
     explicit = environ.get(b"MENTED_SOCKET")
     if explicit:
@@ -54,7 +56,7 @@ def socket_path(environ: dict[bytes, bytes], fallback: bytes | None = None) -> b
     return tmp + b"/mented-" + str(posix.getuid()).encode() + b"/mented.sock"
 
 
-def budget_seconds(environ: dict[bytes, bytes]) -> float:
+def budget_seconds(environ: "dict[bytes, bytes]") -> float:
     """The hard deadline for the whole run, in seconds."""
     raw = environ.get(b"MENTED_HOOK_BUDGET_MS")
     try:
@@ -119,7 +121,7 @@ def _on_deadline(signum: int, frame: object) -> None:  # noqa: ARG001 - signal h
     posix._exit(0)  # noqa: SLF001 - no cleanup to run, and none that could fail
 
 
-def run(argv: list[str], environ: dict[bytes, bytes]) -> bytes:
+def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
     """The stdout bytes for this hook call (empty for silence). May raise."""
     start = time.monotonic()
     budget = budget_seconds(environ)
