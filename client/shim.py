@@ -63,7 +63,9 @@ def budget_seconds(environ: "dict[bytes, bytes]") -> float:
         millis = int(raw) if raw else DEFAULT_BUDGET_MS
     except ValueError:
         millis = DEFAULT_BUDGET_MS
-    return min(max(millis, 1), MAX_BUDGET_MS) / 1000
+    if millis <= 0:
+        millis = DEFAULT_BUDGET_MS
+    return min(millis, MAX_BUDGET_MS) / 1000
 
 
 def _read_stdin() -> bytes:

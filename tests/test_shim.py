@@ -348,7 +348,7 @@ def test_no_agent_name_is_silence(short_tmp: Path) -> None:
     assert (result.stdout, result.stderr, result.returncode) == (b"", b"", 0)
 
 
-@pytest.mark.parametrize("value", ["soon", "-5", ""])
+@pytest.mark.parametrize("value", ["soon", "-5", "0", ""])
 def test_a_bad_budget_falls_back_to_the_default(short_tmp: Path, value: str) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
         result, _ = run_shim(server.path, env={"MENTED_HOOK_BUDGET_MS": value})
