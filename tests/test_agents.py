@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mented_client.commands.hooks import DEFAULT_TIMEOUT_S
 
 from mented.agents import AGENTS, ShellCall
 
@@ -121,3 +122,17 @@ def test_hook_group_runs_the_command_for_bash(name: str) -> None:
         "matcher": "Bash",
         "hooks": [{"type": "command", "command": "/py -I -S /shim.py x", "timeout": 5}],
     }
+
+
+# The hand-install files in hooks/ must stay in step with what `hooks install` writes.
+HOOKS_DIR = Path(__file__).parent.parent / "hooks"
+PLACEHOLDER = "/ABSOLUTE/PATH/TO/python3 -I -S /ABSOLUTE/PATH/TO/mented_client/shim.py"
+
+
+@pytest.mark.parametrize(("name", "folder"), [("claude-code", "claude-code"), ("codex", "codex")])
+def test_the_hand_install_files_match_the_installer(name: str, folder: str) -> None:
+    doc = json.loads((HOOKS_DIR / folder / "hooks.json").read_text())
+    (group,) = doc["hooks"]["PreToolUse"]
+    command = group["hooks"][0]["command"]
+    assert command == f"{PLACEHOLDER} {name}"
+    assert group == AGENTS[name].hook_group(command, DEFAULT_TIMEOUT_S)
