@@ -273,16 +273,24 @@ class Bridge:
             raise ToolError(f"project directory {directory!r} ({path}) is not a directory")
         return path
 
-    def scope(
-        self, *, this_project_only: bool, project_dir: str | None, this_agent_only: bool
-    ) -> tuple[str | None, str | None]:
-        """(agent, project) for a new memory."""
-        if project_dir and not this_project_only:
-            this_project_only = True  # naming a directory says which project it is for
-        return (
-            self.agent if this_agent_only else None,
-            self.project_dir(project_dir) if this_project_only else None,
+    def store(  # noqa: PLR0913 - a memory's fields and the tool's scope flags
+        self,
+        content: str,
+        memory_type: MemoryType,
+        tags: list[str],
+        *,
+        this_project_only: bool,
+        project_dir: str | None,
+        this_agent_only: bool,
+    ) -> tuple[str, str | None, str | None]:
+        """Store a memory scoped as the tool was asked; returns (id, agent, project)."""
+        agent = self.agent if this_agent_only else None
+        # Naming a directory says which project the memory is for.
+        project = self.project_dir(project_dir) if this_project_only or project_dir else None
+        request = StoreRequest(
+            content=content, memory_type=memory_type, tags=tags, agent=agent, project=project
         )
+        return self.request(request, StoredReply).id, agent, project
 
     def describe_reach(self, action: str, agent: str | None, project: str | None) -> str:
         who = agent or "every agent"
@@ -369,24 +377,17 @@ Known actions: {known_text}.""",
         this_agent_only: ThisAgentArg = False,
     ) -> StoredRule:
         name = bridge.check_action(action, bridge.vocabulary())
-        rule_agent, project = bridge.scope(
+        memory_id, rule_agent, project = bridge.store(
+            rule,
+            MemoryType.PROCEDURAL,
+            [TRIGGER_PREFIX + name],
             this_project_only=this_project_only,
             project_dir=project_dir,
             this_agent_only=this_agent_only,
         )
-        reply = bridge.request(
-            StoreRequest(
-                content=rule,
-                memory_type=MemoryType.PROCEDURAL,
-                tags=[TRIGGER_PREFIX + name],
-                agent=rule_agent,
-                project=project,
-            ),
-            StoredReply,
-        )
         return StoredRule(
-            handle=short_handle(reply.id),
-            id=reply.id,
+            handle=short_handle(memory_id),
+            id=memory_id,
             action=name,
             scope=_scope_text(rule_agent, project),
             note=bridge.describe_reach(name, rule_agent, project),
@@ -422,25 +423,18 @@ remember_rule instead: only rules are handed to you at the moment of the action.
                     f"tag {tag!r} would make this a rule: use remember_rule(action=..., rule=...)"
                     " so the action is checked against the ones mented knows"
                 )
-        memory_agent, project = bridge.scope(
+        memory_type = MemoryType.EPISODIC if kind == "episode" else MemoryType.SEMANTIC
+        memory_id, memory_agent, project = bridge.store(
+            content,
+            memory_type,
+            list(tags),
             this_project_only=this_project_only,
             project_dir=project_dir,
             this_agent_only=this_agent_only,
         )
-        memory_type = MemoryType.EPISODIC if kind == "episode" else MemoryType.SEMANTIC
-        reply = bridge.request(
-            StoreRequest(
-                content=content,
-                memory_type=memory_type,
-                tags=list(tags),
-                agent=memory_agent,
-                project=project,
-            ),
-            StoredReply,
-        )
         return StoredMemory(
-            handle=short_handle(reply.id),
-            id=reply.id,
+            handle=short_handle(memory_id),
+            id=memory_id,
             kind=str(memory_type),
             tags=list(tags),
             scope=_scope_text(memory_agent, project),

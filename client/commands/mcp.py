@@ -147,13 +147,17 @@ def _check_command(command: list[str]) -> str | None:
     return None
 
 
+def _known_agent(agent: str) -> str:
+    if agent not in AGENTS:
+        raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+    return agent
+
+
 def mcp_registration(agent: str) -> Registration:
     """Whether `agent` (claude-code or codex) has mented's MCP server registered."""
-    if agent == "claude-code":
+    if _known_agent(agent) == "claude-code":
         return _claude_registration()
-    if agent == "codex":
-        return _codex_registration()
-    raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+    return _codex_registration()
 
 
 def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
@@ -162,13 +166,8 @@ def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
     Raises:
         CommandError: the registration failed; the message says why and what to do.
     """
-    command = server_command(agent, _registered_socket(agent, socket))
-    if agent == "claude-code":
-        message = _install_claude(command)
-    elif agent == "codex":
-        message = _install_codex(command)
-    else:
-        raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+    command = server_command(_known_agent(agent), _registered_socket(agent, socket))
+    message = _install_claude(command) if agent == "claude-code" else _install_codex(command)
     if importlib.util.find_spec("mcp") is None:
         message += f"\nwarning: {SDK_MISSING}"
     return message
@@ -176,11 +175,7 @@ def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
 
 def uninstall_mcp(agent: str) -> str:
     """Remove mented's MCP server from `agent`'s configuration; returns what was done."""
-    if agent == "claude-code":
-        return _uninstall_claude()
-    if agent == "codex":
-        return _uninstall_codex()
-    raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
+    return _uninstall_claude() if _known_agent(agent) == "claude-code" else _uninstall_codex()
 
 
 # ------------------------------------------------------------------ Claude Code
@@ -511,6 +506,14 @@ def _uninstall_codex() -> str:
 
 
 def run_server(args: argparse.Namespace) -> int:
+    from mented.agents import AGENTS as HOOKED_AGENTS  # noqa: PLC0415 - only to check --agent
+
+    if args.agent not in HOOKED_AGENTS:
+        # Rules scoped to an agent the hook does not serve would never fire.
+        raise CommandError(
+            f"unknown agent {args.agent!r} for --agent; use one of: {', '.join(HOOKED_AGENTS)}",
+            status=2,
+        )
     if importlib.util.find_spec("mcp") is None:
         raise CommandError(SDK_MISSING)
     from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
