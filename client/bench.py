@@ -1,0 +1,1518 @@
+"""`mentectl bench`: measure mented's promises on this machine and write the figures down.
+
+What runs, in this order (docs/benchmarks.md says what bounds each figure):
+
+1. `matcher`       the matcher alone on a corpus of real agent commands, cache miss and hit.
+2. `hook`          the installed hook command line, spawn to exit, against the bare
+                   interpreter (`python -I -S -c pass`), interleaved round by round:
+                   a command that names no action, a commit with 6 rules, a Claude-style
+                   heredoc commit, and the same commit with the daemon down.
+3. `hook_request`  one hook request inside the daemon (decode, match, look up, render)
+                   on a fresh connection each, the matcher's cache cold and warm, interleaved.
+4. `concurrency`   1, 10, 100 clients (threads) sending hook requests at once.
+5. `writes`        durable single rule adds through the daemon; bulk import (`store_many`).
+6. `recall`        `recall_for_action` on one persistent connection per store size
+                   (1 thousand, 100 thousand, 1 million memories over about a thousand
+                   actions), the sizes' daemons running side by side and asked in turn,
+                   so that their ratio is measured interleaved; the same lookup in-process.
+7. `memory`        each size's daemon: resident memory and cold start to ready.
+
+It starts its own daemons (`python -m mented.daemon`) on sockets and data directories
+in a temporary directory under /tmp (Unix socket paths are limited to ~107 bytes),
+removed at the end: nothing of the user's (socket, data, config, agent settings) is
+used or touched. Stores are filled with `Store.store_many` before their daemon starts.
+
+Times are taken on the calling side with `time.perf_counter_ns`. A `Summary` holds
+the median, p99 (nearest rank), min, max and mean in microseconds. Where a figure is
+held against a reference (the hook against the bare interpreter, the 1M store against
+the 1k one) both are measured interleaved in the same loop and the ratio of their
+medians is reported: on a noisy machine the ratio is the figure that counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import platform
+import random
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+from mented_client.connection import Client, NotRunningError, ProtocolError
+
+from mented import __version__
+from mented.actions import load_action_table
+from mented.config import Config
+from mented.matcher import Matcher
+from mented.protocol import (
+    HEADER,
+    HookRequest,
+    LogReply,
+    LogRequest,
+    OkReply,
+    RecallRequest,
+    ShutdownRequest,
+    StatusReply,
+    StatusRequest,
+    StoredReply,
+    StoreRequest,
+    encode,
+)
+from mented.store import Store, StoreItem
+
+Progress = Callable[[str], None]
+
+AGENT = "claude-code"
+CWD = "/home/dev/src/webapp"
+RULES_PER_REPLY = 6  # `k`, and the rules each probed action has at every size
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+_NS_PER_US = 1000
+
+
+class BenchError(Exception):
+    """The benchmark could not run; the message says what failed."""
+
+
+# ------------------------------------------------------------------------ plans
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """How much of everything to run."""
+
+    name: str
+    sizes: tuple[int, ...]  # store sizes for `recall` and `memory`
+    actions: int  # distinct actions the memories of a store are spread over
+    load_batch: int  # memories per `store_many` transaction
+    hook_rounds: int  # rounds of (bare + each hook case) spawns
+    recall_requests: int  # per size
+    hook_requests: int  # per cache state
+    concurrency: tuple[int, ...]
+    concurrent_requests: int  # in all, per level
+    durable_writes: int
+    cold_starts: int  # per size
+    matcher_rounds: int  # passes over the corpus
+
+
+PLANS = {
+    "full": Plan(
+        name="full",
+        sizes=(1_000, 100_000, 1_000_000),
+        actions=1000,
+        load_batch=20_000,
+        hook_rounds=300,
+        recall_requests=20_000,
+        hook_requests=3000,
+        concurrency=(1, 10, 100),
+        concurrent_requests=6000,
+        durable_writes=300,
+        cold_starts=5,
+        matcher_rounds=20,
+    ),
+    "quick": Plan(
+        name="quick",
+        sizes=(1_000, 10_000, 100_000),
+        actions=1000,
+        load_batch=20_000,
+        hook_rounds=40,
+        recall_requests=3000,
+        hook_requests=500,
+        concurrency=(1, 10, 100),
+        concurrent_requests=1000,
+        durable_writes=40,
+        cold_starts=1,
+        matcher_rounds=3,
+    ),
+    # For the test suite: every section, tiny.
+    "smoke": Plan(
+        name="smoke",
+        sizes=(100, 1000),
+        actions=50,
+        load_batch=400,
+        hook_rounds=3,
+        recall_requests=30,
+        hook_requests=10,
+        concurrency=(1, 4),
+        concurrent_requests=24,
+        durable_writes=3,
+        cold_starts=1,
+        matcher_rounds=1,
+    ),
+}
+
+
+# ---------------------------------------------------------------------- results
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """Repeated timings, in microseconds."""
+
+    n: int
+    p50_us: float
+    p99_us: float
+    min_us: float
+    max_us: float
+    mean_us: float
+
+
+class Machine(msgspec.Struct, frozen=True, kw_only=True):
+    cpu: str
+    cores: int
+    os: str
+    python: str
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+class HookCase(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    command: str  # the shell command in the agent's event
+    daemon_up: bool
+    stdout_bytes: int  # what the hook printed (the last run)
+    time: Summary
+    ratio: float  # median over the bare interpreter's median, same rounds
+
+
+class HookSection(msgspec.Struct, frozen=True, kw_only=True):
+    command_line: str  # as installed by `mentectl hooks install`
+    baseline: str
+    rounds: int
+    bare: Summary
+    cases: list[HookCase]
+
+
+class HookRequestSection(msgspec.Struct, frozen=True, kw_only=True):
+    rules: int
+    cold: Summary  # a command the matcher has not seen
+    warm: Summary  # the same command again
+    daemon_cold: Summary  # the daemon's own handling time, from its fire log
+    daemon_warm: Summary
+
+
+class ConcurrencyLevel(msgspec.Struct, frozen=True, kw_only=True):
+    clients: int
+    requests: int
+    per_second: float
+    time: Summary
+
+
+class WritesSection(msgspec.Struct, frozen=True, kw_only=True):
+    durable_add: Summary
+    durable_adds_per_s: float
+    bulk_memories: int
+    bulk_seconds: float
+    bulk_per_s: float
+    bulk_batch: int
+
+
+class RecallSize(msgspec.Struct, frozen=True, kw_only=True):
+    memories: int
+    actions: int
+    round_trip: Summary
+    requests_per_s: float  # one client, one request at a time
+    in_process: Summary  # Store.recall_for_action without socket or daemon
+    ratio_to_smallest: float
+
+
+class MemorySize(msgspec.Struct, frozen=True, kw_only=True):
+    memories: int
+    rss_bytes: int
+    anon_bytes: int  # the daemon's own heap; the rest is LMDB's mapped file
+    db_bytes: int
+    cold_start: Summary  # process start to the first answered status request
+
+
+class MatcherSection(msgspec.Struct, frozen=True, kw_only=True):
+    commands: int
+    under_1k: int
+    miss: Summary  # every command under 1 KiB, parsed afresh
+    hit: Summary
+    miss_longest: Summary  # the commands over 1 KiB, if any
+    heredoc_miss_us: float
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    figure: str
+    target: str
+    measured: str
+    met: bool
+
+
+class BenchResult(msgspec.Struct, kw_only=True):
+    mented: str
+    plan: str
+    command: str
+    started: str
+    seconds: float
+    machine: Machine
+    matcher: MatcherSection
+    hook: HookSection
+    hook_request: HookRequestSection
+    concurrency: list[ConcurrencyLevel]
+    writes: WritesSection
+    recall: list[RecallSize]
+    memory: list[MemorySize]
+    targets: list[Target]
+
+
+def summarize(samples_ns: Sequence[int]) -> Summary:
+    """Median, p99 (nearest rank), min, max and mean of nanosecond samples, in µs."""
+    if not samples_ns:
+        raise BenchError("no samples: nothing was measured")
+    ordered = sorted(samples_ns)
+    count = len(ordered)
+    middle = count // 2
+    median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    p99 = ordered[min(count - 1, math.ceil(0.99 * count) - 1)]
+    return Summary(
+        n=count,
+        p50_us=median / _NS_PER_US,
+        p99_us=p99 / _NS_PER_US,
+        min_us=ordered[0] / _NS_PER_US,
+        max_us=ordered[-1] / _NS_PER_US,
+        mean_us=sum(ordered) / count / _NS_PER_US,
+    )
+
+
+# ----------------------------------------------------------------------- corpus
+
+HEREDOC_COMMIT = """git add mented/store.py tests/test_store.py && git commit -m "$(cat <<'EOF'
+fix(store): grow the map before a bulk import fills it
+
+Doubling on MapFullError retried the whole transaction for every batch.
+Grow once up front from the batch size instead.
+
+Co-Authored-By: Claude <noreply@anthropic.com>
+EOF
+)\""""
+
+# Commands as agents send them: most name no action; the rest are the ones rules exist for.
+CORPUS: tuple[str, ...] = (
+    "ls -la",
+    "git status",
+    "git diff --stat",
+    "git log --oneline -20",
+    "cat src/app/main.py",
+    "grep -rn 'def handle' src/ | head -20",
+    "find . -name '*.py' -not -path './.venv/*' | xargs wc -l | sort -n | tail",
+    "python -m pytest tests/test_store.py -q -x",
+    "npm test -- --watch=false",
+    "npm run build 2>&1 | tail -30",
+    "cd frontend && npm run lint",
+    "rg -n 'TODO|FIXME' --type py",
+    "sed -n '120,180p' src/server.py",
+    "ruff check . && mypy src",
+    "docker compose ps",
+    "curl -sS http://localhost:8080/health | jq .",
+    "echo \"git commit -m 'not a commit'\"",
+    "git config commit.gpgsign false",
+    'for f in tests/*.py; do python -m pytest "$f" -q || break; done',
+    "if [ -f package.json ]; then npm ci; fi",
+    "make -j4 && ./build/app --version",
+    "kubectl get pods -n staging -o wide",
+    "tail -n 200 /var/log/app.log | grep -i error",
+    "python - <<'PY'\nimport json, sys\nprint(json.load(open('package.json'))['version'])\nPY",
+    "git add -A && git commit -m 'fix: handle empty config file'",
+    'git commit -am "chore: bump version to 1.4.2"',
+    "git -c commit.gpgsign=false commit -m 'wip'",
+    "cd repo && git commit --amend --no-edit",
+    HEREDOC_COMMIT,
+    "git push origin HEAD",
+    "git push --force-with-lease origin feature/login",
+    "git checkout -b fix/login-timeout",
+    "git switch -c feat/export-csv",
+    "git rebase -i HEAD~3",
+    "git merge --no-ff feature/login",
+    "git tag -a v1.4.2 -m 'release 1.4.2'",
+    "gh pr create --fill",
+    "gh pr create --title 'Fix login timeout' --body \"$(cat <<'EOF'\n## Summary\n"
+    '- raise the timeout\n\n## Test plan\n- [x] pytest\nEOF\n)"',
+    "gh pr merge 42 --squash --delete-branch",
+    "gh release create v1.4.2 --generate-notes",
+    "npm install --save-dev vitest",
+    "pip install -e '.[test]'",
+    "uv pip install httpx",
+    "cargo add serde --features derive",
+    "npm publish --access public",
+    "docker push ghcr.io/acme/webapp:1.4.2",
+    "sudo -u deploy git push origin main",
+    "bash -c 'cd /srv/app && git pull && git commit -am sync'",
+    "git add . && git commit -m 'feat: csv export' && git push -u origin HEAD && "
+    "gh pr create --fill",
+    "timeout 60 npm ci && npm run build && npm test",
+)
+
+_RULE_TEXTS = (
+    "Commit messages: a single line, a conventional prefix (fix:, feat:, chore:), no emoji.",
+    "Never add a Co-Authored-By trailer or any mention of an AI assistant to a commit.",
+    "Run the test suite (`make test`) and make sure it passes before committing.",
+    "Keep the subject line under 72 characters and write it in the imperative mood.",
+    "Do not commit generated files (dist/, *.lock changes) together with source changes.",
+    "Reference the issue number at the end of the subject, e.g. `fix: login timeout (#42)`.",
+    "Never force-push to main or release branches; use --force-with-lease on your own branch.",
+    "Pull requests: fill in the template; link the issue; request review from @platform.",
+)
+
+
+def _rule_text(number: int, action: str) -> str:
+    return f"{_RULE_TEXTS[number % len(_RULE_TEXTS)]} (rule {number} for {action})"
+
+
+def _event(command: str, tool_use_id: str, session: str = "bench-session") -> bytes:
+    """A Claude Code PreToolUse event for a Bash command, as its hook reads it on stdin."""
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": "/home/dev/.claude/projects/webapp/bench.jsonl",
+            "cwd": CWD,
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "benchmark command"},
+            "tool_use_id": tool_use_id,
+        }
+    ).encode()
+
+
+# ------------------------------------------------------------------- the machine
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    if sys.platform == "darwin":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            return subprocess.run(
+                ["/usr/sbin/sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=5,
+            ).stdout.strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _load() -> tuple[float, float, float]:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return (0.0, 0.0, 0.0)
+    return (round(one, 2), round(five, 2), round(fifteen, 2))
+
+
+def describe_machine() -> Machine:
+    """CPU, cores, OS and Python of this machine, and its load right now."""
+    return Machine(
+        cpu=_cpu_model(),
+        cores=os.cpu_count() or 1,
+        os=platform.platform(),
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+        load_before=_load(),
+    )
+
+
+def real_python() -> str:
+    """The interpreter binary itself: spawning a pyenv-style shim script costs ~150 ms."""
+    return os.path.realpath(sys.executable)
+
+
+# -------------------------------------------------------------------- processes
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(resident bytes, anonymous resident bytes) of a process; anon is 0 where unknown."""
+    fields: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in {"VmRSS", "RssAnon"}:
+                fields[name] = int(value.split()[0]) * 1024
+    if "VmRSS" in fields:
+        return fields["VmRSS"], fields.get("RssAnon", 0)
+    ps = subprocess.run(  # noqa: S603 - macOS has no /proc
+        ["ps", "-o", "rss=", "-p", str(pid)],  # noqa: S607 - ps is on every PATH
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=5,
+    )
+    return int(ps.stdout.strip() or 0) * 1024, 0
+
+
+class Daemon:
+    """One `mented` process of the benchmark's own, on its own socket and data directory."""
+
+    def __init__(self, root: Path, name: str, config: Path) -> None:
+        self.socket = root / f"{name}.sock"
+        self.data_dir = root / name
+        self.config = config
+        self.log_path = root / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        """Start the daemon; the seconds from spawn to the first answered status request.
+
+        Raises:
+            BenchError: it exited or did not answer within `START_TIMEOUT_S`.
+        """
+        # sys.executable, not its realpath: in a virtual environment the link is what
+        # finds mented's packages, and it is the binary itself, not a shim script.
+        argv = [
+            sys.executable,
+            "-m",
+            "mented.daemon",
+            "--socket",
+            str(self.socket),
+            "--data-dir",
+            str(self.data_dir),
+            "--config",
+            str(self.config),
+            "--log-level",
+            "warning",
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MENTED_")}
+        with self.log_path.open("ab") as log:
+            started = time.perf_counter()
+            self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
+            )
+        deadline = started + START_TIMEOUT_S
+        while True:
+            try:
+                with Client(self.socket, connect_timeout=1.0, timeout=5.0) as client:
+                    client.expect(StatusRequest(), StatusReply)
+                return time.perf_counter() - started
+            except (NotRunningError, ProtocolError):
+                if self.proc.poll() is not None or time.perf_counter() > deadline:
+                    self.stop()
+                    raise BenchError(
+                        f"the benchmark daemon did not start: {self._log_tail()}"
+                    ) from None
+                time.sleep(0.002)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "start() first"
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """Ask politely, then kill; idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(OSError), Client(self.socket, timeout=5.0) as client:
+            client.expect(ShutdownRequest(), OkReply)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def _log_tail(self) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return text[-2000:] or "(empty log)"
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _timed(call: Callable[[], object]) -> int:
+    started = time.perf_counter_ns()
+    call()
+    return time.perf_counter_ns() - started
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise BenchError("the daemon closed the connection mid-reply")
+        data += chunk
+    return bytes(data)
+
+
+def one_shot(socket_path: Path, request: bytes) -> bytes:
+    """Connect, send one frame, read the reply body, close: what the hook shim does."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10.0)
+        sock.connect(str(socket_path))
+        sock.sendall(request)
+        (length,) = HEADER.unpack(_recv_exactly(sock, HEADER.size))
+        return _recv_exactly(sock, length)
+
+
+def hook_frame(command: str, tool_use_id: str) -> bytes:
+    """A complete `hook` request frame for a Claude Code event running `command`."""
+    event = msgspec.Raw(_event(command, tool_use_id))
+    return encode(HookRequest(agent=AGENT, event=event))
+
+
+def _load_store(
+    data_dir: Path, items: Iterator[StoreItem], *, total: int, batch: int, progress: Progress
+) -> float:
+    """Write `items` with `Store.store_many`, `batch` per transaction; the seconds spent."""
+    spent = 0.0
+    done = 0
+    step = max(total // 10, 1)
+    next_report = step
+    store = Store(data_dir)
+    try:
+        while done < total:
+            chunk = [next(items) for _ in range(min(batch, total - done))]
+            started = time.perf_counter()
+            store.store_many(chunk)
+            spent += time.perf_counter() - started
+            done += len(chunk)
+            if done >= next_report or done == total:
+                rate = done / spent if spent else 0.0
+                progress(f"  {done:,} of {total:,} memories ({rate:,.0f}/s)")
+                next_report = done + step
+    finally:
+        store.close()
+    return spent
+
+
+# -------------------------------------------------------------------- 1. matcher
+
+
+def bench_matcher(plan: Plan, corpus: Sequence[str] = CORPUS) -> MatcherSection:
+    """The matcher alone: every corpus command parsed afresh (miss) and from the cache (hit)."""
+    table = load_action_table(Config())
+    uncached = Matcher(table, cache_size=0)
+    cached = Matcher(table)
+    short = [command for command in corpus if len(command.encode()) < 1024]
+    long = [command for command in corpus if len(command.encode()) >= 1024]
+    miss: list[int] = []
+    miss_long: list[int] = []
+    hit: list[int] = []
+    heredoc: list[int] = []
+    for command in corpus:
+        cached.actions_in(command)
+    for _ in range(plan.matcher_rounds):
+        for command in short:
+            took = _timed(lambda command=command: uncached.actions_in(command))  # type: ignore[misc]
+            miss.append(took)
+            if command == HEREDOC_COMMIT:
+                heredoc.append(took)
+            hit.append(_timed(lambda command=command: cached.actions_in(command)))  # type: ignore[misc]
+        miss_long.extend(
+            _timed(lambda command=command: uncached.actions_in(command))  # type: ignore[misc]
+            for command in long
+        )
+    return MatcherSection(
+        commands=len(corpus),
+        under_1k=len(short),
+        miss=summarize(miss),
+        hit=summarize(hit),
+        miss_longest=summarize(miss_long or miss),
+        heredoc_miss_us=summarize(heredoc or miss).p50_us,
+    )
+
+
+# ----------------------------------------------------------------------- 2. hook
+
+
+def _hook_store(data_dir: Path) -> None:
+    """A small, realistic store: 6 commit rules, a few for other actions, other memories."""
+    items = [
+        StoreItem(content=_rule_text(n, "git-commit"), tags=("trigger:git-commit",))
+        for n in range(RULES_PER_REPLY)
+    ]
+    items += [
+        StoreItem(content=_rule_text(n, action), tags=(f"trigger:{action}",))
+        for action in ("git-push", "pr-create", "git-push-force")
+        for n in range(3)
+    ]
+    items += [
+        StoreItem(
+            content=f"The staging database is db-{n}.internal; use read replicas for reports."
+        )
+        for n in range(200)
+    ]
+    store = Store(data_dir)
+    try:
+        store.store_many(items)
+    finally:
+        store.close()
+
+
+def install_hook(root: Path, socket_path: Path) -> str:
+    """Install the Claude Code hook the way a user does; the command line it wrote.
+
+    Runs `mentectl hooks install claude-code --settings FILE` as a process, with the
+    benchmark's socket in the environment (it becomes the command line's fallback
+    socket argument), and reads the command back from the settings file.
+    """
+    settings = root / "settings.json"
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "XDG_"))}
+    env.update(HOME=str(home), MENTED_SOCKET=str(socket_path))
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [
+            sys.executable,
+            "-m",
+            "mented_client.cli",
+            "hooks",
+            "install",
+            "claude-code",
+            "--settings",
+            str(settings),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"mentectl hooks install failed: {done.stderr or done.stdout}")
+    document = json.loads(settings.read_text())
+    for group in document.get("hooks", {}).get("PreToolUse", []):
+        for hook in group.get("hooks", []):
+            if "shim.py" in hook.get("command", ""):
+                return str(hook["command"])
+    raise BenchError(f"no mented hook in {settings} after installing it")
+
+
+def _spawn(argv: Sequence[str], stdin: bytes, env: dict[str, str]) -> tuple[int, bytes]:
+    """Run `argv` with `stdin`; (nanoseconds from spawn to exit, stdout)."""
+    started = time.perf_counter_ns()
+    done = subprocess.run(  # noqa: S603 - the installed hook or the bare interpreter
+        argv, input=stdin, capture_output=True, env=env, check=False, timeout=30
+    )
+    took = time.perf_counter_ns() - started
+    if done.returncode != 0:
+        raise BenchError(f"{shlex.join(argv)} exited {done.returncode}: {done.stderr!r}")
+    return took, done.stdout
+
+
+@dataclass(frozen=True)
+class _SpawnCase:
+    name: str
+    command: str  # the shell command in the event ("" for the bare interpreter)
+    daemon_up: bool
+    expect_output: bool
+
+
+HOOK_CASES = (
+    _SpawnCase(
+        "no match", "ls -la src/ && git status --short", daemon_up=True, expect_output=False
+    ),
+    _SpawnCase(
+        "commit, 6 rules",
+        "git commit -m 'fix: handle an empty config file'",
+        daemon_up=True,
+        expect_output=True,
+    ),
+    _SpawnCase("heredoc commit", HEREDOC_COMMIT, daemon_up=True, expect_output=True),
+    _SpawnCase(
+        "daemon down",
+        "git commit -m 'fix: handle an empty config file'",
+        daemon_up=False,
+        expect_output=False,
+    ),
+)
+
+
+def bench_hook(plan: Plan, root: Path, daemon: Daemon, progress: Progress) -> HookSection:
+    """Spawn the installed hook and the bare interpreter, interleaved, in shuffled order."""
+    command_line = install_hook(root, daemon.socket)
+    hook_argv = shlex.split(command_line)
+    # The same binary the hook runs, so the difference is the shim and nothing else.
+    bare_argv = [hook_argv[0], "-I", "-S", "-c", "pass"]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "PYTHON"))}
+    # No $MENTED_SOCKET: the installed command line's socket argument finds the daemon.
+    # With it pointing at nothing, the hook meets a daemon that is down.
+    down_env = {**base_env, "MENTED_SOCKET": str(root / "down" / "mented.sock")}
+    samples: dict[str, list[int]] = {"bare": []}
+    outputs: dict[str, int] = {}
+    for case in HOOK_CASES:
+        samples[case.name] = []
+    rng = random.Random(6)  # noqa: S311 - order shuffling, not cryptography
+    runs: list[_SpawnCase | None] = [None, *HOOK_CASES]  # None: the bare interpreter
+    for index in range(plan.hook_rounds):
+        rng.shuffle(runs)
+        for run in runs:
+            if run is None:
+                took, _ = _spawn(bare_argv, b"", base_env)
+                samples["bare"].append(took)
+                continue
+            # A new tool_use_id each time: the daemon answers a repeated event only once.
+            event = _event(run.command, f"toolu_bench_{index:06d}")
+            took, out = _spawn(hook_argv, event, base_env if run.daemon_up else down_env)
+            if bool(out) != run.expect_output:
+                wanted = "rules" if run.expect_output else "silence"
+                raise BenchError(
+                    f"hook case {run.name!r}: expected {wanted} on stdout, got {out[:200]!r}"
+                )
+            samples[run.name].append(took)
+            outputs[run.name] = len(out)
+        if (index + 1) % max(plan.hook_rounds // 5, 1) == 0:
+            progress(f"  hook: {index + 1} of {plan.hook_rounds} rounds")
+    bare = summarize(samples["bare"])
+    cases = []
+    for case in HOOK_CASES:
+        summary = summarize(samples[case.name])
+        cases.append(
+            HookCase(
+                name=case.name,
+                command=case.command,
+                daemon_up=case.daemon_up,
+                stdout_bytes=outputs.get(case.name, 0),
+                time=summary,
+                ratio=summary.p50_us / bare.p50_us,
+            )
+        )
+    return HookSection(
+        command_line=command_line,
+        baseline=shlex.join(bare_argv),
+        rounds=plan.hook_rounds,
+        bare=bare,
+        cases=cases,
+    )
+
+
+# --------------------------------------------------------------- 3. hook request
+
+
+def _fire_latencies(socket_path: Path, count: int) -> list[float]:
+    """The daemon's own handling time (µs) of its last `count` hook fires, oldest first."""
+    with Client(socket_path) as client:
+        fires = client.expect(LogRequest(n=count), LogReply).fires
+    return [fire.latency_us for fire in reversed(fires)]
+
+
+def bench_hook_request(plan: Plan, daemon: Daemon) -> HookRequestSection:
+    """Full hook requests, one connection each: a new command (cold) and a known one (warm)."""
+    warm_command = "git commit -m 'fix: handle an empty config file'"
+    one_shot(daemon.socket, hook_frame(warm_command, "toolu_warmup"))
+    cold: list[int] = []
+    warm: list[int] = []
+    daemon_cold: list[float] = []
+    daemon_warm: list[float] = []
+    # The fire log holds the last 500 fires: read it back every 200 pairs.
+    block = 200
+    for start in range(0, plan.hook_requests, block):
+        pairs = min(block, plan.hook_requests - start)
+        for index in range(start, start + pairs):
+            # A command the matcher has never seen, of the same shape as the warm one.
+            cold_frame = hook_frame(
+                f"git commit -m 'fix: case {index} of {plan.hook_requests}'", f"toolu_cold_{index}"
+            )
+            warm_frame = hook_frame(warm_command, f"toolu_warm_{index}")
+            cold_started = time.perf_counter_ns()
+            cold_reply = one_shot(daemon.socket, cold_frame)
+            cold.append(time.perf_counter_ns() - cold_started)
+            warm_started = time.perf_counter_ns()
+            warm_reply = one_shot(daemon.socket, warm_frame)
+            warm.append(time.perf_counter_ns() - warm_started)
+            if not cold_reply or not warm_reply:
+                raise BenchError("a hook request for a commit with 6 rules came back empty")
+        latencies = _fire_latencies(daemon.socket, 2 * pairs)
+        daemon_cold.extend(latencies[0::2])
+        daemon_warm.extend(latencies[1::2])
+    return HookRequestSection(
+        rules=RULES_PER_REPLY,
+        cold=summarize(cold),
+        warm=summarize(warm),
+        daemon_cold=summarize([round(us * _NS_PER_US) for us in daemon_cold]),
+        daemon_warm=summarize([round(us * _NS_PER_US) for us in daemon_warm]),
+    )
+
+
+# --------------------------------------------------------------- 4. concurrency
+
+
+class _HookClient:
+    """One concurrent client: its requests, sent one connection each, and their times."""
+
+    def __init__(self, socket_path: Path, requests: list[bytes]) -> None:
+        self.socket_path = socket_path
+        self.requests = requests
+        self.samples: list[int] = []
+        self.error: BaseException | None = None
+
+    def run(self, barrier: threading.Barrier) -> None:
+        try:
+            barrier.wait()
+            for request in self.requests:
+                started = time.perf_counter_ns()
+                one_shot(self.socket_path, request)
+                self.samples.append(time.perf_counter_ns() - started)
+        except BaseException as exc:  # noqa: BLE001 - the main thread reports it
+            self.error = exc
+
+
+def bench_concurrency(plan: Plan, daemon: Daemon, progress: Progress) -> list[ConcurrencyLevel]:
+    """`clients` threads at once, each sending hook requests on a new connection each."""
+    levels = []
+    command = "git commit -m 'fix: handle an empty config file'"
+    for clients in plan.concurrency:
+        per_client = max(plan.concurrent_requests // clients, 1)
+        frames = [
+            [hook_frame(command, f"toolu_c{clients}_{c}_{i}") for i in range(per_client)]
+            for c in range(clients)
+        ]
+        workers = [_HookClient(daemon.socket, requests) for requests in frames]
+        barrier = threading.Barrier(clients + 1)
+        threads = [threading.Thread(target=worker.run, args=(barrier,)) for worker in workers]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        failed = next((worker.error for worker in workers if worker.error), None)
+        if failed is not None:
+            raise BenchError(f"{clients} concurrent clients: {failed!r}")
+        samples = [took for worker in workers for took in worker.samples]
+        levels.append(
+            ConcurrencyLevel(
+                clients=clients,
+                requests=len(samples),
+                per_second=len(samples) / elapsed,
+                time=summarize(samples),
+            )
+        )
+        progress(f"  concurrency: {clients} clients, {len(samples) / elapsed:,.0f} requests/s")
+    return levels
+
+
+# -------------------------------------------------------------------- 5. writes
+
+
+def bench_durable_adds(plan: Plan, daemon: Daemon) -> tuple[Summary, float]:
+    """Single rule adds through the daemon, each committed with fsync before the reply."""
+    samples = []
+    with Client(daemon.socket) as client:
+        started = time.perf_counter()
+        for number in range(plan.durable_writes):
+            request = StoreRequest(
+                content=_rule_text(number, "release-create"),
+                tags=["trigger:release-create"],
+            )
+            samples.append(_timed(lambda request=request: client.expect(request, StoredReply)))  # type: ignore[misc]
+        elapsed = time.perf_counter() - started
+    return summarize(samples), plan.durable_writes / elapsed
+
+
+# --------------------------------------------------------------- 6./7. scaling
+
+
+def _action_name(number: int) -> str:
+    return f"bench-action-{number:04d}"
+
+
+def _scaling_items(actions: int, probes: int) -> Iterator[StoreItem]:
+    """Rules without end: first 6 for each probed action, then spread over all `actions`.
+
+    Every probed action has at least 6 rules at every size, so a lookup returns
+    the same number of rules whatever the store's size: only the size differs.
+    """
+    number = 0
+    for probe in range(probes):
+        for _ in range(RULES_PER_REPLY):
+            action = _action_name(probe)
+            yield StoreItem(content=_rule_text(number, action), tags=(f"trigger:{action}",))
+            number += 1
+    while True:
+        action = _action_name(number % actions)
+        yield StoreItem(content=_rule_text(number, action), tags=(f"trigger:{action}",))
+        number += 1
+
+
+def _probes(plan: Plan) -> int:
+    return max(1, min(100, min(plan.sizes) // (2 * RULES_PER_REPLY)))
+
+
+def _in_process_recall(data_dir: Path, probes: int, requests: int) -> Summary:
+    rng = random.Random(7)  # noqa: S311 - which action to ask for, not cryptography
+    store = Store(data_dir)
+    try:
+        samples = []
+        for _ in range(requests):
+            action = _action_name(rng.randrange(probes))
+            samples.append(
+                _timed(
+                    lambda action=action: store.recall_for_action(  # type: ignore[misc]
+                        action, agent=AGENT, cwd=CWD, k=RULES_PER_REPLY
+                    )
+                )
+            )
+    finally:
+        store.close()
+    return summarize(samples)
+
+
+@dataclass
+class _ScaledStore:
+    size: int
+    daemon: Daemon
+    load_s: float = 0.0
+    in_process: Summary | None = None
+    cold_starts: list[int] | None = None
+
+
+def bench_scaling(
+    plan: Plan, root: Path, config: Path, progress: Progress
+) -> tuple[list[RecallSize], list[MemorySize], int, float]:
+    """Fill one store per size, start their daemons, then ask them in turn.
+
+    Returns:
+        (recall per size, memory per size, memories bulk-imported, seconds it took).
+    """
+    probes = _probes(plan)
+    stores = [_ScaledStore(size, Daemon(root, f"s{size}", config)) for size in plan.sizes]
+    try:
+        for entry in stores:
+            items = _scaling_items(plan.actions, probes)
+            progress(f"loading {entry.size:,} memories over {plan.actions:,} actions")
+            entry.load_s = _load_store(
+                entry.daemon.data_dir,
+                items,
+                total=entry.size,
+                batch=plan.load_batch,
+                progress=progress,
+            )
+            entry.in_process = _in_process_recall(
+                entry.daemon.data_dir, probes, plan.recall_requests
+            )
+        progress("starting the daemons (cold start to ready)")
+        for rep in range(plan.cold_starts):
+            for entry in stores:
+                took = entry.daemon.start()
+                entry.cold_starts = [*(entry.cold_starts or []), round(took * 1e9)]
+                if rep + 1 < plan.cold_starts:
+                    entry.daemon.stop()
+        progress(f"recall: {plan.recall_requests:,} requests per size, sizes in turn")
+        round_trips = _interleaved_recall(plan, [entry.daemon for entry in stores], probes)
+        recall, memory = [], []
+        smallest = summarize(round_trips[0]).p50_us
+        for entry, samples in zip(stores, round_trips, strict=True):
+            summary = summarize(samples)
+            assert entry.in_process is not None
+            assert entry.cold_starts is not None
+            recall.append(
+                RecallSize(
+                    memories=entry.size,
+                    actions=min(plan.actions, max(probes, entry.size)),
+                    round_trip=summary,
+                    requests_per_s=1e6 / summary.mean_us,
+                    in_process=entry.in_process,
+                    ratio_to_smallest=summary.p50_us / smallest,
+                )
+            )
+            rss, anon = _rss(entry.daemon.pid)
+            with Client(entry.daemon.socket) as client:
+                status = client.expect(StatusRequest(), StatusReply)
+            memory.append(
+                MemorySize(
+                    memories=status.memories,
+                    rss_bytes=rss,
+                    anon_bytes=anon,
+                    db_bytes=status.db_bytes,
+                    cold_start=summarize(entry.cold_starts),
+                )
+            )
+    finally:
+        for entry in stores:
+            entry.daemon.stop()
+    imported = sum(entry.size for entry in stores)
+    return recall, memory, imported, sum(entry.load_s for entry in stores)
+
+
+def _interleaved_recall(plan: Plan, daemons: Sequence[Daemon], probes: int) -> list[list[int]]:
+    """Round trips on one persistent connection per daemon, one request to each in turn."""
+    rng = random.Random(8)  # noqa: S311 - which action to ask for, not cryptography
+    clients = [Client(daemon.socket) for daemon in daemons]
+    samples: list[list[int]] = [[] for _ in daemons]
+    frames = [
+        encode(RecallRequest(action=_action_name(probe), agent=AGENT, cwd=CWD, k=RULES_PER_REPLY))
+        for probe in range(probes)
+    ]
+    order = list(range(len(daemons)))
+    try:
+        for client in clients:  # connect, and check each answers with the rules asked for
+            reply = msgspec.json.decode(client.roundtrip(frames[0]))
+            if len(reply.get("memories", ())) != RULES_PER_REPLY:
+                raise BenchError(f"recall returned {reply!r:.200}, not {RULES_PER_REPLY} rules")
+        for _ in range(plan.recall_requests):
+            request = frames[rng.randrange(probes)]
+            rng.shuffle(order)
+            for slot in order:
+                roundtrip = clients[slot].roundtrip
+                started = time.perf_counter_ns()
+                roundtrip(request)
+                samples[slot].append(time.perf_counter_ns() - started)
+    finally:
+        for client in clients:
+            client.close()
+    return samples
+
+
+# ----------------------------------------------------------------------- run all
+
+
+def _targets(result: BenchResult) -> list[Target]:
+    targets = [
+        Target(
+            figure=f"hook, {case.name}",
+            target="median <= 1.3x bare interpreter",
+            measured=f"{case.ratio:.2f}x ({case.time.p50_us / 1000:.1f} ms vs "
+            f"{result.hook.bare.p50_us / 1000:.1f} ms)",
+            met=case.ratio <= 1.3,
+        )
+        for case in result.hook.cases
+    ]
+    targets += [
+        Target(
+            figure=f"recall p50, {size.memories:,} memories",
+            target="< 100 us",
+            measured=f"{size.round_trip.p50_us:.0f} us",
+            met=size.round_trip.p50_us < 100,
+        )
+        for size in result.recall
+    ]
+    largest, smallest = result.recall[-1], result.recall[0]
+    targets.append(
+        Target(
+            figure=f"recall p50, {largest.memories:,} vs {smallest.memories:,}",
+            target="<= 1.5x",
+            measured=f"{largest.ratio_to_smallest:.2f}x",
+            met=largest.ratio_to_smallest <= 1.5,
+        )
+    )
+    request = result.hook_request
+    targets += [
+        Target(
+            figure="hook request p50, matcher cache cold",
+            target="< 1 ms",
+            measured=f"{request.cold.p50_us:.0f} us",
+            met=request.cold.p50_us < 1000,
+        ),
+        Target(
+            figure="hook request p50, matcher cache warm",
+            target="< 400 us",
+            measured=f"{request.warm.p50_us:.0f} us",
+            met=request.warm.p50_us < 400,
+        ),
+        Target(
+            figure="matcher cache miss median, commands < 1 KiB",
+            target="< 1 ms",
+            measured=f"{result.matcher.miss.p50_us:.0f} us",
+            met=result.matcher.miss.p50_us < 1000,
+        ),
+    ]
+    return targets
+
+
+def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = print) -> BenchResult:
+    """Run every benchmark of `plan` against daemons of its own; the figures.
+
+    Raises:
+        BenchError: a daemon would not start, or a phase gave a wrong answer.
+    """
+    started_at = dt.datetime.now(dt.UTC)
+    started = time.perf_counter()
+    machine = describe_machine()
+    root = Path(tempfile.mkdtemp(prefix="mb-", dir="/tmp"))
+    try:
+        config = root / "config.toml"
+        # Built-in actions and default settings: a user's config must not change the figures.
+        config.write_text("# mentectl bench: built-in defaults\n")
+        progress(f"matcher: {len(CORPUS)} commands, {plan.matcher_rounds} rounds")
+        matcher = bench_matcher(plan)
+        daemon = Daemon(root, "hook", config)
+        _hook_store(daemon.data_dir)
+        daemon.start()
+        try:
+            progress(f"hook: {plan.hook_rounds} rounds of {len(HOOK_CASES) + 1} processes")
+            hook = bench_hook(plan, root, daemon, progress)
+            progress(f"hook request: {plan.hook_requests:,} cold and warm, interleaved")
+            hook_request = bench_hook_request(plan, daemon)
+            progress(f"concurrency: {', '.join(map(str, plan.concurrency))} clients")
+            concurrency = bench_concurrency(plan, daemon, progress)
+            progress(f"writes: {plan.durable_writes} durable adds")
+            durable, durable_per_s = bench_durable_adds(plan, daemon)
+        finally:
+            daemon.stop()
+        recall, memory, imported, import_s = bench_scaling(plan, root, config, progress)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    machine = msgspec.structs.replace(machine, load_after=_load())
+    result = BenchResult(
+        mented=__version__,
+        plan=plan.name,
+        command=command,
+        started=started_at.isoformat(timespec="seconds"),
+        seconds=0.0,
+        machine=machine,
+        matcher=matcher,
+        hook=hook,
+        hook_request=hook_request,
+        concurrency=concurrency,
+        writes=WritesSection(
+            durable_add=durable,
+            durable_adds_per_s=durable_per_s,
+            bulk_memories=imported,
+            bulk_seconds=import_s,
+            bulk_per_s=imported / import_s,
+            bulk_batch=plan.load_batch,
+        ),
+        recall=recall,
+        memory=memory,
+        targets=[],
+    )
+    result.targets = _targets(result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# ------------------------------------------------------------------- reporting
+
+
+def _duration(micros: float) -> str:
+    if micros >= 1_000_000:
+        return f"{micros / 1_000_000:.2f} s"
+    if micros >= 10_000:
+        return f"{micros / 1000:.1f} ms"
+    if micros >= 1000:
+        return f"{micros / 1000:.2f} ms"
+    return f"{micros:.0f} us"
+
+
+def _bytes(count: int) -> str:
+    return f"{count / 1e6:.1f} MB"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the results table."""
+
+    section: str
+    figure: str
+    time: Summary | None
+    note: str
+
+
+def rows(result: BenchResult) -> list[Row]:
+    """The results table, one row per figure, grouped by section."""
+    hook = result.hook
+    table = [
+        Row(
+            "1. hook, spawn to exit",
+            "bare interpreter (-I -S -c pass)",
+            hook.bare,
+            f"1.00x, {hook.rounds} rounds",
+        )
+    ]
+    table += [
+        Row(
+            "1. hook, spawn to exit",
+            case.name,
+            case.time,
+            f"{case.ratio:.2f}x, {case.stdout_bytes} bytes out",
+        )
+        for case in hook.cases
+    ]
+    for size in result.recall:
+        table.append(
+            Row(
+                "2. recall_for_action, one connection",
+                f"{size.memories:,} memories, round trip",
+                size.round_trip,
+                f"{size.ratio_to_smallest:.2f}x, {size.requests_per_s:,.0f} req/s",
+            )
+        )
+        table.append(
+            Row(
+                "2. recall_for_action, one connection",
+                f"{size.memories:,} memories, in-process",
+                size.in_process,
+                "Store only: no socket",
+            )
+        )
+    request = result.hook_request
+    table += [
+        Row(
+            "3. hook request in the daemon",
+            "matcher cache cold",
+            request.cold,
+            f"daemon's part p50 {_duration(request.daemon_cold.p50_us)}",
+        ),
+        Row(
+            "3. hook request in the daemon",
+            "matcher cache warm",
+            request.warm,
+            f"daemon's part p50 {_duration(request.daemon_warm.p50_us)}",
+        ),
+    ]
+    table += [
+        Row(
+            "4. concurrency, hook requests",
+            f"{level.clients} client{'s' if level.clients > 1 else ''}",
+            level.time,
+            f"{level.per_second:,.0f} req/s",
+        )
+        for level in result.concurrency
+    ]
+    writes = result.writes
+    table += [
+        Row(
+            "5. writes",
+            "durable single add",
+            writes.durable_add,
+            f"{writes.durable_adds_per_s:,.0f} adds/s",
+        ),
+        Row(
+            "5. writes",
+            "bulk import (store_many)",
+            None,
+            f"{writes.bulk_per_s:,.0f} memories/s, {writes.bulk_batch:,} per txn",
+        ),
+    ]
+    table += [
+        Row(
+            "6. daemon memory and start",
+            f"{size.memories:,} memories, cold start",
+            size.cold_start,
+            f"RSS {_bytes(size.rss_bytes)} (anon {_bytes(size.anon_bytes)}), "
+            f"db {_bytes(size.db_bytes)}",
+        )
+        for size in result.memory
+    ]
+    matcher = result.matcher
+    table += [
+        Row(
+            "7. matcher alone",
+            f"cache miss, {matcher.under_1k} commands < 1 KiB",
+            matcher.miss,
+            f"heredoc commit p50 {_duration(matcher.heredoc_miss_us)}",
+        ),
+        Row("7. matcher alone", "cache hit", matcher.hit, ""),
+    ]
+    return table
+
+
+def _cells(row: Row) -> list[str]:
+    if row.time is None:
+        return [row.figure, "", "", "", "", row.note]
+    time = row.time
+    return [
+        row.figure,
+        _duration(time.p50_us),
+        _duration(time.p99_us),
+        _duration(time.min_us),
+        _duration(time.max_us),
+        row.note,
+    ]
+
+
+_HEADINGS = ["figure", "p50", "p99", "min", "max", ""]
+
+
+def format_table(result: BenchResult) -> str:
+    """The results as a plain-text table, then the targets, for a terminal."""
+    lines = [
+        f"mented {result.mented} bench ({result.plan}), {result.seconds:.0f} s: "
+        f"{result.machine.cpu}, {result.machine.cores} cores, {result.machine.python}, "
+        f"load {result.machine.load_before[0]:.2f} -> {result.machine.load_after[0]:.2f}",
+    ]
+    body = [_cells(row) for row in rows(result)]
+    widths = [max(len(cells[i]) for cells in [_HEADINGS, *body]) for i in range(5)]
+
+    def line(cells: list[str]) -> str:
+        text = "  " + cells[0].ljust(widths[0])
+        text += "".join(
+            "  " + cell.rjust(width) for cell, width in zip(cells[1:5], widths[1:5], strict=True)
+        )
+        return (text + "  " + cells[5]).rstrip()
+
+    section = ""
+    lines.append(line(_HEADINGS))
+    for row, cells in zip(rows(result), body, strict=True):
+        if row.section != section:
+            section = row.section
+            lines.append(section)
+        lines.append(line(cells))
+    lines.append("targets")
+    lines.extend(
+        f"  {'met ' if target.met else 'MISS'}  {target.figure}: {target.measured} "
+        f"(target {target.target})"
+        for target in result.targets
+    )
+    return "\n".join(lines)
+
+
+def _markdown_table(result: BenchResult) -> list[str]:
+    lines = [
+        "| figure | p50 | p99 | min | max | |",
+        "|---|--:|--:|--:|--:|---|",
+    ]
+    section = ""
+    for row in rows(result):
+        if row.section != section:
+            section = row.section
+            lines.append(f"| **{section}** | | | | | |")
+        cells = [cell.replace("|", "\\|") for cell in _cells(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _paragraphs(result: BenchResult) -> list[str]:
+    """One paragraph per figure: what bounds it, with this run's numbers."""
+    hook = result.hook
+    cases = {case.name: case for case in hook.cases}
+    no_match, commit = cases["no match"], cases["commit, 6 rules"]
+    down = cases["daemon down"]
+    recall_small, recall_large = result.recall[0], result.recall[-1]
+    request = result.hook_request
+    writes = result.writes
+    single, busiest = result.concurrency[0], result.concurrency[-1]
+    memory_small, memory_large = result.memory[0], result.memory[-1]
+    matcher = result.matcher
+    return [
+        "**1. The hook** is bounded by interpreter start. Every shell command the agent "
+        f"runs spawns `{hook.baseline.split()[0]} -I -S shim.py`; the bare interpreter alone "
+        f"takes {_duration(hook.bare.p50_us)} here, and the shim adds "
+        f"{_duration(no_match.time.p50_us - hook.bare.p50_us)} for a command that names no "
+        f"action and {_duration(commit.time.p50_us - hook.bare.p50_us)} for a commit that "
+        f"gets 6 rules ({commit.stdout_bytes} bytes of context). That is compiling and "
+        "running a stdlib-only file (it imports nothing that is not built in), reading stdin, "
+        "one connect/send/receive on the Unix socket, and the daemon's answer (section 3). "
+        f"With the daemon down the connect fails at once ({_duration(down.time.p50_us)}): "
+        "the agent never waits for a daemon that is not there. The processes are spawned "
+        "directly (no shell); a shell in front adds the same cost to the hook and to the bare "
+        "interpreter. The spawns are interleaved in shuffled order, round by round, so "
+        "machine noise hits both sides of each ratio alike.",
+        "**2. `recall_for_action`** is an LMDB `set_range` on the trigger index and one "
+        "`next()` plus a msgpack decode per rule, so it does not grow with the store: "
+        f"in-process it takes {_duration(recall_small.in_process.p50_us)} at "
+        f"{recall_small.memories:,} memories and {_duration(recall_large.in_process.p50_us)} "
+        f"at {recall_large.memories:,} (B-tree depth grows with the logarithm of the size). "
+        f"Over the socket the same lookup takes {_duration(recall_small.round_trip.p50_us)}: "
+        "the rest is the round trip through the kernel, trio waking the connection's task "
+        "and sending the reply, and encoding 6 memories as JSON. Each size has its own daemon "
+        "and they are asked in turn on persistent connections, so the ratio "
+        f"({recall_large.ratio_to_smallest:.2f}x from {recall_small.memories:,} to "
+        f"{recall_large.memories:,}) is measured side by side. Every probed action has at "
+        "least 6 rules at every size, so each reply carries the same 6 rules.",
+        "**3. A full hook request** pays for a new connection (accept, a new trio task, the "
+        "peer-credential check), decoding the agent's event, matching the command, the "
+        "lookup and rendering the agent's JSON. The daemon's own part (from its fire log) is "
+        f"{_duration(request.daemon_warm.p50_us)} when the matcher has seen the command and "
+        f"{_duration(request.daemon_cold.p50_us)} when it has not: the difference is "
+        "bashlex parsing the command (section 7). The rest of the "
+        f"{_duration(request.warm.p50_us)} (warm) is the connection and trio's scheduling.",
+        "**4. Concurrency**: one trio thread answers every request, so throughput is bounded "
+        "by the daemon's CPU time per request; more clients add queueing, seen in the p99 "
+        f"({_duration(single.time.p99_us)} with {single.clients} client, "
+        f"{_duration(busiest.time.p99_us)} with {busiest.clients}). The clients are threads "
+        "of the benchmark process, each opening a connection per request as the shim does; "
+        f"on {result.machine.cores} cores they compete with the daemon for the CPU.",
+        "**5. Writes**: a single add is acknowledged only after LMDB's commit has been "
+        f"flushed to disk (fsync), so its {_duration(writes.durable_add.p50_us)} median is "
+        "the disk's flush latency plus a worker-thread hop; it is the figure to watch on "
+        "slow disks. A bulk import (`Store.store_many`) pays one flush per transaction of "
+        f"{writes.bulk_batch:,} memories and is bounded by validating each memory, msgpack "
+        "encoding and the B-tree inserts (record, handle, trigger key, counters): "
+        f"{writes.bulk_per_s:,.0f} memories/s.",
+        "**6. Memory and start**: the daemon's own heap (anonymous memory: the interpreter, "
+        "trio, msgspec, bashlex, the action table) stays at "
+        f"{_bytes(memory_small.anon_bytes)}-{_bytes(memory_large.anon_bytes)} at every size; "
+        "the rest of the resident size is LMDB's memory-mapped file, pages the kernel can "
+        f"drop and re-read at will ({_bytes(memory_large.rss_bytes)} resident in all with a "
+        f"{_bytes(memory_large.db_bytes)} database). Cold start to ready "
+        f"({_duration(memory_small.cold_start.p50_us)}) is interpreter start plus imports "
+        "(trio, msgspec, lmdb, bashlex, structlog), loading the action table and opening the "
+        "store, which does not read the data: it does not grow with the store.",
+        "**7. The matcher** parses with bashlex, a pure-Python parser, so a cache miss costs "
+        f"{_duration(matcher.miss.p50_us)} at the median over {matcher.under_1k} real agent "
+        "commands under 1 KiB; commands that bashlex cannot parse as they are (heredocs "
+        "inside `$(...)`) are rewritten and parsed again, which is why a Claude-style "
+        f"heredoc commit takes {_duration(matcher.heredoc_miss_us)}. A hit is a dictionary "
+        f"lookup ({_duration(matcher.hit.p50_us)}): agents repeat commands, and the cache "
+        "keeps the last 4096.",
+    ]
+
+
+def render_markdown(result: BenchResult) -> str:
+    """docs/benchmarks.md: the machine, the command, the table, the targets, the reasons."""
+    machine = result.machine
+    loaded = max(machine.load_before[0], machine.load_after[0]) > 0.5 * machine.cores
+    lines = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `mentectl bench --markdown`: do not edit the figures by hand. -->",
+        "",
+        f"Produced by `{result.command}` (mented {result.mented}, plan `{result.plan}`, "
+        f"{result.seconds:.0f} s) on {result.started}.",
+        "",
+        f"- CPU: {machine.cpu}, {machine.cores} cores",
+        f"- OS: {machine.os}",
+        f"- Python: {machine.python}",
+        f"- Load average (1 min) before and after: {machine.load_before[0]:.2f}, "
+        f"{machine.load_after[0]:.2f}"
+        + (
+            " (the machine was busy with other work: absolute times are noisy, the "
+            "interleaved ratios much less so)"
+            if loaded
+            else ""
+        ),
+        "",
+        "Times are medians, p99, min and max over the repetitions, measured on the calling "
+        "side. Ratios compare medians measured interleaved in the same loop.",
+        "",
+        *_markdown_table(result),
+        "",
+        "## Targets",
+        "",
+        "| figure | target | measured | |",
+        "|---|---|---|---|",
+        *(
+            f"| {target.figure} | {target.target} | {target.measured} | "
+            f"{'met' if target.met else '**missed**'} |"
+            for target in result.targets
+        ),
+        "",
+        "## What bounds each figure",
+        "",
+    ]
+    for paragraph in _paragraphs(result):
+        lines += [paragraph, ""]
+    lines += [
+        "## Reproduce",
+        "",
+        "```",
+        "mentectl bench                      # the full run: a few minutes on 2 cores",
+        "mentectl bench --quick              # under a minute",
+        "mentectl bench --out results.json   # the figures as JSON as well",
+        "mentectl bench --markdown docs/benchmarks.md",
+        "```",
+        "",
+        f"The hook command line measured: `{result.hook.command_line}`",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""`mentectl bench`: measure mented on this machine (see `mented_client.bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mented_client.commands.output import CommandError, print_json
+
+if TYPE_CHECKING:
+    from mented_client.bench import BenchResult
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        parents=[common],
+        help="measure the hook, lookups, scaling and writes on this machine",
+        description="Starts daemons of its own on temporary sockets and data directories "
+        "(nothing of yours is used), runs every benchmark, and prints a table. "
+        "The full run loads a million memories and takes a few minutes.",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller stores and fewer repetitions: under a minute",
+    )
+    # For the test suite: every section with tiny sizes; the figures mean nothing.
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", metavar="FILE.json", help="also write the results as JSON")
+    parser.add_argument(
+        "--markdown",
+        metavar="FILE.md",
+        help="also write the results page (e.g. docs/benchmarks.md)",
+    )
+    parser.set_defaults(handler=run_bench)
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that produced the figures, as the results page shows it."""
+    words = ["mentectl", "bench"]
+    if args.smoke:
+        words.append("--smoke")
+    elif args.quick:
+        words.append("--quick")
+    if args.out:
+        words += ["--out", args.out]
+    if args.markdown:
+        words += ["--markdown", args.markdown]
+    return shlex.join(words)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    # Heavy (the store, the matcher, bashlex): imported only when benchmarking.
+    from mented_client import bench  # noqa: PLC0415
+
+    plan = bench.PLANS["smoke" if args.smoke else "quick" if args.quick else "full"]
+    try:
+        result = bench.run(plan, command=_command_line(args), progress=_progress)
+    except bench.BenchError as exc:
+        raise CommandError(f"benchmark failed: {exc}") from exc
+    _write_outputs(args, result)
+    if args.json:
+        print_json(result)
+    else:
+        print(bench.format_table(result))
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, result: BenchResult) -> None:
+    import msgspec  # noqa: PLC0415 - with the benchmark only
+    from mented_client.bench import render_markdown  # noqa: PLC0415
+
+    outputs = []
+    if args.out:
+        outputs.append((Path(args.out), msgspec.json.format(msgspec.json.encode(result)) + b"\n"))
+    if args.markdown:
+        outputs.append((Path(args.markdown), render_markdown(result).encode()))
+    for path, data in outputs:
+        try:
+            path.write_bytes(data)
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror}") from exc
