@@ -2,17 +2,24 @@
 
 It never forks itself: run it in a terminal, or let systemd/launchd supervise
 it (see systemd/ and launchd/), or `mentectl start` for a detached one.
+
+Under a service manager it takes over the listening socket the manager holds
+(socket activation), tells systemd when it is ready, reloading and stopping,
+and may exit after an idle time (`--idle-timeout`, `[daemon] idle_timeout_s`)
+to be started again by the next connection. See `mented.service`.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import trio
 
-from mented import __version__, paths
+from mented import __version__, paths, service
 from mented.log import configure_logging, log
 from mented.server import Server, ServerOptions, StartupError
 
@@ -38,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"config file (default: ${paths.CONFIG_ENV}, else {paths.config_path()})",
     )
     parser.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with socket activation, exit after this long without a client; the service "
+        "manager starts mented again on the next connection (default: the config file's "
+        "[daemon] idle_timeout_s; 0: never)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=["debug", "info", "warning", "error"],
@@ -47,30 +62,76 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def options_from_args(args: argparse.Namespace) -> ServerOptions:
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def options_from_args(
+    args: argparse.Namespace, inherited: socket.socket | None = None
+) -> ServerOptions:
+    socket_path = paths.socket_path(args.socket)
+    if inherited is not None:
+        # The manager's socket is the one clients reach: report its real path.
+        name = inherited.getsockname()
+        if isinstance(name, str) and name.startswith("/"):
+            socket_path = Path(name)
+
+    def reloaded(error: str | None) -> None:
+        # After a failed reload the previous configuration serves on: ready either way.
+        service.notify_ready(f"reload failed: {error}" if error else _serving(socket_path))
+
     return ServerOptions(
-        socket_path=paths.socket_path(args.socket),
+        socket_path=socket_path,
         data_dir=paths.data_dir(args.data_dir),
         config_path=paths.config_path(args.config),
+        inherited_socket=inherited,
+        idle_timeout_s=args.idle_timeout,
+        on_ready=lambda: service.notify_ready(_serving(socket_path)),
+        on_reloading=service.notify_reloading,
+        on_reloaded=reloaded,
+        on_stopping=service.notify_stopping,
     )
+
+
+def _serving(socket_path: Path) -> str:
+    return f"serving on {socket_path}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
-    server = Server(options_from_args(args))
+    try:
+        inherited = service.inherited_listener()
+    except service.ServiceError as exc:
+        return _cannot_start(str(exc))
+    if args.idle_timeout and inherited is None:
+        # Without a manager holding the socket, an idle exit would leave hooks with
+        # nothing to answer them until someone starts mented again.
+        log.warning("idle_timeout_ignored", reason="no socket from a service manager")
+    server = Server(options_from_args(args, inherited))
     try:
         server.open()
     except StartupError as exc:
-        log.error("cannot_start", error=str(exc))
-        print(f"mented: {exc}", file=sys.stderr)
-        return 1
+        return _cannot_start(str(exc))
     try:
         trio.run(server.serve)
     finally:
         server.close()
         log.info("stopped")
     return 0
+
+
+def _cannot_start(reason: str) -> int:
+    log.error("cannot_start", error=reason)
+    service.notify(f"STATUS=cannot start: {reason}")
+    print(f"mented: {reason}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -100,6 +100,12 @@ class ServerOptions:
     handle_signals: bool = True
     on_ready: Callable[[], None] | None = None
     on_stopping: Callable[[], None] | None = None
+    on_reloading: Callable[[], None] | None = None
+    on_reloaded: Callable[[str | None], None] | None = None  # gets reload()'s result
+    # With an inherited socket: exit after this many seconds without a connection;
+    # the service manager keeps the socket and starts a daemon for the next client.
+    # None: the config file's `[daemon] idle_timeout_s`; 0: never.
+    idle_timeout_s: float | None = None
 
 
 @dataclass
@@ -134,6 +140,7 @@ class Server:
         self._shutdown = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
         self._connections = 0
+        self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
         self.config = Config()
@@ -198,6 +205,8 @@ class Server:
         async with trio.open_nursery() as nursery:
             if self.options.handle_signals:
                 await nursery.start(self._watch_signals)
+            if self.options.inherited_socket is not None:
+                nursery.start_soon(self._exit_when_idle)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -237,6 +246,24 @@ class Server:
     def request_shutdown(self) -> None:
         self._shutdown.set()
 
+    async def _exit_when_idle(self) -> None:
+        """Shut down once no client has been connected for the idle timeout."""
+        self._last_activity = trio.current_time()
+        while True:
+            # Read at each turn: a reload may change it. At 0 the watch ends until the
+            # next start (no timer wakes an idle laptop for a setting that is off).
+            timeout = self.options.idle_timeout_s
+            if timeout is None:
+                timeout = self.config.daemon.idle_timeout_s
+            if timeout <= 0:
+                return
+            idle_for = trio.current_time() - self._last_activity
+            if not self._connections and idle_for >= timeout:
+                log.info("idle_exit", idle_timeout_s=timeout)
+                self.request_shutdown()
+                return
+            await trio.sleep(timeout - idle_for if idle_for < timeout else timeout)
+
     async def _watch_signals(self, *, task_status: trio.TaskStatus[None]) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             task_status.started()
@@ -258,6 +285,8 @@ class Server:
             while True:
                 try:
                     sock, _ = await listener.accept()
+                except trio.ClosedResourceError:
+                    return  # shutdown closed the listener under us: accepting is over
                 except OSError as exc:
                     if exc.errno not in _RESOURCE_ERRNOS:
                         raise
@@ -277,6 +306,7 @@ class Server:
                     sock.close()  # over the limit: refuse this one, keep serving the rest
                     continue
                 self._connections += 1
+                self._last_activity = trio.current_time()
                 connections.start_soon(self._serve_connection, sock)
         finally:
             if spare is not None:
@@ -317,6 +347,7 @@ class Server:
             log.debug("connection_error", error=str(exc))
         finally:
             self._connections -= 1
+            self._last_activity = trio.current_time()
             sock.close()
             if self._stopping and not self._connections:
                 self._drained.set()
@@ -455,6 +486,14 @@ class Server:
         Returns:
             None when reloaded, else the error message (also logged).
         """
+        if self.options.on_reloading:
+            self.options.on_reloading()
+        error = self._reload_config()
+        if self.options.on_reloaded:
+            self.options.on_reloaded(error)
+        return error
+
+    def _reload_config(self) -> str | None:
         try:
             config = load_config(self.options.config_path)
             matcher = Matcher(load_action_table(config))

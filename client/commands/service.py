@@ -1,9 +1,539 @@
-"""Placeholder: this group of verbs is being written (see the open issues)."""
+"""The daemon's lifecycle: `mentectl start|stop|restart` and `mentectl service ...`.
+
+The verbs mean one thing each (as in mypy's dmypy):
+
+- `start` refuses when a daemon already answers; otherwise it starts the
+  installed service, or, where there is none (a container, CI), runs `mented`
+  detached -- a new session, stdin from /dev/null, output appended to a log
+  file -- and waits until it answers.
+- `stop` asks the daemon to shut down (a `shutdown` request), waits, and sends
+  SIGTERM if it is still there after the timeout. A stopped daemon is not an
+  error: it says so and exits 0.
+- `restart` is stop, then start. Under systemd the socket stays open meanwhile,
+  so hook calls wait for the new daemon rather than finding no socket.
+- `service install|uninstall|start|stop|restart|status` drive systemd --user or
+  launchd (see `mented_client.service_manager`) and say what they did.
+
+`start`, `stop` and `restart` go through the service manager when the service
+is installed and listens on the socket this mentectl talks to; otherwise they
+handle a detached daemon.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.status import fetch_status
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.service_manager import (
+    Manager,
+    daemon_interpreter,
+    detect,
+    no_manager_reason,
+)
+
+from mented import paths
+from mented.protocol import OkReply, ShutdownRequest, StatusReply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 10.0  # the daemon drains requests for up to 5 s before it exits
+TERM_TIMEOUT_S = 5.0
+LOG_NAME = "mented.log"
+_POLL_S = 0.05
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """No verbs yet."""
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    start = subparsers.add_parser(
+        "start",
+        parents=[common],
+        help="start the daemon (the service if installed, else a detached process)",
+        description="Refuses when a daemon already answers. Without an installed service, "
+        f"runs `mented` detached with its log in {paths.state_dir() / LOG_NAME}.",
+    )
+    start.add_argument(
+        "--detached",
+        action="store_true",
+        help="run a detached daemon even when a service is installed",
+    )
+    start.add_argument(
+        "--timeout",
+        type=float,
+        default=START_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for it to answer (default: {START_TIMEOUT_S:g})",
+    )
+    start.set_defaults(handler=run_start)
+
+    stop = subparsers.add_parser(
+        "stop",
+        parents=[common],
+        help="stop the daemon: a polite shutdown request, SIGTERM after a timeout",
+        description="Exits 0 when the daemon is stopped, including when it was not running.",
+    )
+    stop.add_argument(
+        "--timeout",
+        type=float,
+        default=STOP_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait before SIGTERM (default: {STOP_TIMEOUT_S:g})",
+    )
+    stop.set_defaults(handler=run_stop)
+
+    restart = subparsers.add_parser(
+        "restart", parents=[common], help="stop the daemon, then start it"
+    )
+    restart.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)
+    restart.add_argument(
+        "--timeout",
+        type=float,
+        default=START_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait at each step (default: {START_TIMEOUT_S:g})",
+    )
+    restart.set_defaults(handler=run_restart)
+
+    service = subparsers.add_parser(
+        "service",
+        help="install mented as a per-user service (systemd --user or launchd)",
+        description="The service manager starts mented at login or on the first connection "
+        "and restarts it if it fails.",
+    )
+    verbs = service.add_subparsers(dest="verb", metavar="VERB", required=True)
+    install = verbs.add_parser(
+        "install", parents=[common], help="write the unit files (or plist), enable and start"
+    )
+    install.add_argument(
+        "--on-demand",
+        action="store_true",
+        help="start mented only on the first connection (socket activation), not at login",
+    )
+    install.set_defaults(handler=run_service_install)
+    for verb, handler, text in (
+        ("uninstall", run_service_uninstall, "stop the service and remove its files"),
+        ("start", run_service_start, "start the service"),
+        ("stop", run_service_stop, "stop the service (and its socket)"),
+        ("restart", run_service_restart, "restart the service"),
+        ("status", run_service_status, "whether the service is installed, enabled and running"),
+    ):
+        parser = verbs.add_parser(verb, parents=[common], help=text)
+        parser.set_defaults(handler=handler)
+
+
+# ------------------------------------------------------------------- probing
+
+
+def answering(socket: Path, timeout: float = 1.0) -> StatusReply | None:
+    """The daemon's status when one answers on `socket`, else None."""
+    try:
+        status: StatusReply = fetch_status(str(socket), timeout=timeout)
+    except (NotRunningError, ProtocolError, DaemonError):
+        return None
+    return status
+
+
+def wait_until_answering(
+    socket: Path, timeout: float, *, gave_up: Callable[[], str | None] | None = None
+) -> StatusReply:
+    """Poll until a daemon answers on `socket`.
+
+    Raises:
+        CommandError: `gave_up()` returned a reason, or `timeout` passed.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        status = answering(socket, timeout=min(1.0, timeout))
+        if status is not None:
+            return status
+        reason = gave_up() if gave_up else None
+        if reason:
+            raise CommandError(reason)
+        if time.monotonic() > deadline:
+            raise CommandError(f"mented did not answer on {socket} within {timeout:g} s")
+        time.sleep(_POLL_S)
+
+
+def service_for(socket: Path) -> Manager | None:
+    """The installed service manager serving `socket`, if any."""
+    manager = detect()
+    if manager is None or not manager.installed() or manager.socket_path() != socket:
+        return None
+    return manager
+
+
+def report(manager: Manager, *, as_json: bool, extra: dict[str, object] | None = None) -> None:
+    """Say what the manager did, one line per step."""
+    if as_json:
+        print_json({"manager": manager.name, "done": manager.done, **(extra or {})})
+        return
+    for step in manager.done:
+        print(f"  {step}")
+
+
+# ------------------------------------------------------------- the detached daemon
+
+
+def start_detached(socket: Path, *, explicit_socket: str | None, timeout: float) -> StatusReply:
+    """Run `mented` in a new session with its output appended to the log; wait until it answers.
+
+    Raises:
+        CommandError: it exited or did not answer in time (with the end of its log).
+    """
+    log_path = paths.state_dir() / LOG_NAME
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    argv = [str(daemon_interpreter()), "-m", "mented.daemon"]
+    if explicit_socket:
+        argv += ["--socket", str(socket)]
+    with log_path.open("ab") as log:
+        offset = log.tell()
+        # A new session: no controlling terminal, and a Ctrl-C in this shell (or
+        # its exit) does not reach the daemon. cwd "/" keeps no directory busy.
+        process = subprocess.Popen(  # noqa: S603 - our interpreter and module
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd="/",
+        )
+
+    def exited() -> str | None:
+        if process.poll() is None:
+            return None
+        return f"mented exited with status {process.returncode} before answering:\n" + _log_since(
+            log_path, offset
+        )
+
+    try:
+        status = wait_until_answering(socket, timeout, gave_up=exited)
+    except CommandError:
+        if process.poll() is None:
+            process.terminate()
+        raise
+    if status.pid != process.pid:
+        # Another start won the race; ours finds the data directory taken and exits.
+        print(f"mentectl: another mented (pid {status.pid}) started meanwhile", file=sys.stderr)
+    # The daemon outlives us on purpose: forget it without the "still running" warning.
+    process.returncode = 0
+    return status
+
+
+def _log_since(path: Path, offset: int, limit: int = 4000) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:].rstrip() + f"\n(log: {path})"
+
+
+class _Process:
+    """A process to wait for and signal, by pidfd where there is one (no pid reuse race)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.fd = os.pidfd_open(pid)
+
+    def gone(self, timeout: float) -> bool:
+        """Wait up to `timeout` for the process to end."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.fd is not None:
+                readable, _, _ = select.select([self.fd], [], [], max(0.0, min(_POLL_S, timeout)))
+                if readable:
+                    return True
+            elif _pid_gone(self.pid):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            if self.fd is None:
+                time.sleep(_POLL_S)
+
+    def terminate(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, signal.SIGTERM)
+            else:
+                os.kill(self.pid, signal.SIGTERM)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    # A zombie still has its pid: on Linux, /proc tells it apart.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in {"Z", "X"}
+
+
+def stop_detached(socket: Path, timeout: float) -> int | None:
+    """Stop the daemon answering on `socket`; its pid, or None when none answered.
+
+    Raises:
+        CommandError: it was still running after SIGTERM.
+    """
+    status = answering(socket)
+    if status is None:
+        return None
+    process = _Process(status.pid)
+    try:
+        with (
+            contextlib.suppress(NotRunningError, ProtocolError, DaemonError),
+            Client(socket, connect_timeout=2.0, timeout=5.0) as client,
+        ):
+            client.expect(ShutdownRequest(), OkReply)
+        if process.gone(timeout):
+            return status.pid
+        print(
+            f"mentectl: mented (pid {status.pid}) still runs after {timeout:g} s; sending SIGTERM",
+            file=sys.stderr,
+        )
+        process.terminate()
+        if process.gone(TERM_TIMEOUT_S):
+            return status.pid
+    finally:
+        process.close()
+    raise CommandError(
+        f"mented (pid {status.pid}) is still running after SIGTERM; "
+        f"`kill -KILL {status.pid}` ends it (the store stays consistent)"
+    )
+
+
+# -------------------------------------------------------------------- verbs
+
+
+def run_start(args: argparse.Namespace) -> int:
+    socket = paths.socket_path(args.socket)
+    running = answering(socket)
+    if running is not None:
+        raise CommandError(
+            f"mented is already running (pid {running.pid}, socket {socket}); "
+            "`mentectl restart` restarts it"
+        )
+    manager = None if args.detached else service_for(socket)
+    if manager is not None:
+        manager.start()
+        status = wait_until_answering(socket, args.timeout)
+        how = f"through {manager.name}"
+    else:
+        status = start_detached(socket, explicit_socket=args.socket, timeout=args.timeout)
+        how = f"detached, log in {paths.state_dir() / LOG_NAME}"
+    if args.json:
+        extra = {"done": manager.done} if manager else {}
+        print_json({"running": True, "pid": status.pid, "socket": str(socket), "how": how, **extra})
+    else:
+        print(f"mented is running (pid {status.pid}, socket {socket}; {how})")
+        if manager is not None:
+            report(manager, as_json=False)
+    return 0
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    socket = paths.socket_path(args.socket)
+    manager = service_for(socket)
+    if manager is not None:
+        manager.stop()
+        if args.json:
+            report(manager, as_json=True, extra={"stopped": True})
+        else:
+            print(f"stopped the {manager.name} service; `mentectl start` starts it again")
+            report(manager, as_json=False)
+        return 0
+    pid = stop_detached(socket, args.timeout)
+    if args.json:
+        print_json({"stopped": pid is not None, "was_running": pid is not None, "pid": pid})
+    elif pid is None:
+        print(f"mented is not running (nothing answers on {socket}); nothing to stop")
+    else:
+        print(f"stopped mented (pid {pid})")
+    return 0
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    socket = paths.socket_path(args.socket)
+    manager = None if args.detached else service_for(socket)
+    if manager is not None:
+        manager.restart()
+        status = wait_until_answering(socket, args.timeout)
+        if args.json:
+            report(manager, as_json=True, extra={"pid": status.pid})
+        else:
+            print(f"restarted the {manager.name} service (pid {status.pid})")
+            report(manager, as_json=False)
+        return 0
+    old = stop_detached(socket, args.timeout)
+    status = start_detached(socket, explicit_socket=args.socket, timeout=args.timeout)
+    if args.json:
+        print_json({"stopped": old, "pid": status.pid, "socket": str(socket)})
+    else:
+        before = f"stopped pid {old}, " if old else "was not running; "
+        print(f"restarted mented ({before}now pid {status.pid})")
+    return 0
+
+
+def _manager_or_fail() -> Manager:
+    manager = detect()
+    if manager is None:
+        raise CommandError(
+            f"no service manager here ({no_manager_reason()}); "
+            "`mentectl start` runs a detached daemon instead"
+        )
+    return manager
+
+
+def install_service(
+    manager: Manager, *, socket: Path, on_demand: bool, timeout: float = START_TIMEOUT_S
+) -> StatusReply | None:
+    """Install, enable and start the service; None when on demand and not started yet.
+
+    A detached daemon on the service's socket is stopped first: the service's
+    daemon could not take the data directory otherwise.
+    """
+    python = daemon_interpreter()
+    service_socket = manager.socket_path()
+    if not manager.active():
+        replaced = stop_detached(service_socket, STOP_TIMEOUT_S)
+        if replaced is not None:
+            manager.done.append(f"stopped the detached mented (pid {replaced}) it replaces")
+    manager.install(python=python, data_dir=paths.data_dir(), on_demand=on_demand)
+    if service_socket != socket:
+        manager.done.append(
+            f"note: the service listens on {service_socket}, not on {socket} "
+            f"(${paths.SOCKET_ENV} or --socket): unset it to use the service"
+        )
+        return None
+    # Also the first connection for an on-demand service: it starts it.
+    return wait_until_answering(socket, timeout)
+
+
+def run_service_install(args: argparse.Namespace) -> int:
+    manager = _manager_or_fail()
+    socket = paths.socket_path(args.socket)
+    status = install_service(manager, socket=socket, on_demand=args.on_demand)
+    if args.json:
+        report(manager, as_json=True, extra={"pid": status.pid if status else None})
+        return 0
+    when = "on the first connection" if args.on_demand else "at login"
+    print(f"installed mented as a {manager.name} service; it starts {when}:")
+    report(manager, as_json=False)
+    if status is not None:
+        print(f"mented is running (pid {status.pid}, socket {socket})")
+    return 0
+
+
+def run_service_uninstall(args: argparse.Namespace) -> int:
+    manager = _manager_or_fail()
+    if not manager.installed():
+        manager.uninstall()  # leftovers, if any
+        if args.json:
+            report(manager, as_json=True, extra={"installed": False})
+        else:
+            print(f"mented is not installed as a {manager.name} service; nothing to remove")
+        return 0
+    manager.uninstall()
+    if args.json:
+        report(manager, as_json=True, extra={"installed": False})
+    else:
+        print(f"removed the {manager.name} service:")
+        report(manager, as_json=False)
+    return 0
+
+
+def _service_verb(args: argparse.Namespace, verb: str) -> int:
+    manager = _manager_or_fail()
+    if not manager.installed():
+        raise CommandError(
+            f"mented is not installed as a {manager.name} service; `mentectl service install`"
+        )
+    getattr(manager, verb)()
+    status = None
+    if verb != "stop":
+        status = wait_until_answering(manager.socket_path(), START_TIMEOUT_S)
+    if args.json:
+        report(manager, as_json=True, extra={"pid": status.pid if status else None})
+    else:
+        done = {"start": "started", "stop": "stopped", "restart": "restarted"}[verb]
+        print(f"{done} the {manager.name} service" + (f" (pid {status.pid})" if status else ""))
+        report(manager, as_json=False)
+    return 0
+
+
+def run_service_start(args: argparse.Namespace) -> int:
+    return _service_verb(args, "start")
+
+
+def run_service_stop(args: argparse.Namespace) -> int:
+    return _service_verb(args, "stop")
+
+
+def run_service_restart(args: argparse.Namespace) -> int:
+    return _service_verb(args, "restart")
+
+
+def run_service_status(args: argparse.Namespace) -> int:
+    manager = detect()
+    if manager is None:
+        reason = no_manager_reason()
+        if args.json:
+            print_json({"manager": None, "reason": reason})
+        else:
+            print(f"no service manager here ({reason}); `mentectl start` runs a detached daemon")
+        return 1
+    installed = manager.installed()
+    enabled = installed and manager.enabled()
+    active = installed and manager.active()
+    interpreter = manager.interpreter() if installed else None
+    problems = []
+    if not installed:
+        problems.append("not installed: `mentectl service install`")
+    elif not enabled:
+        problems.append("installed but not enabled: `mentectl service install` enables it")
+    if interpreter is not None and not interpreter.exists():
+        problems.append(f"its interpreter {interpreter} is gone: `mentectl service install`")
+    if args.json:
+        print_json(
+            {
+                "manager": manager.name,
+                "installed": installed,
+                "enabled": enabled,
+                "active": active,
+                "files": [str(path) for path in manager.files()],
+                "interpreter": str(interpreter) if interpreter else None,
+                "socket": str(manager.socket_path()),
+                "problems": problems,
+            }
+        )
+        return 1 if problems else 0
+    print(f"{manager.name}: " + ("; ".join(problems) or "installed and enabled"))
+    if installed:
+        print(manager.describe())
+    return 1 if problems else 0

@@ -1,0 +1,466 @@
+"""`mentectl doctor` checks each link from the agent to the rules; `mentectl setup` makes them.
+
+The chain, in the order doctor walks it: the config file is valid; the daemon
+answers; the service is installed and enabled (where there is a service
+manager); for each agent, the hook is installed and its interpreter and shim
+exist; and a sample `git commit` event, fed to the installed hook command the
+way the agent runs it (a shell, the event JSON on stdin), comes back within the
+hook's time budget, silent on stderr, and reaches the daemon.
+
+Every failed link names the fix. `setup` installs what is missing (the
+service, or a detached daemon where there is no service manager; the hook),
+then runs doctor and shows how to add a first rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from mented_client.commands import hooks
+from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.service import (
+    START_TIMEOUT_S,
+    answering,
+    install_service,
+    start_detached,
+)
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.service_manager import Manager, detect, no_manager_reason
+
+from mented import __version__, paths
+from mented.actions import load_action_table
+from mented.agents import AGENTS, Agent
+from mented.config import Config, ConfigError, load_config
+from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+State = Literal["ok", "warn", "fail", "skip"]
+SAMPLE_COMMAND = "git commit -m 'mented doctor: test fire'"
+SAMPLE_ACTION = "git-commit"
+FIRST_RULE = (
+    "mentectl rule add git-commit "
+    "'Commit messages: one line, a conventional prefix (feat:, fix:, docs:), no emojis'"
+)
+
+
+@dataclass
+class Check:
+    """One link of the chain: its state, what was found, and what to do about it."""
+
+    link: str
+    state: State
+    detail: str
+    fix: str | None = None
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    doctor = subparsers.add_parser(
+        "doctor",
+        parents=[common],
+        help="check each link from the agent's hook to the rules, and say what to fix",
+        description="Exit 0 when every link works, 1 when one fails.",
+    )
+    doctor.set_defaults(handler=run_doctor)
+
+    setup = subparsers.add_parser(
+        "setup",
+        help="set mented up for an agent: service, hook, checks",
+        description="Installs and starts the service (or a detached daemon where there is no "
+        "service manager), installs the agent's hook, runs `mentectl doctor` and shows how to "
+        "add a first rule. Safe to run again.",
+    )
+    setup.add_argument("agent", choices=sorted(AGENTS))
+    setup.add_argument(
+        "--no-service",
+        action="store_true",
+        help="run a detached daemon instead of installing a service",
+    )
+    setup.set_defaults(handler=run_setup)
+
+
+# ------------------------------------------------------------------- checks
+
+
+def check_config() -> tuple[Check, Config | None]:
+    path = paths.config_path()
+    try:
+        config = load_config(path)
+        table = load_action_table(config)
+    except ConfigError as exc:
+        return (
+            Check(
+                "config",
+                "fail",
+                str(exc),
+                fix=f"edit {path}, then `mentectl reload`; until then the daemon keeps the "
+                "settings it had (and cannot start with this file)",
+            ),
+            None,
+        )
+    where = f"{path}" if path.exists() else f"{path} (absent: built-in defaults)"
+    return Check("config", "ok", f"{where}: valid, {len(table.names())} actions"), config
+
+
+def check_daemon(socket: Path, manager: Manager | None) -> tuple[Check, StatusReply | None]:
+    status = answering(socket, timeout=2.0)
+    if status is None:
+        if manager is not None and manager.installed():
+            fix = f"`mentectl service start`; if it fails, see {_service_log(manager)}"
+        else:
+            fix = "`mentectl start` (or `mentectl setup claude-code` to install the service)"
+        return Check("daemon", "fail", f"nothing answers on {socket}", fix=fix), None
+    detail = f"pid {status.pid}, version {status.version}, socket {socket}"
+    if status.socket_activated:
+        detail += " (socket-activated)"
+    if status.version != __version__:
+        return (
+            Check(
+                "daemon",
+                "warn",
+                f"{detail}: it runs version {status.version}, this mentectl is {__version__}",
+                fix="`mentectl restart` to run the installed version",
+            ),
+            status,
+        )
+    if status.data_dir != str(paths.data_dir()):
+        return (
+            Check(
+                "daemon",
+                "warn",
+                f"{detail}: it serves {status.data_dir}, mentectl expects {paths.data_dir()}",
+                fix=f"make ${paths.DATA_DIR_ENV} the same for the daemon and for mentectl",
+            ),
+            status,
+        )
+    return Check("daemon", "ok", detail), status
+
+
+def _service_log(manager: Manager) -> str:
+    if manager.name == "systemd":
+        return "`journalctl --user -u mented`"
+    return str(paths.state_dir() / "mented.log")
+
+
+def check_service(socket: Path, manager: Manager | None) -> Check:
+    if manager is None:
+        return Check(
+            "service",
+            "skip",
+            f"no service manager here ({no_manager_reason()}): the daemon runs detached "
+            "(`mentectl start`) and does not start by itself at login",
+        )
+    if not manager.installed():
+        return Check(
+            "service",
+            "warn",
+            f"mented is not installed as a {manager.name} service: nothing starts it at login "
+            "or restarts it after a crash",
+            fix="`mentectl service install`",
+        )
+    interpreter = manager.interpreter()
+    if interpreter is not None and not interpreter.exists():
+        return Check(
+            "service",
+            "fail",
+            f"the {manager.name} service runs {interpreter}, which no longer exists",
+            fix="`mentectl service install` (rewrites it with this interpreter)",
+        )
+    if not manager.enabled():
+        return Check(
+            "service",
+            "fail",
+            f"the {manager.name} service is installed but not enabled",
+            fix="`mentectl service install` (enables it)",
+        )
+    if manager.socket_path() != socket:
+        return Check(
+            "service",
+            "warn",
+            f"the service listens on {manager.socket_path()}, mentectl and hooks use {socket}",
+            fix=f"unset ${paths.SOCKET_ENV} (or set it to {manager.socket_path()})",
+        )
+    return Check("service", "ok", f"{manager.name}: installed and enabled")
+
+
+@dataclass(frozen=True)
+class FireTarget:
+    """Where a test fire should land, and how fast."""
+
+    socket: Path
+    daemon_up: bool
+    budget_ms: int
+
+
+def check_hooks(target: FireTarget) -> list[Check]:
+    checks: list[Check] = []
+    commands: dict[str, tuple[Agent, object]] = {}
+    for name, agent in sorted(AGENTS.items()):
+        places = hooks._places(agent, None)  # noqa: SLF001 - the hooks verb's own lookup
+        entries = [(place, hook) for place in places for hook in place.hooks]
+        errors = [place for place in places if place.error]
+        checks.extend(
+            Check(
+                f"hook {name}",
+                "fail",
+                f"{place.settings}: {place.error}",
+                fix=f"fix the file, then `mentectl hooks install {name}`",
+            )
+            for place in errors
+        )
+        if not entries and not errors:
+            checks.append(
+                Check(
+                    f"hook {name}",
+                    "skip",
+                    f"not installed for {agent.title}",
+                    fix=f"`mentectl setup {name}` if you use {agent.title}",
+                )
+            )
+        for place, hook in entries:
+            if hook.problems:
+                checks.append(
+                    Check(
+                        f"hook {name}",
+                        "fail",
+                        f"{place.settings}: {'; '.join(hook.problems)}",
+                        fix=f"`mentectl hooks install {name}`",
+                    )
+                )
+            else:
+                checks.append(Check(f"hook {name}", "ok", f"installed in {place.settings}"))
+                commands.setdefault(hook.command, (agent, hook.timeout))
+    if not commands and not any(check.state == "fail" for check in checks):
+        checks.append(
+            Check(
+                "hooks",
+                "fail",
+                "no agent has the mented hook: nothing hands rules over",
+                fix="`mentectl setup claude-code` (or codex)",
+            )
+        )
+    for command, (agent, timeout) in commands.items():
+        seconds = float(timeout) if isinstance(timeout, int | float) else hooks.DEFAULT_TIMEOUT_S
+        checks.append(test_fire(agent, command, seconds, target))
+    return checks
+
+
+def sample_event(session: str, cwd: Path) -> bytes:
+    """A Claude-style PreToolUse event for a `git commit` (Codex sends the same shape)."""
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": "",
+            "cwd": str(cwd),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": SAMPLE_COMMAND},
+            "tool_use_id": f"toolu_{session}",
+        }
+    ).encode()
+
+
+def test_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget) -> Check:
+    """Run the installed hook command as the agent would, on a sample commit event."""
+    link = f"fire {agent.name}"
+    session = f"mented-doctor-{os.getpid()}-{time.time_ns()}"
+    started = time.perf_counter()
+    try:
+        result = subprocess.run(  # noqa: S602 - the agent runs it through a shell too
+            command,
+            shell=True,
+            input=sample_event(session, Path.cwd()),
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return Check(
+            link,
+            "fail",
+            f"the hook did not return within {timeout_s:g} s",
+            fix=f"`mentectl hooks install {agent.name}`",
+        )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    took = f"{elapsed_ms:.0f} ms"
+    if result.returncode != 0 or result.stderr:
+        said = result.stderr.decode(errors="replace").strip()[:300]
+        return Check(
+            link,
+            "fail",
+            f"the hook exited {result.returncode}"
+            + (f" and printed to stderr: {said}" if said else ""),
+            fix=f"`mentectl hooks install {agent.name}`",
+        )
+    if result.stdout:
+        try:
+            json.loads(result.stdout)
+        except ValueError:
+            return Check(
+                link,
+                "fail",
+                f"the hook printed something that is not JSON: {result.stdout[:200]!r}",
+                fix="`mentectl restart`",
+            )
+    if elapsed_ms > target.budget_ms:
+        return Check(
+            link,
+            "fail",
+            f"the hook took {took}, over its {target.budget_ms} ms budget "
+            "(the agent gets nothing when it runs out)",
+            fix="`mentectl status` shows the daemon's latency; `mentectl hooks install "
+            f"{agent.name}` rewrites a slow interpreter path",
+        )
+    if not target.daemon_up:
+        return Check(
+            link,
+            "warn",
+            f"the hook returned in {took}, silent: the daemon is down",
+            fix="see the daemon line above",
+        )
+    fire = _find_fire(target.socket, session)
+    if fire is None:
+        return Check(
+            link,
+            "fail",
+            f"the hook returned in {took} but did not reach the daemon on {target.socket}",
+            fix=f"the hook and mentectl must use the same socket: check ${paths.SOCKET_ENV} "
+            f"in the agent's environment, then `mentectl hooks install {agent.name}`",
+        )
+    rules = len(fire.rule_ids)
+    what = (
+        f"{rules} rule{'s' if rules != 1 else ''} for {SAMPLE_ACTION} handed over"
+        if rules
+        else f"no rule for {SAMPLE_ACTION} yet"
+    )
+    return Check(link, "ok", f"a sample `git commit` came back in {took}: {what}")
+
+
+def _find_fire(socket: Path, session: str) -> FireRecord | None:
+    try:
+        with Client(socket, connect_timeout=2.0, timeout=2.0) as client:
+            reply = client.expect(LogRequest(n=50), LogReply)
+    except (NotRunningError, ProtocolError, DaemonError):
+        return None
+    return next((fire for fire in reply.fires if fire.session == session), None)
+
+
+def run_checks(socket: Path) -> list[Check]:
+    """Every link, in order."""
+    manager = detect()
+    config_check, config = check_config()
+    daemon_check, status = check_daemon(socket, manager)
+    checks = [config_check, daemon_check, check_service(socket, manager)]
+    budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
+        config.hook.budget_ms if config else 250
+    )
+    checks += check_hooks(FireTarget(socket, status is not None, budget))
+    # The MCP server's check goes here (client/commands/mcp.py, `mcp_registration`).
+    return checks
+
+
+def print_checks(checks: list[Check]) -> None:
+    marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "--  "}
+    width = max(len(check.link) for check in checks)
+    for check in checks:
+        print(f"{marks[check.state]}  {check.link:<{width}}  {check.detail}")
+        if check.fix and check.state != "ok":
+            print(f"      {'':<{width}}  fix: {check.fix}")
+    failed = sum(check.state == "fail" for check in checks)
+    if failed:
+        print(f"{failed} link{'s' if failed != 1 else ''} broken: see the fix under each FAIL.")
+    else:
+        print("Every link works.")
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    checks = run_checks(paths.socket_path(args.socket))
+    failed = any(check.state == "fail" for check in checks)
+    if args.json:
+        print_json({"ok": not failed, "checks": [asdict(check) for check in checks]})
+    else:
+        print_checks(checks)
+    return 1 if failed else 0
+
+
+# -------------------------------------------------------------------- setup
+
+
+def setup_daemon(args: argparse.Namespace) -> None:
+    """The service where there is a manager, else a detached daemon."""
+    socket = paths.socket_path(args.socket)
+    manager = None if args.no_service else detect()
+    if manager is not None:
+        status = install_service(manager, socket=socket, on_demand=False)
+        print(f"Installed mented as a {manager.name} service (it starts at login):")
+        for step in manager.done:
+            print(f"  {step}")
+        if status is not None:
+            print(f"  mented is running (pid {status.pid})")
+        return
+    running = answering(socket)
+    if running is not None:
+        print(f"mented is already running (pid {running.pid}, socket {socket}).")
+        return
+    why = "--no-service" if args.no_service else no_manager_reason()
+    status = start_detached(socket, explicit_socket=args.socket, timeout=START_TIMEOUT_S)
+    print(
+        f"Started mented detached (pid {status.pid}); no service installed ({why}), so "
+        "run `mentectl start` after a reboot."
+    )
+
+
+def setup_hook(args: argparse.Namespace) -> None:
+    """The agent's hook in its user settings."""
+    hooks.run_install(
+        argparse.Namespace(
+            agent=args.agent,
+            settings=None,
+            project=None,
+            python=None,
+            timeout=hooks.DEFAULT_TIMEOUT_S,
+            json=False,
+        )
+    )
+
+
+# The steps of `mentectl setup`, in order: a title and a function of the parsed
+# arguments that prints what it did and raises CommandError when it cannot.
+# The MCP server's registration (client/commands/mcp.py, `install_mcp`) belongs
+# after the hook. `doctor` and the first-rule hint always come last.
+SETUP_STEPS: tuple[tuple[str, Callable[[argparse.Namespace], None]], ...] = (
+    ("the daemon", setup_daemon),
+    ("the hook", setup_hook),
+)
+
+
+def run_setup(args: argparse.Namespace) -> int:
+    agent = AGENTS[args.agent]
+    for number, (title, step) in enumerate(SETUP_STEPS, start=1):
+        print(f"{number}. {title}")
+        try:
+            step(args)
+        except CommandError as exc:
+            raise CommandError(f"setup stopped at {title}: {exc}", status=exc.status) from exc
+    print(f"{len(SETUP_STEPS) + 1}. checking every link (`mentectl doctor`)")
+    checks = run_checks(paths.socket_path(args.socket))
+    print_checks(checks)
+    if any(check.state == "fail" for check in checks):
+        return 1
+    print(
+        f"\nmented is set up for {agent.title}. Add a first rule; it reaches the agent the "
+        f"next time it runs the action:\n  {FIRST_RULE}\n"
+        "`mentectl rule list` shows your rules, `mentectl log` the hook's recent fires."
+    )
+    return 0
