@@ -465,3 +465,22 @@ def test_mentectl_mcp_status_says_how_to_register(short_tmp: Path) -> None:
     )
     assert "claude-code: MCP server not registered" in result.stdout
     assert "run `mentectl mcp install codex`" in result.stdout
+
+
+def test_mentectl_mcp_without_the_sdk_says_how_to_install_it(short_tmp: Path) -> None:
+    shadow = short_tmp / "shadow" / "mcp"  # an `mcp` package that is not the 2.x SDK
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    env = isolated_env(short_tmp) | {"PYTHONPATH": str(shadow.parent)}
+    result = subprocess.run(
+        [PYTHON, "-m", "mented_client.cli", "mcp"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "pip install 'mented[mcp]'" in result.stderr
+    assert result.stdout == ""  # nothing on the protocol channel

@@ -48,7 +48,7 @@ SERVER_NAME = "mented"
 AGENTS = ("claude-code", "codex")
 CLAUDE_TIMEOUT_S = 120  # `claude` is a Node program: slow to start on a cold cache
 SDK_MISSING = (
-    "the MCP server needs the MCP SDK, an optional dependency: "
+    "the MCP server needs the MCP Python SDK 2.x, an optional dependency: "
     "install it with `pip install 'mented[mcp]'` (into mented's environment)"
 )
 
@@ -514,9 +514,12 @@ def run_server(args: argparse.Namespace) -> int:
             f"unknown agent {args.agent!r} for --agent; use one of: {', '.join(HOOKED_AGENTS)}",
             status=2,
         )
-    if importlib.util.find_spec("mcp") is None:
-        raise CommandError(SDK_MISSING)
-    from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
+    try:
+        from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in {"mcp", "mcp_types", "pydantic"}:
+            raise
+        raise CommandError(f"{SDK_MISSING} ({exc})") from exc
 
     mcp_server.run(agent=args.agent, socket_path=args.socket, cwd=args.project_dir)
     return 0
