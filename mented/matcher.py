@@ -46,6 +46,9 @@ MAX_COMMAND_CHARS = 128 * 1024
 # bashlex is slow on long input (about 1 ms per KiB) and recurses on nesting, so
 # longer or deeper (rewritten) commands go straight to the fallback parser.
 BASHLEX_MAX_CHARS = 8 * 1024
+# bashlex takes up to about 35 µs a word: words it may read for one command, nested
+# `bash -c` strings included (whitespace-separated chunks, counted before parsing).
+BASHLEX_MAX_WORDS = 1024
 BASHLEX_MAX_PAREN_DEPTH = 12
 # Command substitutions nested deeper than this are skipped (and noted).
 MAX_NESTING = 24
@@ -53,10 +56,14 @@ MAX_NESTING = 24
 MAX_SHELL_DEPTH = 4
 # Wrappers peeled from one simple command (`sudo env nice timeout 5 git push`).
 MAX_WRAPPERS = 16
-# Arguments of one simple command looked at when matching shapes.
-MAX_ARGUMENTS = 1024
-# Simple commands analyzed in one command string; the rest are skipped (and noted).
-MAX_SIMPLE_COMMANDS = 2048
+# Words of one simple command looked at (wrappers, options, shapes); the rest are ignored.
+MAX_WORDS = 512
+# Simple commands analyzed in one command (nested ones included); the rest are skipped.
+MAX_SIMPLE_COMMANDS = 512
+# Tokens read from one command string; the rest of the input is ignored (and noted).
+MAX_TOKENS = 4096
+# `$((...))` longer than this is read as `$( (...) )`.
+MAX_ARITHMETIC_CHARS = 1024
 # Commands longer than this are not cached: the cache stays small in memory.
 MAX_CACHED_CHARS = 8 * 1024
 
@@ -154,13 +161,14 @@ class Matcher:
 class _Word:
     """A shell word: its value after quote removal, and what it holds."""
 
-    __slots__ = ("assignment", "end", "literal", "start", "sub_spans", "subs", "value")
+    __slots__ = ("assignment", "bare", "end", "literal", "start", "sub_spans", "subs", "value")
 
     def __init__(  # noqa: PLR0913 - a record
         self,
         value: str,
         *,
         literal: bool = True,
+        bare: bool = True,
         assignment: bool = False,
         subs: list[list[_Token]] | None = None,
         sub_spans: list[tuple[int, int]] | None = None,
@@ -169,6 +177,7 @@ class _Word:
     ) -> None:
         self.value = value
         self.literal = literal  # no expansion: the value is what the program receives
+        self.bare = bare  # neither quoted nor expanded: can be a reserved word
         self.assignment = assignment
         self.subs = subs or []  # tokens of $(...), `...`, <(...) inside the word
         self.sub_spans = sub_spans or []
@@ -186,6 +195,7 @@ class _Redirect:
 
 _Token = _Word | _Redirect | str  # a str is a control operator, "\n" included
 
+_BLANKS = re.compile(r"[ \t]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n'\"\\$`<>|&;()]+")
 _DQ_RUN = re.compile(r'[^"\\$`]+')
 _OPERATOR = re.compile(r";;&|;;|;&|&&|\|\||\|&|[;&|()]")
@@ -223,15 +233,19 @@ class _Lexer:
     input (as data), nesting deeper than `MAX_NESTING` is skipped over and noted.
     """
 
-    def __init__(self, text: str, *, depth: int = 0, record_edits: bool = True) -> None:
+    def __init__(
+        self, text: str, *, depth: int = 0, record_edits: bool = True, budget: int = MAX_TOKENS
+    ) -> None:
         self.text = text
         self.n = len(text)
         self.pos = 0
         self.depth = depth
         self.record_edits = record_edits
         self.edits: list[tuple[int, int, str]] = []
+        self.rewrites: set[str] = set()  # what the edits did, for `explain`
         self.too_deep = False
-        self.max_depth = depth
+        self.budget = budget  # tokens left to read; then the rest of the input is ignored
+        self.truncated = False
         self._pending_heredocs: list[tuple[_Word, bool]] = []
 
     def tokens(self) -> list[_Token]:
@@ -248,8 +262,13 @@ class _Lexer:
         while self.pos < n:
             ch = text[self.pos]
             if ch in " \t":
-                self.pos += 1
+                self.pos = _BLANKS.match(text, self.pos).end()  # type: ignore[union-attr]
                 continue
+            self.budget -= 1
+            if self.budget < 0:
+                self.truncated = True
+                self.pos = n
+                break
             if ch == "\n":
                 tokens.append("\n")
                 self.pos += 1
@@ -301,14 +320,14 @@ class _Lexer:
             tokens.append(word)
             if dbracket is not None:
                 dbracket[1].extend(word.sub_spans)
-                if word.value == "]]" and word.literal:
+                if word.value == "]]" and word.bare:
                     self._edit_dbracket(dbracket, word.end)
                     dbracket = None
                 continue
             if command_start and word.literal and word.start < word.end:
                 raw = text[word.start : word.end]
                 if raw == "time":
-                    self._edit(word.start, word.end, "\\time")
+                    self._edit(word.start, word.end, "\\time", "`time` read as a wrapper")
                 elif raw == "[[":
                     dbracket = (word.start, [])
                     continue
@@ -336,37 +355,49 @@ class _Lexer:
         text, n = self.text, self.n
         pending, self._pending_heredocs = self._pending_heredocs, []
         for delimiter_word, strip_tabs in pending:
-            delimiter = delimiter_word.value
             body_start = self.pos
-            terminated = False
-            while self.pos < n:
-                eol = text.find("\n", self.pos)
-                line_end = n if eol < 0 else eol
-                line = text[self.pos : line_end]
-                self.pos = n if eol < 0 else eol + 1
-                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                    terminated = True
-                    break
+            indent = "\t*" if strip_tabs else ""
+            # Inside `$(...)` bash also ends the body at `EOF)`, which agents write.
+            end = "(?=\\))|$" if self.depth else "$"
+            terminator = re.compile(
+                f"^{indent}{re.escape(delimiter_word.value)}(?:{end})", re.MULTILINE
+            )
+            found = terminator.search(text, self.pos)
+            if found is None:
+                self.pos = n
+            elif text.startswith("\n", found.end()):
+                self.pos = found.end() + 1
+            else:
+                self.pos = found.end()
             # bashlex needs an unquoted delimiter and gains nothing from the body.
-            self._edit(delimiter_word.start, delimiter_word.end, "EOF")
-            replacement = "EOF\n" if terminated and text[self.pos - 1 : self.pos] == "\n" else "EOF"
-            self._edit(body_start, self.pos, replacement)
+            self._edit(delimiter_word.start, delimiter_word.end, "EOF", "")
+            self._edit(body_start, self.pos, "EOF\n", "heredoc bodies (data) emptied")
 
-    def _edit(self, start: int, end: int, replacement: str) -> None:
+    def _edit(self, start: int, end: int, replacement: str, what: str) -> None:
         if self.record_edits:
             self.edits.append((start, end, replacement))
+            if what:
+                self.rewrites.add(what)
 
     def _edit_dbracket(self, dbracket: tuple[int, list[tuple[int, int]]], end: int) -> None:
         """`[[ ... ]]` becomes `:` plus the substitutions it holds (they still run)."""
         start, spans = dbracket
         held = " ".join(self.text[s:e] for s, e in spans)
-        self._edit(start, end, f": {held}" if held else ":")
+        self._edit(start, end, f": {held}" if held else ":", "`[[ ... ]]` read as `:`")
 
     # ----------------------------------------------------------------- word level
 
     def _read_word(self) -> _Word:
         text, n = self.text, self.n
         start = self.pos
+        match = _PLAIN_RUN.match(text, start)
+        if match:  # the common case, a word without quotes or expansions: quickly
+            end = match.end()
+            if end >= n or (text[end] in _WORD_END and text[end] != "("):
+                self.pos = end
+                value = match.group()
+                assignment = _ASSIGNMENT.match(value) is not None
+                return _Word(value, assignment=assignment, start=start, end=end)
         state = _WordState()
         parts = state.parts
         while self.pos < n:
@@ -413,6 +444,7 @@ class _Lexer:
         return _Word(
             "".join(parts),
             literal=not state.dynamic,
+            bare=not (state.dynamic or state.quoted),
             # NAME= is unquoted by construction: quotes are not name characters.
             assignment=_ASSIGNMENT.match(text, start, self.pos) is not None,
             subs=state.subs,
@@ -458,7 +490,7 @@ class _Lexer:
                 if end is not None:
                     state.parts.append(text[start:end])
                     self.pos = end
-                    self._edit(start, end, "0")
+                    self._edit(start, end, "0", "`$((...))` read as 0")
                     return
             self.pos = start + 2
             self._read_substitution(state, start)
@@ -494,7 +526,6 @@ class _Lexer:
             self.pos = _paren_end(self.text, self.pos)
         else:
             self.depth += 1
-            self.max_depth = max(self.max_depth, self.depth)
             try:
                 state.subs.append(self._lex(nested=True))
             finally:
@@ -518,10 +549,12 @@ class _Lexer:
             _BACKTICK_ESCAPES.sub(r"\1", text[start + 1 : end]),
             depth=self.depth + 1,
             record_edits=False,
+            budget=self.budget,
         )
         state.subs.append(inner.tokens())
+        self.budget = inner.budget
         self.too_deep = self.too_deep or inner.too_deep
-        self.max_depth = max(self.max_depth, inner.max_depth)
+        self.truncated = self.truncated or inner.truncated
 
     def _read_array(self, state: _WordState) -> None:
         """`name=(a b $(c))`: the elements are data; substitutions inside still run."""
@@ -543,13 +576,15 @@ class _Lexer:
                 spans.extend(token.sub_spans)
         state.sub_spans.extend(spans)
         state.parts.append(self.text[start : self.pos])
-        self._edit(start, self.pos, "".join(self.text[s:e] for s, e in spans))
+        held = "".join(self.text[s:e] for s, e in spans)
+        self._edit(start, self.pos, held, "array elements dropped")
 
 
 def _arithmetic_end(text: str, pos: int) -> int | None:
     """The end of `$((...))` whose body starts at `pos`, or None when it is not arithmetic."""
     depth = 0
-    for match in _PARENS.finditer(text, pos):
+    # Bounded, so that many unclosed `$((` cannot make the scan quadratic.
+    for match in _PARENS.finditer(text, pos, min(len(text), pos + MAX_ARITHMETIC_CHARS)):
         if match.group() == "(":
             depth += 1
         elif depth:
@@ -655,7 +690,7 @@ def _fallback_commands(  # noqa: PLR0915 - one state machine, easier to read who
             continue
         word = token
         subs.extend(word.subs)
-        keyword = word.value if word.literal else None
+        keyword = word.value if word.bare else None
         if state == "command" and not words:
             if keyword in _COMMAND_PREFIX_WORDS:
                 if keyword == "esac" and case_depth:
@@ -707,7 +742,11 @@ class _Analysis:
         self.actions: dict[str, None] = {}
         self.notes: list[str] = []
         self.fallback_used = False
+        # Budgets for the whole run, nested command strings included, so that the
+        # time spent on one command stays bounded whatever its shape.
         self._budget = MAX_SIMPLE_COMMANDS
+        self._tokens_left = MAX_TOKENS
+        self._bashlex_words_left = BASHLEX_MAX_WORDS
 
     def note(self, message: str) -> None:
         if message not in self.notes:
@@ -718,20 +757,25 @@ class _Analysis:
     def run(self, text: str, *, via: tuple[str, ...], shell_depth: int) -> Parser:
         """Analyze one command string; returns the parser that read it."""
         lexer: _Lexer | None = None
+        tokens: list[_Token] = []
         source = text
         if _REWRITE_TRIGGER.search(text):
-            lexer = _Lexer(text)
-            tokens = lexer.tokens()
+            lexer, tokens = self._lex(text)
             source = _apply_edits(text, lexer.edits)
+            if lexer.rewrites:
+                self.note(f"rewritten for bashlex: {', '.join(sorted(lexer.rewrites))}")
         trees = None
-        why = ""
+        words = len(source.split()) if len(source) <= BASHLEX_MAX_CHARS else 0
         if len(source) > BASHLEX_MAX_CHARS:
             why = f"the command is over {BASHLEX_MAX_CHARS} characters"
-        elif (lexer is not None and lexer.too_deep) or _paren_depth(
-            source
-        ) > BASHLEX_MAX_PAREN_DEPTH:
+        elif words > self._bashlex_words_left:
+            why = f"the command has over {BASHLEX_MAX_WORDS} words"
+        elif lexer is not None and (lexer.too_deep or lexer.truncated):
+            why = "the command is too long or too deeply nested for bashlex"
+        elif _paren_depth(source) > BASHLEX_MAX_PAREN_DEPTH:
             why = "the command is nested too deeply for bashlex"
         else:
+            self._bashlex_words_left -= words
             try:
                 trees = bashlex.parse(source)
             except Exception as exc:  # noqa: BLE001 - any bashlex failure means: fall back
@@ -742,12 +786,20 @@ class _Analysis:
         self.fallback_used = True
         self.note(f"used the fallback tokenizer: {_shorten(why)}")
         if lexer is None:
-            lexer = _Lexer(text)
-            tokens = lexer.tokens()
+            lexer, tokens = self._lex(text)
         if lexer.too_deep:
             self.note(f"command substitutions nested over {MAX_NESTING} deep were not analyzed")
+        if lexer.truncated:
+            self.note(f"only the first {MAX_TOKENS} tokens were analyzed")
         self._walk_tokens(tokens, via, shell_depth)
         return "fallback"
+
+    def _lex(self, text: str) -> tuple[_Lexer, list[_Token]]:
+        """Tokens of `text`, within what is left of this run's token budget."""
+        lexer = _Lexer(text, budget=self._tokens_left)
+        tokens = lexer.tokens()
+        self._tokens_left = max(0, lexer.budget)
+        return lexer, tokens
 
     def _walk_tokens(self, tokens: list[_Token], via: tuple[str, ...], shell_depth: int) -> None:
         # A stack of generators, not recursion: nesting never deepens Python's stack.
@@ -815,6 +867,7 @@ class _Analysis:
             self.note(f"only the first {MAX_SIMPLE_COMMANDS} simple commands were analyzed")
             return
         self._budget -= 1
+        words = words[:MAX_WORDS]
         shown = tuple(word.value for word in words)
         index = 0
         while index < len(words) and words[index].assignment:
@@ -874,7 +927,7 @@ class _Analysis:
             self._record(shown, None, peeled, reason="too many wrappers", parser=parser)
             return
         program = _basename(args[0].value)
-        matches, reason = self._match(program, [word.value for word in args[1 : MAX_ARGUMENTS + 1]])
+        matches, reason = self._match(program, [word.value for word in args[1:]])
         self._record(shown, program, peeled, matches=matches, reason=reason, parser=parser)
 
     def _record(  # noqa: PLR0913 - fields of the record
@@ -1050,7 +1103,7 @@ def _peel(
         if option in spec.split_string_options and value is not None:
             rest = [
                 token
-                for token in _Lexer(value, record_edits=False).tokens()
+                for token in _Lexer(value, record_edits=False, budget=MAX_WORDS).tokens()
                 if isinstance(token, _Word)
             ] + rest
     if spec.assignments:
