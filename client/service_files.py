@@ -115,17 +115,25 @@ def systemd_quote(value: str, *, command_line: bool = False) -> str:
     value = value.replace("%", "%%")
     if command_line:
         value = value.replace("$", "$$")
-    if re.fullmatch(r"[\w./@+:,=-]+", value):
+    if re.fullmatch(r"[\w./@+:,=%-]+", value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def systemd_units(python: str | Path, data_dir: str | Path) -> dict[str, str]:
     """The unit files' names and texts, for this interpreter and data directory."""
-    service = SERVICE_TEMPLATE.replace(PYTHON, systemd_quote(str(python), command_line=True))
-    service = service.replace(f"-{DATA_DIR}", systemd_quote(f"-{data_dir}"))
-    service = service.replace(DATA_DIR, systemd_quote(str(data_dir), command_line=True))
-    return {SYSTEMD_SOCKET_UNIT: SOCKET_TEMPLATE, SYSTEMD_SERVICE_UNIT: service}
+    values = {
+        PYTHON: systemd_quote(str(python), command_line=True),
+        f"-{DATA_DIR}": systemd_quote(f"-{data_dir}"),
+        DATA_DIR: systemd_quote(str(data_dir), command_line=True),
+    }
+    lines = []
+    for line in SERVICE_TEMPLATE.splitlines(keepends=True):
+        if not line.startswith("#"):  # the comments keep naming the placeholders
+            for placeholder, value in values.items():
+                line = line.replace(placeholder, value)  # noqa: PLW2901 - rewritten on purpose
+        lines.append(line)
+    return {SYSTEMD_SOCKET_UNIT: SOCKET_TEMPLATE, SYSTEMD_SERVICE_UNIT: "".join(lines)}
 
 
 def launchd_agent(

@@ -20,12 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mented_client import service_files
-from mented_client.commands.output import CommandError
 
 from mented import paths
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
 _COMMAND_TIMEOUT_S = 30.0
+
+
+def _command_error(message: str, status: int = 1) -> Exception:
+    # Imported here: mented_client.commands imports this module (a cycle at import time).
+    from mented_client.commands.output import CommandError  # noqa: PLC0415
+
+    error: Exception = CommandError(message, status)
+    return error
 
 
 def daemon_interpreter() -> Path:
@@ -46,7 +53,7 @@ def daemon_interpreter() -> Path:
     in_venv = sys.prefix != sys.base_prefix
     chosen = executable if in_venv else Path(os.path.realpath(executable))
     if not is_native_executable(Path(os.path.realpath(chosen))):
-        raise CommandError(
+        raise _command_error(
             f"{chosen} is a script, not a Python binary (a pyenv or asdf shim?); run mentectl "
             "with the real interpreter, e.g. `$(pyenv which python) -m mented_client.cli ...`"
         )
@@ -113,12 +120,12 @@ class Manager:
                 argv, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT_S, check=False
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CommandError(f"`{shlex.join(argv)}` failed: {exc}") from exc
+            raise _command_error(f"`{shlex.join(argv)}` failed: {exc}") from exc
         if record:
             self.done.append(f"ran `{shlex.join(argv)}`")
         if check and result.returncode != 0:
             output = (result.stderr or result.stdout).strip()
-            raise CommandError(
+            raise _command_error(
                 f"`{shlex.join(argv)}` exited with status {result.returncode}"
                 + (f": {output}" if output else "")
             )
@@ -383,7 +390,9 @@ def detect() -> Manager | None:
     ):
         return Launchd()
     if choice:
-        raise CommandError(f"{MANAGER_ENV}={choice!r}: expected systemd, launchd or none", status=2)
+        raise _command_error(
+            f"{MANAGER_ENV}={choice!r}: expected systemd, launchd or none", status=2
+        )
     return None
 
 
