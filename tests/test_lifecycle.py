@@ -1,0 +1,307 @@
+"""`mentectl start|stop|restart|doctor|setup` on private paths, as a user runs them.
+
+No service manager here (`MENTED_SERVICE_MANAGER=none`): `start` runs a detached
+daemon, `stop` stops it politely or with SIGTERM. The last test restarts the
+daemon while the real hook shim fires in a loop: no hook may fail loudly, and no
+rule may be lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mented_client.commands.service import _pid_gone
+
+from tests.conftest import PYTHON, isolated_env
+
+REPO = Path(__file__).resolve().parent.parent
+SHIM = REPO / "client" / "shim.py"
+RULES = (
+    "Commit messages: a single line.",
+    "Use a conventional prefix: feat:, fix:, docs:.",
+    "No emojis in commit messages.",
+)
+
+
+class User:
+    """A user with a private home, socket and data directory, typing mentectl commands."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        # A loaded test machine must not turn a slow answer into a failed check.
+        self.env = isolated_env(root) | {
+            "MENTED_SERVICE_MANAGER": "none",
+            "MENTED_HOOK_BUDGET_MS": "3000",
+        }
+        self.socket = Path(self.env["MENTED_SOCKET"])
+        self.log = Path(self.env["XDG_STATE_HOME"]) / "mented" / "mented.log"
+
+    def mentectl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "-m", "mented_client.cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def ok(self, *args: str) -> str:
+        result = self.mentectl(*args)
+        assert result.returncode == 0, f"mentectl {args}: {result.stdout}{result.stderr}"
+        return result.stdout
+
+    def pid(self) -> int:
+        pid: int = json.loads(self.ok("status", "--json"))["pid"]
+        return pid
+
+
+@pytest.fixture
+def user(short_tmp: Path) -> Iterator[User]:
+    person = User(short_tmp)
+    yield person
+    result = person.mentectl("stop", "--timeout", "5")
+    lock = Path(person.env["MENTED_DATA_DIR"]) / "mented.lock"
+    if result.returncode != 0 and lock.exists():  # a last resort, so no daemon outlives the test
+        pid = lock.read_text().split("\n")[0]
+        if pid.isdigit():
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def test_start_refuses_twice_and_stop_is_calm_when_stopped(user: User) -> None:
+    out = user.ok("start")
+    pid = user.pid()
+    assert f"mented is running (pid {pid}" in out
+    assert f"log in {user.log}" in out
+
+    again = user.mentectl("start")
+    assert again.returncode == 1
+    assert f"already running (pid {pid}, socket {user.socket})" in again.stderr
+    assert user.pid() == pid
+
+    assert user.ok("stop") == f"stopped mented (pid {pid})\n"
+    assert _pid_gone(pid)
+    assert not user.socket.exists()
+
+    stopped = user.mentectl("stop")
+    assert stopped.returncode == 0
+    assert "mented is not running" in stopped.stdout
+    assert "nothing to stop" in stopped.stdout
+    status = user.mentectl("status")
+    assert status.returncode == 1
+
+
+def test_start_shows_why_the_daemon_did_not_start(user: User) -> None:
+    Path(user.env["MENTED_CONFIG"]).write_text("[hook]\nk = 'six'\n")
+    result = user.mentectl("start")
+    assert result.returncode == 1
+    assert "exited with status 1 before answering" in result.stderr
+    assert "bad [hook] section" in result.stderr  # the daemon's own words, from its log
+    assert str(user.log) in result.stderr
+
+
+def test_restart_replaces_the_daemon_and_keeps_the_rules(user: User) -> None:
+    user.ok("start")
+    first = user.pid()
+    user.ok("rule", "add", "git-commit", RULES[0])
+    out = user.ok("restart")
+    second = user.pid()
+    assert second != first
+    assert f"stopped pid {first}, now pid {second}" in out
+    assert RULES[0] in user.ok("rule", "list", "--action", "git-commit")
+
+
+_STUBBORN_DAEMON = """
+import json, os, socket, sys
+from mented.protocol import OkReply, StatusReply, encode
+path = sys.argv[1]
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)
+server.listen()
+print("ready", flush=True)
+while True:
+    conn, _ = server.accept()
+    with conn:
+        header = conn.recv(4)
+        body = conn.recv(int.from_bytes(header, "big")) if header else b""
+        if not body:
+            continue
+        if json.loads(body)["type"] == "status":
+            reply = StatusReply(version="0", pid=os.getpid(), uptime_s=0, socket=path, data_dir="/")
+        else:  # says yes to `shutdown`, and keeps running
+            reply = OkReply(message="shutting down")
+        conn.sendall(encode(reply))
+"""
+
+
+def test_stop_sends_sigterm_when_the_polite_request_is_ignored(user: User) -> None:
+    user.socket.parent.mkdir(mode=0o700)
+    stubborn = subprocess.Popen(
+        [PYTHON, "-c", _STUBBORN_DAEMON, str(user.socket)],
+        env=user.env,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert stubborn.stdout is not None
+        assert stubborn.stdout.readline() == b"ready\n"
+        result = user.mentectl("stop", "--timeout", "0.5")
+        assert result.returncode == 0, result.stderr
+        assert "still runs after 0.5 s; sending SIGTERM" in result.stderr
+        assert result.stdout == f"stopped mented (pid {stubborn.pid})\n"
+        assert stubborn.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        stubborn.kill()
+        stubborn.wait()
+
+
+# ----------------------------------------------------------------------- doctor
+
+
+def _line(output: str, link: str) -> str:
+    """The doctor line for `link` and its fix line, if any."""
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if re.match(rf"^\S+\s+{re.escape(link)}\s", line):
+            nxt = lines[index + 1] if index + 1 < len(lines) else ""
+            return line + ("\n" + nxt if nxt.strip().startswith("fix:") else "")
+    raise AssertionError(f"no {link!r} line in:\n{output}")
+
+
+def test_doctor_names_each_broken_link_and_its_fix(user: User) -> None:
+    config = Path(user.env["MENTED_CONFIG"])
+    config.write_text("[daemon]\nidle_timeout_s = 'soon'\n")
+    result = user.mentectl("doctor")
+    assert result.returncode == 1
+    out = result.stdout
+    assert _line(out, "config").startswith("FAIL  config ")
+    assert f"{config}:1: bad [daemon] section" in _line(out, "config")
+    assert f"fix: edit {config}" in _line(out, "config")
+    daemon = _line(out, "daemon")
+    assert daemon.startswith("FAIL")
+    assert f"nothing answers on {user.socket}" in daemon
+    assert "fix: `mentectl start`" in daemon
+    assert _line(out, "service").startswith("--")
+    assert "MENTED_SERVICE_MANAGER=none" in _line(out, "service")
+    hooks = _line(out, "hooks")
+    assert hooks.startswith("FAIL")
+    assert "fix: `mentectl setup claude-code`" in hooks
+    assert out.rstrip().endswith("3 links broken: see the fix under each FAIL.")
+
+    as_json = json.loads(user.mentectl("doctor", "--json").stdout)
+    assert as_json["ok"] is False
+    states = {check["link"]: check["state"] for check in as_json["checks"]}
+    assert states["config"] == states["daemon"] == states["hooks"] == "fail"
+
+
+def test_doctor_finds_a_hook_whose_interpreter_is_gone(user: User) -> None:
+    user.ok("hooks", "install", "claude-code")
+    settings = Path(user.env["HOME"]) / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    hook = doc["hooks"]["PreToolUse"][0]["hooks"][0]
+    hook["command"] = "/nonexistent/python3 " + hook["command"].split(" ", 1)[1]
+    settings.write_text(json.dumps(doc))
+    out = user.mentectl("doctor").stdout
+    line = _line(out, "hook claude-code")
+    assert line.startswith("FAIL")
+    assert "interpreter /nonexistent/python3 is missing" in line
+    assert "fix: `mentectl hooks install claude-code`" in line
+
+
+def test_setup_then_doctor_fires_a_sample_commit_through_the_hook(user: User) -> None:
+    out = user.ok("setup", "claude-code")
+    assert "Started mented detached" in out
+    assert "Installed the mented hook for Claude Code" in out
+    fire = _line(out, "fire claude-code")
+    assert fire.startswith("ok")
+    assert "no rule for git-commit yet" in fire
+    assert "Every link works." in out
+    assert "mentectl rule add git-commit" in out
+
+    user.ok("rule", "add", "git-commit", RULES[0])
+    again = user.ok("setup", "claude-code")  # safe to run again
+    assert "mented is already running" in again
+    assert "already in ~/.claude/settings.json; nothing changed" in again
+    assert "1 rule for git-commit handed over" in _line(again, "fire claude-code")
+    fires = json.loads(user.ok("log", "--json"))["fires"]
+    assert fires[0]["session"].startswith("mented-doctor-")
+
+
+# ------------------------------------------------------- restarts under fire
+
+
+def _event(n: int) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "restart-test",
+            "tool_use_id": f"toolu_{n}",
+            "cwd": "/",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "git commit -m 'fix: x'"},
+        }
+    ).encode()
+
+
+def _fire(socket: Path, n: int, budget_ms: int = 250) -> subprocess.CompletedProcess[bytes]:
+    """The shim exactly as the agent runs it (`-I -S`, stdlib only)."""
+    return subprocess.run(
+        [PYTHON, "-I", "-S", str(SHIM), "claude-code"],
+        input=_event(n),
+        env={"MENTED_SOCKET": str(socket), "MENTED_HOOK_BUDGET_MS": str(budget_ms)},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_restarts_while_hooks_fire_are_silent_gaps_and_lose_no_rule(user: User) -> None:
+    user.ok("start")
+    for rule in RULES:
+        user.ok("rule", "add", "git-commit", rule)
+    results: list[subprocess.CompletedProcess[bytes]] = []
+    done = threading.Event()
+
+    def fire_in_a_loop() -> None:
+        n = 0
+        while not done.is_set():
+            results.append(_fire(user.socket, n))
+            n += 1
+
+    loop = threading.Thread(target=fire_in_a_loop)
+    loop.start()
+    try:
+        pids = [user.pid()]
+        for _ in range(2):
+            time.sleep(0.3)
+            user.ok("restart")
+            pids.append(user.pid())
+        time.sleep(0.3)
+    finally:
+        done.set()
+        loop.join(timeout=60)
+    assert len(set(pids)) == 3
+
+    assert results, "the loop never ran the hook"
+    for result in results:
+        assert result.returncode == 0
+        assert result.stderr == b""
+        if result.stdout:  # an answer is whole: every rule, in the agent's format
+            context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert all(rule in context for rule in RULES), context
+    answered = sum(bool(result.stdout) for result in results)
+    assert answered, f"none of {len(results)} hook calls was answered"
+
+    final = _fire(user.socket, 10**6, budget_ms=3000)
+    context = json.loads(final.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert all(rule in context for rule in RULES)
+    listed = user.ok("rule", "list", "--action", "git-commit")
+    assert all(rule in listed for rule in RULES)
