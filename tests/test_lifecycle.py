@@ -120,6 +120,18 @@ def test_restart_replaces_the_daemon_and_keeps_the_rules(user: User) -> None:
     assert RULES[0] in user.ok("rule", "list", "--action", "git-commit")
 
 
+def test_reload_applies_a_good_file_and_refuses_a_bad_one(user: User) -> None:
+    user.ok("start")
+    config = Path(user.env["MENTED_CONFIG"])
+    config.write_text("[hook]\nk = 'six'\n")
+    bad = user.mentectl("reload")
+    assert bad.returncode == 1
+    assert f"{config}:1: bad [hook] section" in bad.stderr
+    assert "the previous configuration stays in force" in bad.stderr
+    config.write_text("[hook]\nk = 2\n")
+    assert user.ok("reload") == "mented: configuration reloaded\n"
+
+
 _STUBBORN_DAEMON = """
 import json, os, socket, sys
 from mented.protocol import OkReply, StatusReply, encode

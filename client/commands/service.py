@@ -11,6 +11,7 @@ The verbs mean one thing each (as in mypy's dmypy):
   error: it says so and exits 0.
 - `restart` is stop, then start. Under systemd the socket stays open meanwhile,
   so hook calls wait for the new daemon rather than finding no socket.
+- `reload` asks the daemon to re-read its config file (as SIGHUP does).
 - `service install|uninstall|start|stop|restart|status` drive systemd --user or
   launchd (see `mented_client.service_manager`) and say what they did.
 
@@ -43,7 +44,7 @@ from mented_client.service_manager import (
 )
 
 from mented import paths
-from mented.protocol import OkReply, ShutdownRequest, StatusReply
+from mented.protocol import OkReply, ReloadRequest, ShutdownRequest, StatusReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -107,6 +108,14 @@ def register(
         help=f"how long to wait at each step (default: {START_TIMEOUT_S:g})",
     )
     restart.set_defaults(handler=run_restart)
+
+    reload = subparsers.add_parser(
+        "reload",
+        parents=[common],
+        help="make the daemon re-read its config file",
+        description="A bad file is refused with its error; the daemon keeps its settings.",
+    )
+    reload.set_defaults(handler=run_reload)
 
     service = subparsers.add_parser(
         "service",
@@ -397,6 +406,17 @@ def run_restart(args: argparse.Namespace) -> int:
     else:
         before = f"stopped pid {old}, " if old else "was not running; "
         print(f"restarted mented ({before}now pid {status.pid})")
+    return 0
+
+
+def run_reload(args: argparse.Namespace) -> int:
+    socket = paths.socket_path(args.socket)
+    with Client(socket) as client:
+        reply = client.expect(ReloadRequest(), OkReply)  # a bad file: DaemonError, its message
+    if args.json:
+        print_json({"reloaded": True, "message": reply.message})
+    else:
+        print(f"mented: {reply.message}")
     return 0
 
 
