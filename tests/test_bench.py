@@ -1,0 +1,109 @@
+"""`mentectl bench`: a tiny run of every benchmark, checked for shape and sanity, not speed."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import isolated_env
+
+SECTIONS = (
+    "machine",
+    "matcher",
+    "hook",
+    "hook_request",
+    "concurrency",
+    "writes",
+    "recall",
+    "memory",
+    "targets",
+)
+SUMMARY_KEYS = {"n", "p50_us", "p99_us", "min_us", "max_us", "mean_us"}
+
+
+def summaries(node: Any, path: str = "$") -> list[tuple[str, dict[str, Any]]]:
+    """Every timing summary in the result, with where it is."""
+    found = []
+    if isinstance(node, dict):
+        if set(node) == SUMMARY_KEYS:
+            return [(path, node)]
+        for key, value in node.items():
+            found += summaries(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += summaries(value, f"{path}[{index}]")
+    return found
+
+
+def positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> None:
+    out = short_tmp / "bench.json"
+    page = short_tmp / "benchmarks.md"
+    env = isolated_env(short_tmp)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mented_client.cli",
+            "bench",
+            "--smoke",
+            "--out",
+            str(out),
+            "--markdown",
+            str(page),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+
+    assert all(section in result for section in SECTIONS)
+    timings = summaries(result)
+    assert len(timings) > 20
+    for where, summary in timings:
+        assert summary["n"] >= 1, where
+        assert all(positive(summary[key]) for key in SUMMARY_KEYS - {"n"}), (where, summary)
+        assert summary["min_us"] <= summary["p50_us"] <= summary["p99_us"] <= summary["max_us"]
+
+    hook = {case["name"]: case for case in result["hook"]["cases"]}
+    assert set(hook) == {"no match", "commit, 6 rules", "heredoc commit", "daemon down"}
+    assert all(positive(case["ratio"]) for case in hook.values())
+    assert hook["commit, 6 rules"]["stdout_bytes"] > 0  # the rules reached the agent
+    assert hook["heredoc commit"]["stdout_bytes"] > 0
+    assert hook["no match"]["stdout_bytes"] == 0
+    assert hook["daemon down"]["stdout_bytes"] == 0
+    assert "shim.py claude-code" in result["hook"]["command_line"]
+
+    assert [size["memories"] for size in result["recall"]] == [100, 1000]
+    assert all(positive(size["requests_per_s"]) for size in result["recall"])
+    assert [size["memories"] for size in result["memory"]] == [100, 1000]
+    assert all(positive(size["rss_bytes"]) for size in result["memory"])
+    assert [level["clients"] for level in result["concurrency"]] == [1, 4]
+    assert all(positive(level["per_second"]) for level in result["concurrency"])
+    writes = result["writes"]
+    assert positive(writes["durable_adds_per_s"])
+    assert positive(writes["bulk_per_s"])
+    assert writes["bulk_memories"] == 1100
+    assert result["targets"]
+    assert all(isinstance(target["met"], bool) for target in result["targets"])
+
+    text = page.read_text()
+    assert "mentectl bench --smoke" in text
+    assert "| **2. recall_for_action, one connection** |" in text
+    assert "## What bounds each figure" in text
+    assert "targets" in done.stdout  # the table on stdout
+
+    # Its own daemons, sockets and stores only: the user's paths stay untouched.
+    assert not Path(env["MENTED_SOCKET"]).exists()
+    assert not Path(env["MENTED_DATA_DIR"]).exists()
