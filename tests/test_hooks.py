@@ -132,6 +132,7 @@ def test_codex_gets_the_same_shape(store: Store) -> None:
         ("claude-code", b""),
         ("claude-code", b'{"tool_name": "Bash", "tool_input": "git commit"}'),
         ("claude-code", b'{"tool_name": "Bash", "tool_input": {"command": 42}}'),
+        ("claude-code", b'{"tool_name": "Bash", "extra": ' + b"[" * 5000 + b"]" * 5000 + b"}"),
         ("no-such-agent", event(COMMIT)),
     ],
     ids=[
@@ -145,6 +146,7 @@ def test_codex_gets_the_same_shape(store: Store) -> None:
         "empty",
         "tool-input-not-object",
         "command-not-string",
+        "nested-too-deeply",
         "unknown-agent",
     ],
 )
