@@ -289,3 +289,9 @@ def decode_request(body: bytes) -> Request | ErrorReply:
         return ErrorReply(code=code, message=message)
     except msgspec.DecodeError as exc:
         return ErrorReply(code=ErrorCode.BAD_FRAME, message=f"request is not valid JSON: {exc}")
+    except RecursionError:
+        # msgspec stops at a nesting depth of about 1000 (e.g. `[[[[...` in a hook's
+        # event or an ignored field) with RecursionError, which is not a DecodeError.
+        return ErrorReply(
+            code=ErrorCode.BAD_FRAME, message="request is not valid JSON: nested too deeply"
+        )

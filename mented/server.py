@@ -345,6 +345,10 @@ class Server:
             pass  # the client went away or stalled mid-frame; nothing to answer
         except OSError as exc:
             log.debug("connection_error", error=str(exc))
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the daemon
+            # Without this, an exception escaping here (as RecursionError from the
+            # decoder once did) ends the connections nursery and with it the daemon.
+            log.exception("connection_failed")
         finally:
             self._connections -= 1
             self._last_activity = trio.current_time()
