@@ -7,6 +7,7 @@ shim. The registration tests edit files under a private HOME.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import stat
@@ -484,3 +485,33 @@ def test_mentectl_mcp_without_the_sdk_says_how_to_install_it(short_tmp: Path) ->
     assert result.returncode == 1
     assert "pip install 'mented[mcp]'" in result.stderr
     assert result.stdout == ""  # nothing on the protocol channel
+
+
+# ------------------------------------------------------------- setup and doctor
+
+
+def test_setup_step_registers_and_doctor_reports_it(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mented_client.commands import doctor
+
+    env = isolated_env(short_tmp) | {"PATH": "/usr/bin:/bin", "MENTED_SERVICE_MANAGER": "none"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    doctor.setup_mcp(argparse.Namespace(agent="codex", socket=None))
+    assert "registered the MCP server with Codex" in capsys.readouterr().out
+
+    result = subprocess.run(
+        [PYTHON, "-m", "mented_client.cli", "doctor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = result.stdout.splitlines()
+    codex = next(line for line in lines if " mcp codex " in line)
+    assert codex.startswith("ok")
+    claude = lines.index(next(line for line in lines if " mcp claude-code " in line))
+    assert lines[claude].startswith("--")  # optional: not registered is no failure
+    assert "fix: `mentectl mcp install claude-code`" in lines[claude + 1]

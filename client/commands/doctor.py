@@ -18,12 +18,13 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mented_client.commands import hooks
+from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
@@ -78,8 +79,8 @@ def register(
         "setup",
         help="set mented up for an agent: service, hook, checks",
         description="Installs and starts the service (or a detached daemon where there is no "
-        "service manager), installs the agent's hook, runs `mentectl doctor` and shows how to "
-        "add a first rule. Safe to run again.",
+        "service manager), installs the agent's hook, registers the MCP server, runs "
+        "`mentectl doctor` and shows how to add a first rule. Safe to run again.",
     )
     setup.add_argument("agent", choices=sorted(AGENTS))
     setup.add_argument(
@@ -366,7 +367,28 @@ def run_checks(socket: Path) -> list[Check]:
         config.hook.budget_ms if config else 250
     )
     checks += check_hooks(FireTarget(socket, status is not None, budget))
-    # The MCP server's check goes here (client/commands/mcp.py, `mcp_registration`).
+    checks += check_mcp()
+    return checks
+
+
+def check_mcp() -> list[Check]:
+    """Whether each agent starts mented's MCP server: optional, so never a failure if absent."""
+    checks = []
+    for agent in mcp.AGENTS:
+        found = mcp.mcp_registration(agent)
+        link = f"mcp {agent}"
+        if found.problem:
+            # A broken entry of ours fails; an unreadable file of the agent's only warns.
+            state: State = "fail" if found.registered else "warn"
+            fix = f"`mentectl mcp install {agent}`"
+            checks.append(Check(link, state, f"{found.where}: {found.problem}", fix=fix))
+        elif not found.registered:
+            why = f"not registered in {found.where} (the agent cannot remember rules itself)"
+            checks.append(Check(link, "skip", why, fix=f"`mentectl mcp install {agent}`"))
+        elif found.command and found.command[0] == sys.executable and not mcp.sdk_installed():
+            checks.append(Check(link, "warn", mcp.SDK_MISSING, fix="pip install 'mented[mcp]'"))
+        else:
+            checks.append(Check(link, "ok", f"registered in {found.where}"))
     return checks
 
 
@@ -435,13 +457,23 @@ def setup_hook(args: argparse.Namespace) -> None:
     )
 
 
+def setup_mcp(args: argparse.Namespace) -> None:
+    """The MCP server, so the agent can remember and supersede rules itself."""
+    try:
+        message = mcp.install_mcp(args.agent, socket=args.socket)
+    except CommandError as exc:
+        # Optional: the hook hands rules over without it, so setup goes on.
+        message = f"not registered: {exc}"
+    print("\n".join(f"  {line}" for line in message.splitlines()))
+
+
 # The steps of `mentectl setup`, in order: a title and a function of the parsed
 # arguments that prints what it did and raises CommandError when it cannot.
-# The MCP server's registration (client/commands/mcp.py, `install_mcp`) belongs
-# after the hook. `doctor` and the first-rule hint always come last.
+# `doctor` and the first-rule hint always come last.
 SETUP_STEPS: tuple[tuple[str, Callable[[argparse.Namespace], None]], ...] = (
     ("the daemon", setup_daemon),
     ("the hook", setup_hook),
+    ("the MCP server", setup_mcp),
 )
 
 

@@ -168,9 +168,14 @@ def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
     """
     command = server_command(_known_agent(agent), _registered_socket(agent, socket))
     message = _install_claude(command) if agent == "claude-code" else _install_codex(command)
-    if importlib.util.find_spec("mcp") is None:
+    if not sdk_installed():
         message += f"\nwarning: {SDK_MISSING}"
     return message
+
+
+def sdk_installed() -> bool:
+    """Whether this environment has the MCP SDK that `mentectl mcp` needs."""
+    return importlib.util.find_spec("mcp") is not None
 
 
 def uninstall_mcp(agent: str) -> str:
