@@ -72,7 +72,9 @@ def test_events_that_are_not_a_shell_command(change: dict[str, object]) -> None:
     assert AGENTS["claude-code"].decode(json.dumps(event).encode()) is None
 
 
-@pytest.mark.parametrize("raw", [b"", b"null", b"[]", b'"text"', b"{", b'{"cwd": 5}'])
+@pytest.mark.parametrize(
+    "raw", [b"", b"null", b"[]", b'"text"', b"{", b'{"cwd": 5}', b"[" * 5000 + b"]" * 5000]
+)
 def test_undecodable_events(raw: bytes) -> None:
     assert AGENTS["claude-code"].decode(raw) is None
 

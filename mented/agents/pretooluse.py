@@ -88,7 +88,8 @@ class PreToolUseAgent:
         """The shell command in `event`, or None when it is not one we act on."""
         try:
             decoded = _event_decoder.decode(event)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        # msgspec gives up on very deep nesting with RecursionError, not DecodeError.
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
         if decoded.hook_event_name not in (None, EVENT_NAME):
             return None
