@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mented_client.bench import install_hook
 from mented_client.connection import Client, NotRunningError, ProtocolError
 
 from mented.memory import MemoryType
@@ -91,27 +92,6 @@ def start_daemon(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
             time.sleep(0.05)
 
 
-def install_command(env: dict[str, str], settings: Path) -> list[str]:
-    subprocess.run(  # noqa: S603 - our interpreter and module
-        [
-            sys.executable,
-            "-m",
-            "mented_client.cli",
-            "hooks",
-            "install",
-            "claude-code",
-            "--settings",
-            str(settings),
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    doc = json.loads(settings.read_text())
-    command: str = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    return shlex.split(command)
-
-
 def summarize(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
@@ -142,7 +122,7 @@ def run(rounds: int) -> tuple[str, dict[str, dict[str, float]]]:
                     ),
                     StoredReply,
                 )
-        hook = install_command(env, root / "settings.json")
+        hook = shlex.split(install_hook(root, Path(env["MENTED_SOCKET"])))
         bare = [hook[0], "-I", "-S", "-c", "pass"]
         for command in CASES.values():  # warm up the daemon's caches and the page cache
             timed(hook, event(command, 0), env)
