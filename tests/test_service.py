@@ -408,3 +408,45 @@ def test_the_manager_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MENTED_SERVICE_MANAGER", "upstart")
     with pytest.raises(CommandError, match="systemd, launchd or none"):
         detect()
+
+
+def test_doctor_checks_the_installed_service(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mented_client.commands.doctor import check_service
+
+    calls = short_tmp / "calls"
+    state = short_tmp / "enabled"
+    _write_fake(
+        short_tmp / "bin",
+        "systemctl",
+        calls,
+        f'case "$2" in is-enabled) cat {shlex.quote(str(state))}; exit 0;; esac',
+    )
+    monkeypatch.setenv("PATH", f"{short_tmp / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(short_tmp / "config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp / "run"))
+    socket_path = short_tmp / "run/mented/mented.sock"
+    manager = Systemd()
+
+    missing = check_service(socket_path, manager)
+    assert (missing.state, missing.fix) == ("warn", "`mentectl service install`")
+
+    manager.install(python=Path("/gone/bin/python3"), data_dir=short_tmp / "data", on_demand=False)
+    state.write_text("enabled\n")
+    gone = check_service(socket_path, manager)
+    assert gone.state == "fail"
+    assert "runs /gone/bin/python3, which no longer exists" in gone.detail
+
+    manager.install(python=daemon_interpreter(), data_dir=short_tmp / "data", on_demand=False)
+    assert check_service(socket_path, manager).state == "ok"
+    other = check_service(short_tmp / "elsewhere.sock", manager)
+    assert other.state == "warn"
+    assert "unset $MENTED_SOCKET" in (other.fix or "")
+
+    state.write_text("disabled\n")
+    disabled = check_service(socket_path, manager)
+    assert (disabled.state, disabled.detail) == (
+        "fail",
+        "the systemd service is installed but not enabled",
+    )
