@@ -67,18 +67,8 @@ def register(
         description="Refuses when a daemon already answers. Without an installed service, "
         f"runs `mented` detached with its log in {paths.state_dir() / LOG_NAME}.",
     )
-    start.add_argument(
-        "--detached",
-        action="store_true",
-        help="run a detached daemon even when a service is installed",
-    )
-    start.add_argument(
-        "--timeout",
-        type=float,
-        default=START_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long to wait for it to answer (default: {START_TIMEOUT_S:g})",
-    )
+    _detached_option(start)
+    _timeout_option(start, START_TIMEOUT_S, "how long to wait for it to answer")
     start.set_defaults(handler=run_start)
 
     stop = subparsers.add_parser(
@@ -87,26 +77,14 @@ def register(
         help="stop the daemon: a polite shutdown request, SIGTERM after a timeout",
         description="Exits 0 when the daemon is stopped, including when it was not running.",
     )
-    stop.add_argument(
-        "--timeout",
-        type=float,
-        default=STOP_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long to wait before SIGTERM (default: {STOP_TIMEOUT_S:g})",
-    )
+    _timeout_option(stop, STOP_TIMEOUT_S, "how long to wait before SIGTERM")
     stop.set_defaults(handler=run_stop)
 
     restart = subparsers.add_parser(
         "restart", parents=[common], help="stop the daemon, then start it"
     )
-    restart.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)
-    restart.add_argument(
-        "--timeout",
-        type=float,
-        default=START_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long to wait at each step (default: {START_TIMEOUT_S:g})",
-    )
+    _detached_option(restart)
+    _timeout_option(restart, START_TIMEOUT_S, "how long to wait at each step")
     restart.set_defaults(handler=run_restart)
 
     reload = subparsers.add_parser(
@@ -142,6 +120,24 @@ def register(
     ):
         parser = verbs.add_parser(verb, parents=[common], help=text)
         parser.set_defaults(handler=handler)
+
+
+def _detached_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--detached",
+        action="store_true",
+        help="handle a detached daemon even when a service is installed",
+    )
+
+
+def _timeout_option(parser: argparse.ArgumentParser, default: float, what: str) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=default,
+        metavar="SECONDS",
+        help=f"{what} (default: {default:g})",
+    )
 
 
 # ------------------------------------------------------------------- probing
@@ -371,6 +367,10 @@ def run_stop(args: argparse.Namespace) -> int:
     manager = service_for(socket)
     if manager is not None:
         manager.stop()
+        # With its socket closed, whatever still answers there is a detached daemon.
+        stray = stop_detached(socket, args.timeout)
+        if stray is not None:
+            manager.done.append(f"stopped a detached mented (pid {stray}) on the same socket")
         if args.json:
             report(manager, as_json=True, extra={"stopped": True})
         else:
