@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -551,7 +552,43 @@ def _frame_end(buffer: bytearray) -> int | None:
 
 async def _in_thread(call: Callable[[], T]) -> T:
     """Run a blocking store write (it waits for fsync) off the trio thread."""
-    return await trio.to_thread.run_sync(call)
+    result = await trio.to_thread.run_sync(_capture, call)
+    if not isinstance(result, _Failed):
+        return result
+    error = result.error
+    del result
+    try:
+        raise error
+    finally:
+        del error  # this frame joins the traceback: no cycle through its locals
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: Exception
+
+
+def _capture(call: Callable[[], T]) -> T | _Failed:
+    """`call()`, or the exception it raised, stripped of the worker thread's frames.
+
+    Raised out of a trio worker thread, an exception sits in a reference cycle with
+    trio's thread machinery (its traceback's frames reach back through `f_back`),
+    and those frames hold the request until the cyclic GC happens to run: a client
+    sending refused 4 MiB writes grew the daemon by hundreds of MiB. Without its
+    frames it holds nothing; a bug keeps its traceback as text for the log.
+    """
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - handed back whole to the trio thread
+        if not isinstance(exc, InvalidInputError | StoreError):
+            exc.add_note("".join(traceback.format_tb(exc.__traceback__)).rstrip())
+        link: BaseException | None = exc
+        seen: set[int] = set()
+        while link is not None and id(link) not in seen:
+            seen.add(id(link))
+            link.__traceback__ = None
+            link = link.__cause__ or link.__context__
+        return _Failed(exc)
 
 
 def _try_open_spare() -> int | None:
