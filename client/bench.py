@@ -78,6 +78,8 @@ Progress = Callable[[str], None]
 AGENT = "claude-code"
 CWD = "/home/dev/src/webapp"
 RULES_PER_REPLY = 6  # `k`, and the rules each probed action has at every size
+_RECV_SIZE = 64 * 1024
+FLOOR_KINDS = ("trio", "plain")  # the echo servers, in the order they are asked
 RECALL_BLOCK = 50  # requests to one daemon before the next one's turn
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -202,6 +204,8 @@ class HookRequestSection(msgspec.Struct, frozen=True, kw_only=True):
     warm: Summary  # the same command again
     daemon_cold: Summary  # the daemon's own handling time, from its fire log
     daemon_warm: Summary
+    floor_trio: Summary  # a trio echo server, one connection per request
+    floor_plain: Summary  # a blocking stdlib echo server, one connection per request
 
 
 class ConcurrencyLevel(msgspec.Struct, frozen=True, kw_only=True):
@@ -227,6 +231,13 @@ class RecallSize(msgspec.Struct, frozen=True, kw_only=True):
     requests_per_s: float  # one client, one request at a time
     in_process: Summary  # Store.recall_for_action without socket or daemon
     ratio_to_smallest: float
+
+
+class Floor(msgspec.Struct, frozen=True, kw_only=True):
+    """An echo server asked like the daemon, in the same loop: what the figure cannot beat."""
+
+    name: str
+    round_trip: Summary
 
 
 class MemorySize(msgspec.Struct, frozen=True, kw_only=True):
@@ -266,6 +277,7 @@ class BenchResult(msgspec.Struct, kw_only=True):
     concurrency: list[ConcurrencyLevel]
     writes: WritesSection
     recall: list[RecallSize]
+    recall_floors: list[Floor]
     memory: list[MemorySize]
     targets: list[Target]
 
@@ -533,6 +545,80 @@ class Daemon:
         return text[-2000:] or "(empty log)"
 
 
+class EchoServer:
+    """A floor to compare with: answers every frame with an empty JSON object, nothing else.
+
+    `plain` is a blocking stdlib socket loop (the socket round trip and Python's share of
+    it); `trio` is a trio server framed like the daemon (SocketStream, an idle timeout
+    per read): what any trio daemon pays before it does any work.
+    """
+
+    def __init__(self, root: Path, kind: str) -> None:
+        self.kind = kind
+        self.socket = root / f"echo-{kind}.sock"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        code = f"from mented_client.bench import serve_echo; serve_echo({str(self.socket)!r}, "
+        code += f"{self.kind!r})"
+        self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-c", code], stdin=subprocess.DEVNULL
+        )
+        deadline = time.perf_counter() + START_TIMEOUT_S
+        while True:
+            with contextlib.suppress(OSError):
+                one_shot(self.socket, encode(StatusRequest()))
+                return
+            if self.proc.poll() is not None or time.perf_counter() > deadline:
+                self.stop()
+                raise BenchError(f"the {self.kind} echo server did not start")
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+
+_ECHO_REPLY = b"\x00\x00\x00\x02{}"
+
+
+def serve_echo(path: str, kind: str) -> None:
+    """Run an `EchoServer` in this process until killed."""
+    if kind == "plain":
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(512)
+        while True:
+            connection, _ = listener.accept()
+            with connection:
+                while connection.recv(_RECV_SIZE):  # every request is one small frame
+                    connection.sendall(_ECHO_REPLY)
+    import trio  # noqa: PLC0415 - only this server needs it
+
+    async def answer(sock: trio.socket.SocketType) -> None:
+        stream = trio.SocketStream(sock)
+        with sock:
+            while True:
+                with trio.move_on_after(60):
+                    request = await stream.receive_some(_RECV_SIZE)
+                if not request:
+                    return
+                await stream.send_all(_ECHO_REPLY)
+
+    async def main() -> None:
+        listener = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        await listener.bind(path)
+        listener.listen(512)
+        async with trio.open_nursery() as nursery:
+            while True:
+                sock, _ = await listener.accept()
+                nursery.start_soon(answer, sock)
+
+    trio.run(main)
+
+
 # ---------------------------------------------------------------------- helpers
 
 
@@ -708,6 +794,16 @@ def _spawn(argv: Sequence[str], stdin: bytes, env: dict[str, str]) -> tuple[int,
     return took, done.stdout
 
 
+def _has_commit_rules(stdout: bytes) -> bool:
+    """Whether the hook handed the agent every commit rule of `_hook_store`."""
+    try:
+        document = json.loads(stdout)
+        context = document["hookSpecificOutput"]["additionalContext"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return all(_rule_text(n, "git-commit") in context for n in range(RULES_PER_REPLY))
+
+
 @dataclass(frozen=True)
 class _SpawnCase:
     name: str
@@ -765,10 +861,8 @@ def bench_hook(plan: Plan, root: Path, daemon: Daemon, progress: Progress) -> Ho
                 continue
             event = _event(run.command, event_id)
             took, out = _spawn(hook_argv, event, base_env if run.daemon_up else down_env)
-            if (b"hookSpecificOutput" in out) != run.expect_output or (
-                out and not run.expect_output
-            ):
-                wanted = "rules" if run.expect_output else "silence"
+            if _has_commit_rules(out) != run.expect_output or (out and not run.expect_output):
+                wanted = f"all {RULES_PER_REPLY} rules" if run.expect_output else "silence"
                 raise BenchError(
                     f"hook case {run.name!r}: expected {wanted} on stdout, got {out[:200]!r}"
                 )
@@ -809,12 +903,18 @@ def _fire_latencies(socket_path: Path, count: int) -> list[float]:
     return [fire.latency_us for fire in reversed(fires)]
 
 
-def bench_hook_request(plan: Plan, daemon: Daemon) -> HookRequestSection:
-    """Full hook requests, one connection each: a new command (cold) and a known one (warm)."""
+def bench_hook_request(
+    plan: Plan, daemon: Daemon, floors: Sequence[EchoServer]
+) -> HookRequestSection:
+    """Full hook requests, one connection each: a new command (cold) and a known one (warm).
+
+    The echo servers are asked the same way in the same loop: the floor under the figure.
+    """
     warm_command = "git commit -m 'fix: handle an empty config file'"
     one_shot(daemon.socket, hook_frame(warm_command, "toolu_warmup"))
     cold: list[int] = []
     warm: list[int] = []
+    floor_samples: list[list[int]] = [[] for _ in floors]
     daemon_cold: list[float] = []
     daemon_warm: list[float] = []
     # The fire log holds the last 500 fires: read it back every 200 pairs.
@@ -833,8 +933,15 @@ def bench_hook_request(plan: Plan, daemon: Daemon) -> HookRequestSection:
             warm_started = time.perf_counter_ns()
             warm_reply = one_shot(daemon.socket, warm_frame)
             warm.append(time.perf_counter_ns() - warm_started)
-            if not cold_reply or not warm_reply:
-                raise BenchError("a hook request for a commit with 6 rules came back empty")
+            for floor, samples in zip(floors, floor_samples, strict=True):
+                floor_started = time.perf_counter_ns()
+                one_shot(floor.socket, warm_frame)
+                samples.append(time.perf_counter_ns() - floor_started)
+            if not (_has_commit_rules(cold_reply) and _has_commit_rules(warm_reply)):
+                raise BenchError(
+                    f"a hook request for a commit did not get its {RULES_PER_REPLY} rules: "
+                    f"{cold_reply[:200]!r}, {warm_reply[:200]!r}"
+                )
         latencies = _fire_latencies(daemon.socket, 2 * pairs)
         daemon_cold.extend(latencies[0::2])
         daemon_warm.extend(latencies[1::2])
@@ -844,6 +951,8 @@ def bench_hook_request(plan: Plan, daemon: Daemon) -> HookRequestSection:
         warm=summarize(warm),
         daemon_cold=summarize([round(us * _NS_PER_US) for us in daemon_cold]),
         daemon_warm=summarize([round(us * _NS_PER_US) for us in daemon_warm]),
+        floor_trio=summarize(floor_samples[FLOOR_KINDS.index("trio")]),
+        floor_plain=summarize(floor_samples[FLOOR_KINDS.index("plain")]),
     )
 
 
@@ -982,12 +1091,13 @@ class _ScaledStore:
 
 
 def bench_scaling(
-    plan: Plan, root: Path, config: Path, progress: Progress
-) -> tuple[list[RecallSize], list[MemorySize], int, float]:
-    """Fill one store per size, start their daemons, then ask them in turn.
+    plan: Plan, root: Path, config: Path, floors: Sequence[EchoServer], progress: Progress
+) -> tuple[list[RecallSize], list[Floor], list[MemorySize], int, float]:
+    """Fill one store per size, start their daemons, then ask them (and the floors) in turn.
 
     Returns:
-        (recall per size, memory per size, memories bulk-imported, seconds it took).
+        (recall per size, the floors, memory per size, memories bulk-imported, seconds
+        the import took).
     """
     probes = _probes(plan)
     stores = [_ScaledStore(size, Daemon(root, f"s{size}", config)) for size in plan.sizes]
@@ -1013,10 +1123,15 @@ def bench_scaling(
                 if rep + 1 < plan.cold_starts:
                     entry.daemon.stop()
         progress(f"recall: {plan.recall_requests:,} requests per size, sizes in turn")
-        round_trips = _interleaved_recall(plan, [entry.daemon for entry in stores], probes)
+        sockets = [entry.daemon.socket for entry in stores] + [floor.socket for floor in floors]
+        round_trips = _interleaved_recall(plan, sockets, probes, checked=len(stores))
+        recall_floors = [
+            Floor(name=floor.kind, round_trip=summarize(samples))
+            for floor, samples in zip(floors, round_trips[len(stores) :], strict=True)
+        ]
         recall, memory = [], []
         smallest = summarize(round_trips[0]).p50_us
-        for entry, samples in zip(stores, round_trips, strict=True):
+        for entry, samples in zip(stores, round_trips[: len(stores)], strict=True):
             summary = summarize(samples)
             assert entry.in_process is not None
             assert entry.cold_starts is not None
@@ -1046,25 +1161,29 @@ def bench_scaling(
         for entry in stores:
             entry.daemon.stop()
     imported = sum(entry.size for entry in stores)
-    return recall, memory, imported, sum(entry.load_s for entry in stores)
+    return recall, recall_floors, memory, imported, sum(entry.load_s for entry in stores)
 
 
-def _interleaved_recall(plan: Plan, daemons: Sequence[Daemon], probes: int) -> list[list[int]]:
-    """Round trips on one persistent connection per daemon, a block of requests to each in turn.
+def _interleaved_recall(
+    plan: Plan, sockets: Sequence[Path], probes: int, *, checked: int
+) -> list[list[int]]:
+    """Round trips on one persistent connection per socket, a block of requests to each in turn.
+
+    The first `checked` sockets are daemons: their answer is checked once to hold the rules.
 
     Blocks, not single requests: a daemon left idle while the others answer is
     rescheduled cold each time, which would measure the CPU's caches, not the store.
     """
     rng = random.Random(8)  # noqa: S311 - which action to ask for, not cryptography
-    clients = [Client(daemon.socket) for daemon in daemons]
-    samples: list[list[int]] = [[] for _ in daemons]
+    clients = [Client(path) for path in sockets]
+    samples: list[list[int]] = [[] for _ in sockets]
     frames = [
         encode(RecallRequest(action=_action_name(probe), agent=AGENT, cwd=CWD, k=RULES_PER_REPLY))
         for probe in range(probes)
     ]
-    order = list(range(len(daemons)))
+    order = list(range(len(sockets)))
     try:
-        for client in clients:  # connect, and check each answers with the rules asked for
+        for client in clients[:checked]:  # connect, and check each answers with the rules
             reply = msgspec.json.decode(client.roundtrip(frames[0]))
             if len(reply.get("memories", ())) != RULES_PER_REPLY:
                 raise BenchError(f"recall returned {reply!r:.200}, not {RULES_PER_REPLY} rules")
@@ -1156,21 +1275,29 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         config.write_text("# mentectl bench: built-in defaults\n")
         progress(f"matcher: {len(CORPUS)} commands, {plan.matcher_rounds} rounds")
         matcher = bench_matcher(plan)
+        floors = [EchoServer(root, kind) for kind in FLOOR_KINDS]
         daemon = Daemon(root, "hook", config)
         _hook_store(daemon.data_dir)
-        daemon.start()
         try:
+            for floor in floors:
+                floor.start()
+            daemon.start()
             progress(f"hook: {plan.hook_rounds} rounds of {len(HOOK_CASES) + 1} processes")
             hook = bench_hook(plan, root, daemon, progress)
             progress(f"hook request: {plan.hook_requests:,} cold and warm, interleaved")
-            hook_request = bench_hook_request(plan, daemon)
+            hook_request = bench_hook_request(plan, daemon, floors)
             progress(f"concurrency: {', '.join(map(str, plan.concurrency))} clients")
             concurrency = bench_concurrency(plan, daemon, progress)
             progress(f"writes: {plan.durable_writes} durable adds")
             durable, durable_per_s = bench_durable_adds(plan, daemon)
+            daemon.stop()
+            recall, recall_floors, memory, imported, import_s = bench_scaling(
+                plan, root, config, floors, progress
+            )
         finally:
             daemon.stop()
-        recall, memory, imported, import_s = bench_scaling(plan, root, config, progress)
+            for floor in floors:
+                floor.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     machine = msgspec.structs.replace(machine, load_after=_load())
@@ -1194,6 +1321,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
             bulk_batch=plan.load_batch,
         ),
         recall=recall,
+        recall_floors=recall_floors,
         memory=memory,
         targets=[],
     )
@@ -1271,6 +1399,15 @@ def rows(result: BenchResult) -> list[Row]:
                 "Store only: no socket",
             )
         )
+    table += [
+        Row(
+            "2. recall_for_action, one connection",
+            f"floor: {floor.name} echo server",
+            floor.round_trip,
+            "same loop, no work: " + ("trio" if floor.name == "trio" else "the socket"),
+        )
+        for floor in result.recall_floors
+    ]
     request = result.hook_request
     table += [
         Row(
@@ -1284,6 +1421,18 @@ def rows(result: BenchResult) -> list[Row]:
             "matcher cache warm",
             request.warm,
             f"daemon's part p50 {_duration(request.daemon_warm.p50_us)}",
+        ),
+        Row(
+            "3. hook request in the daemon",
+            "floor: trio echo server",
+            request.floor_trio,
+            "same loop, no work: trio",
+        ),
+        Row(
+            "3. hook request in the daemon",
+            "floor: plain echo server",
+            request.floor_plain,
+            "same loop, no work: the socket",
         ),
     ]
     table += [
@@ -1405,6 +1554,7 @@ def _paragraphs(result: BenchResult) -> list[str]:
     no_match, commit = cases["no match"], cases["commit, 6 rules"]
     down = cases["daemon down"]
     recall_small, recall_large = result.recall[0], result.recall[-1]
+    floors = {floor.name: floor.round_trip for floor in result.recall_floors}
     request = result.hook_request
     writes = result.writes
     single, busiest = result.concurrency[0], result.concurrency[-1]
@@ -1430,9 +1580,13 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"in-process it takes {_duration(recall_small.in_process.p50_us)} at "
         f"{recall_small.memories:,} memories and {_duration(recall_large.in_process.p50_us)} "
         f"at {recall_large.memories:,} (B-tree depth grows with the logarithm of the size). "
-        f"Over the socket the same lookup takes {_duration(recall_small.round_trip.p50_us)}: "
-        "the rest is the round trip through the kernel, trio waking the connection's task "
-        "and sending the reply, and encoding 6 memories as JSON. Each size has its own daemon "
+        f"Over the socket the same lookup takes {_duration(recall_small.round_trip.p50_us)}. "
+        "Most of that is not the lookup: in the same loop, a trio echo server that does no "
+        f"work answers in {_duration(floors['trio'].p50_us)} and a blocking stdlib one in "
+        f"{_duration(floors['plain'].p50_us)}, so trio's scheduling (a task woken per "
+        "request, a cancel scope for the idle timeout, a checkpoint per send and receive) "
+        "costs more than LMDB does. The rest is decoding the request and encoding 6 "
+        "memories as JSON (msgspec, a few microseconds). Each size has its own daemon "
         "and they are asked in turn on persistent connections, so the ratio "
         f"({recall_large.ratio_to_smallest:.2f}x from {recall_small.memories:,} to "
         f"{recall_large.memories:,}) is measured side by side. Every probed action has at "
@@ -1443,7 +1597,11 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"{_duration(request.daemon_warm.p50_us)} when the matcher has seen the command and "
         f"{_duration(request.daemon_cold.p50_us)} when it has not: the difference is "
         "bashlex parsing the command (section 7). The rest of the "
-        f"{_duration(request.warm.p50_us)} (warm) is the connection and trio's scheduling.",
+        f"{_duration(request.warm.p50_us)} (warm) is the connection: a trio echo server asked "
+        f"the same way in the same loop takes {_duration(request.floor_trio.p50_us)}, a "
+        f"blocking stdlib one {_duration(request.floor_plain.p50_us)}. Accepting a connection "
+        "in trio (a new task, registering and unregistering the socket with epoll, waiting "
+        "for the client to close) is the largest single cost of a warm hook request.",
         "**4. Concurrency**: one trio thread answers every request, so throughput is bounded "
         "by the daemon's CPU time per request; more clients add queueing, seen in the p99 "
         f"({_duration(single.time.p99_us)} with {single.clients} client, "
