@@ -282,6 +282,7 @@ class Server:
         # connection waiting in the backlog can be accepted and closed cleanly
         # instead of spinning on EMFILE.
         spare: int | None = os.open(os.devnull, os.O_RDONLY)
+        exhausted = False  # logged once per episode, not every 10 ms while it lasts
         try:
             while True:
                 try:
@@ -291,18 +292,29 @@ class Server:
                 except OSError as exc:
                     if exc.errno not in _RESOURCE_ERRNOS:
                         raise
-                    log.warning("accept_failed", error=os.strerror(exc.errno or 0))
+                    if not exhausted:
+                        log.warning("accept_failed", error=os.strerror(exc.errno or 0))
+                        exhausted = True
                     if spare is not None:
                         os.close(spare)
                         spare = None
-                        try:
-                            sock, _ = await listener.accept()
-                            sock.close()
-                        except OSError:
-                            pass
+                        # Only the connection already waiting: an accept that waited here
+                        # would refuse the next client after the shortage ended, and
+                        # would not notice shutdown closing the listener.
+                        with trio.move_on_after(0.05):
+                            try:
+                                sock, _ = await listener.accept()
+                                sock.close()
+                            except trio.ClosedResourceError:
+                                return
+                            except OSError:
+                                pass
                         spare = _try_open_spare()
                     await trio.sleep(0.01)
                     continue
+                if exhausted:
+                    log.info("accept_recovered")
+                    exhausted = False
                 if self._connections >= self._max_connections:
                     sock.close()  # over the limit: refuse this one, keep serving the rest
                     continue
