@@ -1112,6 +1112,8 @@ def _in_process_recall(data_dir: Path, probes: int, requests: int) -> Summary:
     rng = random.Random(7)  # noqa: S311 - which action to ask for, not cryptography
     store = Store(data_dir)
     try:
+        for probe in range(probes):  # touch each probed action's pages once; not counted
+            store.recall_for_action(_action_name(probe), agent=AGENT, cwd=CWD)
         samples = []
         for _ in range(requests):
             action = _action_name(rng.randrange(probes))
@@ -1614,6 +1616,7 @@ def _paragraphs(result: BenchResult) -> list[str]:
     request = result.hook_request
     writes = result.writes
     single, busiest = result.concurrency[0], result.concurrency[-1]
+    heaps = sorted(size.anon_bytes for size in result.memory)
     memory_small, memory_large = result.memory[0], result.memory[-1]
     matcher = result.matcher
     return [
@@ -1625,7 +1628,9 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"gets 6 rules ({commit.stdout_bytes} bytes of context). The shim's part is compiling "
         "and running a stdlib-only file (it imports nothing that is not built in; compiling "
         "its source is about a millisecond), reading stdin, one connect/send/receive on the "
-        "Unix socket, and the daemon's answer (section 3). With the daemon down the connect "
+        "Unix socket, and the daemon's answer (section 3); it ends with `os._exit`, skipping "
+        "the interpreter shutdown that the bare interpreter goes through, which pays back "
+        "part of that. With the daemon down the connect "
         f"fails at once ({_difference(down.time.p50_us - hook.bare.p50_us)}): the agent never "
         "waits for a daemon that is not there. The processes are spawned "
         "directly (no shell); a shell in front adds the same cost to the hook and to the bare "
@@ -1659,8 +1664,10 @@ def _paragraphs(result: BenchResult) -> list[str]:
         "in trio (a new task, registering and unregistering the socket with epoll, waiting "
         "for the client to close) is the largest single cost of a warm hook request.",
         "**4. Concurrency**: one trio thread answers every request, so throughput is bounded "
-        "by the daemon's CPU time per request; more clients add queueing, seen in the p99 "
-        f"({_duration(single.time.p99_us)} with {single.clients} client, "
+        "by the daemon's CPU time per request, most of it accepting the connection "
+        f"(section 3): {single.per_second:,.0f} requests/s with {single.clients} client, "
+        f"{busiest.per_second:,.0f} with {busiest.clients}. More clients add queueing, seen "
+        f"in the p99 ({_duration(single.time.p99_us)} with {single.clients} client, "
         f"{_duration(busiest.time.p99_us)} with {busiest.clients}). The clients are threads "
         "of the benchmark process, each opening a connection per request as the shim does; "
         f"on {result.machine.cores} cores they compete with the daemon for the CPU.",
@@ -1673,7 +1680,7 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"{writes.bulk_per_s:,.0f} memories/s.",
         "**6. Memory and start**: the daemon's own heap (anonymous memory: the interpreter, "
         "trio, msgspec, bashlex, the action table) stays at "
-        f"{_bytes(memory_small.anon_bytes)}-{_bytes(memory_large.anon_bytes)} at every size; "
+        f"{_bytes(heaps[0])}-{_bytes(heaps[-1])} at every size; "
         "the rest of the resident size is LMDB's memory-mapped file, pages the kernel can "
         f"drop and re-read at will ({_bytes(memory_large.rss_bytes)} resident in all with a "
         f"{_bytes(memory_large.db_bytes)} database). Cold start to ready "
