@@ -1,0 +1,740 @@
+"""Hostile and careless clients against the real daemon.
+
+- Property-based fuzzing (hypothesis) of the frame layer and the request
+  decoder: random bytes, any announced length, partial frames, well-formed
+  frames with wrong types, deeply nested JSON, pipelined frames. The daemon
+  answers with typed errors (never `internal`) or closes the connection, stays
+  up, keeps serving a bystander connection, and its memory stays bounded.
+- A client that drips one byte a second and a thousand idle connections do not
+  starve the hook: the real shim, under its own 250 ms deadline, still prints
+  the rules.
+- The descriptor limit: past it, connections are refused cleanly, whether the
+  daemon counts them (its limit known at start) or the kernel says EMFILE (the
+  limit lowered under it), and it serves again once they close.
+- Load: clients writing and reading at once; every acknowledged write is
+  readable by every other client at once and afterwards, with no errors.
+
+Longer runs: `MENTED_FUZZ_EXAMPLES` (examples per fuzz property, default 150),
+`MENTED_IDLE_CONNECTIONS` (default 1000), `MENTED_LOAD_SECONDS` (default 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mented.protocol import (
+    HEADER,
+    MAX_FRAME,
+    ErrorCode,
+    ErrorReply,
+    GetRequest,
+    MemoriesReply,
+    MemoryReply,
+    RecallRequest,
+    Reply,
+    StatusReply,
+    StatusRequest,
+    StoredReply,
+    StoreRequest,
+    SupersededReply,
+    SupersedeRequest,
+    frame,
+    reply_decoder,
+)
+from mented.server import Server, ServerOptions
+from tests.conftest import DaemonProcess
+from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures, rss_kib
+
+FUZZ_EXAMPLES = int(os.environ.get("MENTED_FUZZ_EXAMPLES", "150"))
+IDLE_CONNECTIONS = int(os.environ.get("MENTED_IDLE_CONNECTIONS", "1000"))
+LOAD_SECONDS = float(os.environ.get("MENTED_LOAD_SECONDS", "3"))
+SHIM = Path(__file__).resolve().parents[1] / "client" / "shim.py"
+# The real interpreter: the shim's deadline must not pay for a pyenv wrapper.
+SHIM_PYTHON = os.path.realpath(sys.executable)
+RULE = "Commit messages: one line, conventional prefix, no emojis."
+
+
+def hook_event(call: int) -> bytes:
+    """A Claude Code `PreToolUse` event for `git commit`; each `call` a distinct tool use
+    (the daemon answers a repeated event only once)."""
+    return json.dumps(
+        {
+            "session_id": "s",
+            "cwd": "/x",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "git commit -m x"},
+            "tool_use_id": f"toolu_{call}",
+        }
+    ).encode()
+
+
+# Every code a request may legitimately earn; `internal` means a bug.
+EXPECTED_CODES = {
+    ErrorCode.BAD_FRAME,
+    ErrorCode.UNKNOWN_REQUEST,
+    ErrorCode.BAD_REQUEST,
+    ErrorCode.FRAME_TOO_LARGE,
+    ErrorCode.NOT_FOUND,
+    ErrorCode.INVALID,
+    ErrorCode.CONFLICT,
+}
+RSS_GROWTH_LIMIT_KIB = 48 * 1024
+ANSWER_TIMEOUT = 15.0  # > the daemon's 10 s limit on completing a started frame
+
+
+# ------------------------------------------------------------------- plumbing
+
+
+def connect(path: Path) -> socket.socket:
+    """A connection to the daemon, waiting while its accept backlog is full.
+
+    With a timeout set, a Unix socket's connect fails at once with EAGAIN when the
+    listener's backlog is full instead of waiting, as a burst of connections can make it.
+    """
+    deadline = time.monotonic() + ANSWER_TIMEOUT
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(ANSWER_TIMEOUT)
+        try:
+            sock.connect(str(path))
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            return sock
+
+
+def exchange(path: Path, data: bytes) -> bytes:
+    """Send `data`, close our side, and read everything until the daemon closes."""
+    with connect(path) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)  # the daemon may close early, e.g. on a frame too large
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+        received = bytearray()
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(1 << 16):
+                received += chunk
+        return bytes(received)
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """The bodies of the frames in `data`, which must hold whole frames only."""
+    bodies = []
+    while data:
+        assert len(data) >= HEADER.size, f"a torn frame header: {data!r}"
+        (length,) = HEADER.unpack_from(data)
+        end = HEADER.size + length
+        assert len(data) >= end, f"a torn frame: {length} bytes announced, {len(data) - 4} sent"
+        bodies.append(data[HEADER.size : end])
+        data = data[end:]
+    return bodies
+
+
+def typed_answers(data: bytes) -> list[Reply | bytes]:
+    """Each frame of the daemon's answer as a typed reply (or a hook's raw stdout)."""
+    answers: list[Reply | bytes] = []
+    for body in split_frames(data):
+        if body == b"" or body.startswith(b'{"hookSpecificOutput"'):
+            answers.append(body)  # a hook's answer: the agent's stdout, maybe empty
+            continue
+        reply = reply_decoder.decode(body)
+        if isinstance(reply, ErrorReply):
+            assert reply.code in EXPECTED_CODES, reply
+        answers.append(reply)
+    return answers
+
+
+class Bystander:
+    """A client connected all along: the daemon must keep serving it."""
+
+    def __init__(self, daemon: DaemonProcess) -> None:
+        self.daemon = daemon
+        self.client = daemon.client(timeout=ANSWER_TIMEOUT)
+        self.pid = self.check()
+
+    def check(self) -> int:
+        status = self.client.expect(StatusRequest(), StatusReply)
+        assert self.daemon.proc is not None
+        assert self.daemon.proc.poll() is None, self.daemon.log()
+        return int(status.pid)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def more_descriptors() -> Iterator[None]:
+    """Room for a thousand connections in this process and in the daemons it starts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = IDLE_CONNECTIONS + 512
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.fixture(scope="module")
+def fuzzed() -> Iterator[Bystander]:
+    """One daemon for all fuzz cases (it must survive all of them), and a bystander."""
+    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    daemon = DaemonProcess(root)
+    daemon.start()
+    try:
+        with daemon.client() as client:
+            client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+        bystander = Bystander(daemon)
+        yield bystander
+        bystander.client.close()
+        assert daemon.stop() == 0, daemon.log()
+    finally:
+        if daemon.proc is not None:
+            daemon.proc.kill()
+            daemon.proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fuzz(strategy: st.SearchStrategy[bytes], bystander: Bystander, name: str) -> int:
+    """Send `FUZZ_EXAMPLES` inputs from `strategy`; check answers, liveness and memory.
+
+    Returns:
+        How many inputs were tried.
+    """
+    daemon = bystander.daemon
+    tried = 0
+    rss_before = rss_kib(bystander.pid)
+
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(strategy)
+    def one_case(data: bytes) -> None:
+        nonlocal tried
+        tried += 1
+        typed_answers(exchange(daemon.socket, data))
+        bystander.check()
+
+    one_case()
+    growth = rss_kib(bystander.pid) - rss_before
+    assert growth < RSS_GROWTH_LIMIT_KIB, f"RSS grew by {growth} KiB over {tried} cases"
+    record_figures(f"fuzz_{name}", cases=tried, rss_growth_kib=growth)
+    return tried
+
+
+# ------------------------------------------------------------------ strategies
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+# Values that get past type checks into the store's own validation.
+plausible = {
+    "content": st.text(min_size=0, max_size=80),
+    "id": st.text(alphabet="0123456789ABCDEFGHJKMNPQRSTVWXYZabc", max_size=30),
+    "action": st.text(max_size=70),
+    "tags": st.lists(st.text(max_size=20).map(lambda t: f"trigger:{t}") | st.text(), max_size=5),
+    "tag": st.text(max_size=20),
+    "agent": st.text(max_size=70),
+    "cwd": st.text(max_size=40).map(lambda t: f"/{t}"),
+    "project": st.text(max_size=40) | st.text(max_size=40).map(lambda t: f"/{t}"),
+    "k": st.integers(min_value=-(2**63), max_value=2**64),
+    "n": st.integers(min_value=-(2**63), max_value=2**64),
+    "limit": st.integers(min_value=-5, max_value=2**64) | st.none(),
+    "memory_type": st.sampled_from(["semantic", "correction", "nonsense", ""]),
+    "event": st.integers(0, 10**6).map(lambda n: json.loads(hook_event(n))) | json_values,
+}
+# Request fields by type; `shutdown` is left out: obeying it is not a failure.
+REQUEST_FIELDS = {
+    "status": [],
+    "store": ["content", "memory_type", "tags", "agent", "project"],
+    "get": ["id"],
+    "recall_for_action": ["action", "agent", "cwd", "k"],
+    "supersede": ["id", "content", "tags", "agent", "project"],
+    "history": ["id"],
+    "forget": ["id"],
+    "list": ["action", "agent", "cwd", "tag", "memory_type", "limit"],
+    "hook": ["agent", "event"],
+    "log": ["n"],
+    "reload": [],
+}
+
+
+def request_objects(kind: str) -> st.SearchStrategy[dict[str, object]]:
+    """A `kind` request whose fields are missing, plausible, or any JSON at all."""
+    return st.fixed_dictionaries(
+        {"type": st.just(kind)},
+        optional={name: plausible[name] | json_values for name in REQUEST_FIELDS[kind]}
+        | {"unknown_field": json_values},
+    )
+
+
+def encode_json(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+requests = st.sampled_from(sorted(REQUEST_FIELDS)).flatmap(request_objects)
+
+
+@st.composite
+def deeply_nested(draw: st.DrawFn) -> bytes:
+    """A body nested up to hundreds of thousands deep, at a spot chosen by hypothesis."""
+    depth = draw(st.integers(min_value=1, max_value=300_000))
+    opener, closer = draw(st.sampled_from([(b"[", b"]"), (b'{"a":', b"}")]))
+    nest = opener * depth + b"0" + closer * depth
+    place = draw(st.sampled_from(["top", "event", "unknown", "tags", "content", "unclosed"]))
+    if place == "top":
+        return nest
+    if place == "unclosed":
+        return b'{"type":"hook","agent":"claude-code","event":' + opener * depth
+    if place == "event":
+        return b'{"type":"hook","agent":"claude-code","event":' + nest + b"}"
+    if place == "unknown":
+        return b'{"type":"list","deep":' + nest + b"}"
+    return b'{"type":"store","content":"x","' + place.encode() + b'":' + nest + b"}"
+
+
+# ------------------------------------------------------------------- fuzzing
+
+
+def test_random_bytes_get_typed_errors_or_a_closed_connection(fuzzed: Bystander) -> None:
+    fuzz(st.binary(max_size=4096), fuzzed, "random_bytes")
+
+
+def test_any_announced_length_is_answered_or_closed(fuzzed: Bystander) -> None:
+    lengths = st.one_of(
+        st.integers(min_value=0, max_value=64),
+        st.integers(min_value=0, max_value=MAX_FRAME),
+        st.integers(min_value=MAX_FRAME + 1, max_value=2**32 - 1),
+    )
+    frames = st.tuples(lengths, st.binary(max_size=2048)).map(
+        lambda pair: HEADER.pack(pair[0]) + pair[1]
+    )
+    fuzz(frames, fuzzed, "announced_lengths")
+
+
+def test_well_formed_frames_with_wrong_fields_get_one_typed_answer_each(
+    fuzzed: Bystander,
+) -> None:
+    # Pipelined: several frames in one write; each gets its answer, in order.
+    batches = st.lists(requests.map(encode_json), min_size=1, max_size=6)
+
+    def check_count(bodies: list[bytes]) -> bytes:
+        return b"".join(frame(body) for body in bodies)
+
+    fuzz(batches.map(check_count), fuzzed, "typed_requests")
+
+    @settings(max_examples=max(10, FUZZ_EXAMPLES // 5), deadline=None, database=None)
+    @given(batches)
+    def answers_match(bodies: list[bytes]) -> None:
+        answers = typed_answers(exchange(fuzzed.daemon.socket, check_count(bodies)))
+        assert len(answers) == len(bodies)
+
+    answers_match()
+
+
+def test_json_that_is_not_a_request_gets_typed_errors(fuzzed: Bystander) -> None:
+    fuzz(json_values.map(encode_json).map(frame), fuzzed, "any_json")
+
+
+def test_deeply_nested_json_gets_a_typed_error(fuzzed: Bystander) -> None:
+    fuzz(deeply_nested().map(frame), fuzzed, "deep_nesting")
+
+
+def test_partial_frames_are_dropped_without_an_answer(fuzzed: Bystander) -> None:
+    whole = requests.map(encode_json).map(frame)
+    cut = st.tuples(whole, st.floats(min_value=0, max_value=1, exclude_max=True)).map(
+        lambda pair: pair[0][: int(len(pair[0]) * pair[1])]
+    )
+    fuzz(cut, fuzzed, "partial_frames")
+
+    @settings(max_examples=max(10, FUZZ_EXAMPLES // 5), deadline=None, database=None)
+    @given(cut)
+    def nothing_answered(data: bytes) -> None:
+        assert exchange(fuzzed.daemon.socket, data) == b""
+
+    nothing_answered()
+
+
+def test_memory_stays_bounded_under_frames_of_the_maximum_size(fuzzed: Bystander) -> None:
+    # Near-maximum bodies the daemon must read whole before it can refuse them.
+    big = frame(b'{"type":"store","content":"' + b"x" * (MAX_FRAME - 64) + b'"}')
+    too_big = HEADER.pack(MAX_FRAME + 1) + b"x" * 65536
+    for _ in range(3):  # warm up: allocator arenas reach their working size
+        typed_answers(exchange(fuzzed.daemon.socket, big))
+    before = rss_kib(fuzzed.pid)
+    rounds = 20
+    for _ in range(rounds):
+        (answer,) = typed_answers(exchange(fuzzed.daemon.socket, big))
+        assert isinstance(answer, ErrorReply)
+        assert answer.code == ErrorCode.INVALID  # content over the limit
+        (answer,) = typed_answers(exchange(fuzzed.daemon.socket, too_big))
+        assert isinstance(answer, ErrorReply)
+        assert answer.code == ErrorCode.FRAME_TOO_LARGE
+    fuzzed.check()
+    growth = rss_kib(fuzzed.pid) - before
+    assert growth < RSS_GROWTH_LIMIT_KIB, f"RSS grew by {growth} KiB"
+    record_figures("max_size_frames", frames=2 * rounds, rss_growth_kib=growth)
+
+
+def test_nesting_at_the_decoders_recursion_limit_gets_a_typed_error(fuzzed: Bystander) -> None:
+    # Depths around msgspec's own limit (about 1000), where a hook event or an
+    # ignored field once raised RecursionError out of the decoder and ended the daemon.
+    for depth in (999, 1000, 1001, 10_000):
+        for body in (
+            b'{"type":"hook","agent":"claude-code","event":' + b"[" * depth + b"]" * depth + b"}",
+            b'{"type":"list","x":' + b'{"a":' * depth + b"0" + b"}" * depth + b"}",
+        ):
+            (answer,) = typed_answers(exchange(fuzzed.daemon.socket, frame(body)))
+            if isinstance(answer, ErrorReply):
+                assert answer.code == ErrorCode.BAD_FRAME
+    fuzzed.check()
+
+
+# ------------------------------------------------------ slow and idle clients
+
+
+def run_shim(daemon: DaemonProcess, call: int) -> tuple[bytes, float]:
+    """The shim's stdout for a `git commit` event, and its wall time in ms."""
+    env = {"MENTED_SOCKET": str(daemon.socket), "PATH": os.environ.get("PATH", "")}
+    started = time.perf_counter()
+    result = subprocess.run(
+        [SHIM_PYTHON, "-I", "-S", str(SHIM), "claude-code"],
+        input=hook_event(call),
+        env=env,
+        capture_output=True,
+        timeout=10,
+        check=True,
+    )
+    return result.stdout, (time.perf_counter() - started) * 1000
+
+
+def drip(path: Path, stop: threading.Event, sent: list[int]) -> None:
+    """A client that sends a status request one byte a second."""
+    data = frame(b'{"type":"status"}')
+    with connect(path) as sock:
+        for byte in data:
+            if stop.wait(1.0):
+                return
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                return
+            sent.append(1)
+
+
+def test_slow_and_idle_clients_do_not_starve_the_hook(daemon: DaemonProcess) -> None:
+    if not SHIM.exists():
+        pytest.skip(f"no hook shim at {SHIM}")
+    with daemon.client() as client:
+        client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+    idle: list[socket.socket] = []
+    stop = threading.Event()
+    sent: list[int] = []
+    drippers = [threading.Thread(target=drip, args=(daemon.socket, stop, sent)) for _ in range(10)]
+    for dripper in drippers:
+        dripper.start()
+    try:
+        for _ in range(IDLE_CONNECTIONS):
+            idle.append(connect(daemon.socket))  # noqa: PERF401 - each one closed if a later one fails
+        # Half-sent frames too: a header announcing a large body that never comes.
+        for sock in idle[:20]:
+            sock.sendall(HEADER.pack(MAX_FRAME) + b'{"type":')
+        times = []
+        for call in range(10):
+            out, elapsed = run_shim(daemon, call)
+            # An empty answer would mean the shim gave up at its deadline.
+            context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+            assert RULE in context
+            times.append(elapsed)
+            time.sleep(0.2)
+        assert sent, "the slow clients never got to send"
+        # Every idle connection is still held and served.
+        for sock in idle[20:]:
+            sock.sendall(frame(b'{"type":"status"}'))
+        for sock in idle[20:]:
+            header = sock.recv(4, socket.MSG_WAITALL)
+            body = sock.recv(HEADER.unpack(header)[0], socket.MSG_WAITALL)
+            assert isinstance(reply_decoder.decode(body), StatusReply)
+    finally:
+        stop.set()
+        for dripper in drippers:
+            dripper.join()
+        for sock in idle:
+            sock.close()
+    record_figures(
+        "slow_and_idle_clients",
+        idle_connections=IDLE_CONNECTIONS,
+        dripping_clients=len(drippers),
+        hook_calls=len(times),
+        hook_wall_ms_max=round(max(times), 1),
+    )
+
+
+# ----------------------------------------------------- the descriptor limit
+
+
+def connect_and_ask(path: Path) -> tuple[socket.socket, bytes]:
+    """Connect, send a status request, return the socket and whatever came back."""
+    sock = connect(path)
+    try:
+        sock.sendall(frame(b'{"type":"status"}'))
+        header = sock.recv(4, socket.MSG_WAITALL)
+        if len(header) < 4:
+            return sock, b""
+        return sock, sock.recv(HEADER.unpack(header)[0], socket.MSG_WAITALL)
+    except (BrokenPipeError, ConnectionResetError):  # refused before we got to ask
+        return sock, b""
+
+
+def crowd(path: Path, count: int) -> tuple[list[socket.socket], int]:
+    """Open `count` connections, each asking for status; the open ones that were
+    answered stay open. Returns them and how many were refused (closed unanswered)."""
+    held, refused = [], 0
+    for _ in range(count):
+        sock, answer = connect_and_ask(path)
+        if answer:
+            assert isinstance(reply_decoder.decode(answer), StatusReply)
+            held.append(sock)
+        else:
+            refused += 1
+            sock.close()
+    return held, refused
+
+
+def test_connections_past_the_daemons_limit_are_refused_cleanly(short_tmp: Path) -> None:
+    # 64 descriptors: the daemon keeps 32 in reserve and serves 32 connections.
+    daemon = ConstrainedDaemon(short_tmp, nofile=64)
+    daemon.start()
+    try:
+        held, refused = crowd(daemon.socket, 60)
+        assert len(held) == 32
+        assert refused == 28
+        for sock in held:  # the ones it holds are still served
+            sock.sendall(frame(b'{"type":"status"}'))
+            assert sock.recv(4, socket.MSG_WAITALL)
+        for sock in held:
+            sock.close()
+        time.sleep(0.2)
+        again, refused = crowd(daemon.socket, 32)
+        assert (len(again), refused) == (32, 0)
+        for sock in again:
+            sock.close()
+        assert daemon.stop() == 0
+    finally:
+        if daemon.proc is not None:
+            daemon.proc.kill()
+            daemon.proc.wait()
+    record_figures("descriptor_limit_counted", nofile=64, held=32, refused=28)
+
+
+def test_running_out_of_descriptors_does_not_crash_the_accept_loop(
+    daemon: DaemonProcess,
+) -> None:
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    # Lower the limit under the running daemon: it still believes it has thousands,
+    # so the kernel's EMFILE is what stops the next accept.
+    limit = len(open_descriptors(pid)) + 8
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, limit))
+    held, refused = crowd(daemon.socket, 40)
+    try:
+        assert 0 < len(held) < 20  # about the 8 descriptors left; the rest refused
+        assert refused == 40 - len(held)
+        for sock in held:  # the ones it holds keep working
+            sock.sendall(frame(b'{"type":"status"}'))
+            assert sock.recv(4, socket.MSG_WAITALL)
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.2)
+    again, refused_after = crowd(daemon.socket, len(held))
+    assert (len(again), refused_after) == (len(held), 0)
+    for sock in again:
+        sock.close()
+    log = daemon.log()
+    # Logged when the shortage starts, not once per refused connection.
+    assert 1 <= log.count('"accept_failed"') <= 3, log
+    assert '"accept_recovered"' in log
+    assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
+    record_figures("descriptor_limit_emfile", nofile=limit, held=len(held), refused=refused)
+
+
+# ------------------------------------------------------------------------ load
+
+ACTIONS = ("git-commit", "git-push", "pr-create")
+
+
+class LoadLedger:
+    """What the load's writers had acknowledged, shared with its readers."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.lock = threading.Lock()
+        self.acknowledged: dict[str, str] = {}  # id -> content
+        self.retired: dict[str, str] = {}  # old id -> the id that superseded it
+        self.errors: list[str] = []
+        self.writes = 0
+        self.reads = 0
+
+    def running(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def write(self, daemon: DaemonProcess, n: int) -> None:
+        """Store rules and supersede this writer's own, until the deadline."""
+        rng = random.Random(n)
+        mine: list[str] = []
+        try:
+            with daemon.client() as client:
+                while self.running():
+                    content = f"writer {n} rule {self.writes}"
+                    if mine and rng.random() < 0.3:
+                        old = mine.pop(rng.randrange(len(mine)))
+                        request = SupersedeRequest(id=old, content=content)
+                        new = client.expect(request, SupersededReply).id
+                        with self.lock:
+                            self.retired[old] = new
+                    else:
+                        tags = [f"trigger:{rng.choice(ACTIONS)}"]
+                        new = client.expect(
+                            StoreRequest(content=content, tags=tags), StoredReply
+                        ).id
+                    mine.append(new)
+                    with self.lock:
+                        self.acknowledged[new] = content
+                        self.writes += 1
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            self.errors.append(f"writer {n}: {exc!r}")
+
+    def read(self, daemon: DaemonProcess, n: int) -> None:
+        """Recall rules and read back acknowledged writes, until the deadline."""
+        rng = random.Random(100 + n)
+        try:
+            with daemon.client() as client:
+                while self.running():
+                    recall = RecallRequest(action=rng.choice(ACTIONS), k=50)
+                    for memory in client.expect(recall, MemoriesReply).memories:
+                        # One consistent snapshot: a recalled rule is never a retired one.
+                        assert memory.superseded_by is None, memory
+                    with self.lock:
+                        known = rng.choice(list(self.acknowledged)) if self.acknowledged else None
+                    if known is not None:
+                        # Acknowledged to one client means readable by every other.
+                        got = client.expect(GetRequest(id=known), MemoryReply).memory
+                        assert got.content == self.acknowledged[known]
+                    with self.lock:
+                        self.reads += 2
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            self.errors.append(f"reader {n}: {exc!r}")
+
+
+def test_concurrent_writers_and_readers_lose_nothing(daemon: DaemonProcess) -> None:
+    load = LoadLedger(LOAD_SECONDS)
+    threads = [threading.Thread(target=load.write, args=(daemon, n)) for n in range(4)]
+    threads += [threading.Thread(target=load.read, args=(daemon, n)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert load.errors == []
+    assert load.writes > 0
+    with daemon.client() as client:
+        for memory_id, content in load.acknowledged.items():
+            memory = client.expect(GetRequest(id=memory_id), MemoryReply).memory
+            assert memory.content == content
+            assert memory.superseded_by == load.retired.get(memory_id)
+        recalled = set()
+        for action in ACTIONS:
+            reply = client.expect(RecallRequest(action=action, k=1_000_000), MemoriesReply)
+            recalled |= {m.id for m in reply.memories}
+        assert recalled == set(load.acknowledged) - set(load.retired)
+    record_figures(
+        "load",
+        seconds=LOAD_SECONDS,
+        clients=len(threads),
+        writes_acknowledged=load.writes,
+        reads=load.reads,
+        errors=len(load.errors),
+    )
+
+
+# ------------------------------------------- the limits on slow and idle clients
+
+
+@pytest.fixture
+async def quick_server(short_tmp: Path) -> AsyncIterator[Server]:
+    """An in-process daemon whose time limits are short enough to watch them act."""
+    server = Server(
+        ServerOptions(
+            socket_path=short_tmp / "run" / "s.sock",
+            data_dir=short_tmp / "data",
+            connection_idle_s=0.5,
+            request_timeout_s=1.0,
+            handle_signals=False,
+        )
+    )
+    server.open()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            yield server
+            server.request_shutdown()
+    finally:
+        server.close()
+
+
+async def test_a_frame_dripped_too_slowly_is_dropped_unanswered(quick_server: Server) -> None:
+    stream = await trio.open_unix_socket(str(quick_server.options.socket_path))
+    async with stream:
+        with trio.fail_after(5):
+            # One byte every 0.3 s: never idle for long, but the frame takes too long.
+            for byte in frame(b'{"type":"status"}'):
+                try:
+                    await stream.send_all(bytes([byte]))
+                except trio.BrokenResourceError:
+                    break
+                await trio.sleep(0.3)
+            try:
+                answer = await stream.receive_some()
+            except trio.BrokenResourceError:  # reset: closed with our bytes unread
+                answer = b""
+            assert answer == b""  # closed, nothing answered
+
+
+async def test_an_idle_connection_is_closed(quick_server: Server) -> None:
+    stream = await trio.open_unix_socket(str(quick_server.options.socket_path))
+    async with stream:
+        await stream.send_all(frame(b'{"type":"status"}'))
+        with trio.fail_after(5):
+            answer = await stream.receive_some()
+            assert isinstance(reply_decoder.decode(split_frames(answer)[0]), StatusReply)
+            assert await stream.receive_some() == b""  # closed after 0.5 s of silence
