@@ -80,6 +80,7 @@ T = TypeVar("T")
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
 _RECV_SIZE = 64 * 1024
+_HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 
 
 class StartupError(Exception):
@@ -420,6 +421,10 @@ class Server:
             # The hook's reply is raw stdout bytes; HookHandler never raises.
             return frame(self.hooks.handle(request.agent, bytes(request.event)))
         if isinstance(request, ErrorReply):
+            if body.startswith(_HOOK_PREFIX):
+                # A hook envelope around stdin that was not JSON: the shim splices
+                # stdin in unparsed, and a hook is answered with silence, never an error.
+                return frame(b"")
             return encode(request)
         try:
             reply = await self._answer(request)

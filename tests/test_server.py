@@ -319,3 +319,11 @@ def test_module_runs_as_script() -> None:
         check=True,
     )
     assert "--data-dir" in result.stdout
+
+
+def test_a_hook_envelope_around_broken_stdin_is_answered_with_silence(
+    daemon: DaemonProcess,
+) -> None:
+    body = b'{"type":"hook","agent":"claude-code","event":{not json}'
+    assert raw_exchange(daemon.socket, frame(body)) == frame(b"")
+    assert_alive(daemon)
