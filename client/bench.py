@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
-from mented_client.connection import Client, NotRunningError, ProtocolError
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 from mented import __version__
 from mented.actions import load_action_table
@@ -574,7 +574,8 @@ class Daemon:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        with contextlib.suppress(OSError), Client(self.socket, timeout=5.0) as client:
+        # Whatever the answer (or none), the wait below and the kill after it end it.
+        with contextlib.suppress(OSError, DaemonError), Client(self.socket, timeout=5.0) as client:
             client.expect(ShutdownRequest(), OkReply)
         try:
             proc.wait(timeout=STOP_TIMEOUT_S)

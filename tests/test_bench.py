@@ -109,3 +109,25 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
     # Its own daemons, sockets and stores only: the user's paths stay untouched.
     assert not Path(env["MENTED_SOCKET"]).exists()
     assert not Path(env["MENTED_DATA_DIR"]).exists()
+
+
+def test_an_unwritable_output_is_refused_before_measuring(short_tmp: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mented_client.cli",
+            "bench",
+            "--smoke",
+            "--out",
+            str(short_tmp / "missing" / "bench.json"),
+        ],
+        env=isolated_env(short_tmp),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "is not a writable directory" in done.stderr
+    assert "matcher:" not in done.stderr  # no benchmark ran

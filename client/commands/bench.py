@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -65,6 +66,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from mented_client import bench  # noqa: PLC0415
 
     plan = bench.PLANS["smoke" if args.smoke else "quick" if args.quick else "full"]
+    _check_writable(args.out, args.markdown)
     try:
         result = bench.run(plan, command=_command_line(args), progress=_progress)
     except bench.BenchError as exc:
@@ -75,6 +77,16 @@ def run_bench(args: argparse.Namespace) -> int:
     else:
         print(bench.format_table(result))
     return 0
+
+
+def _check_writable(*names: str | None) -> None:
+    """Refuse an output path that cannot be written now, not after minutes of measuring."""
+    for name in names:
+        if name is None:
+            continue
+        folder = Path(name).absolute().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise CommandError(f"cannot write {name}: {folder} is not a writable directory")
 
 
 def _write_outputs(args: argparse.Namespace, result: BenchResult) -> None:
