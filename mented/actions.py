@@ -111,6 +111,8 @@ class WrapperSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     option_prefixes: tuple[str, ...] = ("-",)
     command_flag: str | None = None
     module_option: str | None = None
+    appends_input: bool = False
+    replace_options: frozenset[str] = frozenset()
 
 
 class _ActionEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

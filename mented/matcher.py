@@ -32,6 +32,7 @@ string in a bounded LRU.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -68,6 +69,22 @@ MAX_ARITHMETIC_CHARS = 1024
 MAX_CACHED_CHARS = 8 * 1024
 
 Parser = Literal["bashlex", "fallback", "none"]
+
+
+def _checked_paramexpand(parserobj: object, string: str, sindex: int) -> object:
+    """bashlex 0.18's `${` expansion, refusing an unclosed `${` instead of looping.
+
+    With no `}` after `${` in a word, bashlex's `_paramexpand` returns index 0 and
+    `_expandwordinternal` starts the word over, for ever, growing a list until memory
+    runs out (found by fuzzing). Bash itself calls this a bad substitution.
+    """
+    if string.startswith("${", sindex) and string.find("}", sindex + 2) < 0:
+        raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, sindex)
+    return _bashlex_paramexpand(parserobj, string, sindex)
+
+
+_bashlex_paramexpand = bashlex.subst._paramexpand  # noqa: SLF001 - patched below, see above
+bashlex.subst._paramexpand = _checked_paramexpand  # noqa: SLF001
 
 
 class ShapeMatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -212,7 +229,7 @@ _WORD_END = frozenset(" \t\n;&|()<>")
 _COMMAND_PREFIX_WORDS = frozenset(
     {"!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "fi", "done", "esac"}
 )
-_REWRITE_TRIGGER = re.compile(r"<<|\$\(\(|\[\[|\btime\b|=\(")
+_REWRITE_TRIGGER = re.compile(r"<<|\$\(\(|\[\[|\btime\b|=\(|\$'")
 
 
 class _WordState:
@@ -502,9 +519,11 @@ class _Lexer:
         elif following == "'" and not in_double_quotes:
             match = _ANSI_C.match(text, start + 2)
             end = match.end() if match else start + 2
-            state.parts.append(_ansi_c_value(text[start + 2 : end]))
+            value = _ansi_c_value(text[start + 2 : end])
+            state.parts.append(value)
             state.quoted = True
             self.pos = min(end + 1, n)
+            self._edit(start, self.pos, shlex.quote(value), "`$'...'` read as '...'")
         elif following == '"' and not in_double_quotes:
             self.pos = start + 1
             self._read_double_quoted(state)
@@ -1111,6 +1130,8 @@ def _peel(
             rest.pop(0)
     if spec.positionals:
         rest = rest[spec.positionals :]
+    if spec.appends_input and rest and not any(option in spec.replace_options for option, _ in seen):
+        rest.append(_Word("<input>", literal=False, bare=False))  # xargs adds its input
     return rest, name
 
 

@@ -1,9 +1,207 @@
-"""Placeholder: this group of verbs is being written (see the open issues)."""
+"""`mentectl explain COMMAND` and `mentectl actions`: what the matcher sees, without guessing.
+
+Both work without a daemon: they load the action table from the config file and
+run the same matcher the daemon runs. When a daemon answers, `explain` also shows
+the rules it would hand to the agent for the actions found.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.connection import Client, NotRunningError
+
+from mented import paths
+from mented.actions import ActionTable, load_action_table
+from mented.config import Config, ConfigError, load_config
+from mented.matcher import Explanation, Matcher, SimpleCommand
+from mented.memory import Memory
+from mented.protocol import MemoriesReply, RecallRequest
+
+if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
+
+# Short: explain is interactive, and a daemon that is not there should not slow it.
+CONNECT_TIMEOUT = 0.2
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """No verbs yet."""
+def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
+    explain = subparsers.add_parser(
+        "explain",
+        parents=[common],
+        help="show which actions a shell command performs, and why",
+        description=(
+            "Parse COMMAND as the hook would: each simple command found, the action it "
+            "performs and the shape that matched, or why nothing matched. With a running "
+            "daemon, also the rules that would be handed to the agent. Quote the command, "
+            "or put it after `--`; `-` reads it from standard input."
+        ),
+    )
+    explain.add_argument("command", nargs="+", metavar="COMMAND", help="the shell command")
+    _config_option(explain)
+    explain.set_defaults(handler=run_explain)
+
+    actions = subparsers.add_parser(
+        "actions",
+        parents=[common],
+        help="list the action table in force and where each action comes from",
+        description="Built-in actions, and those the config file adds, extends or switches off.",
+    )
+    _config_option(actions)
+    actions.set_defaults(handler=run_actions)
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the config file (default: $MENTED_CONFIG, else the per-user config path)",
+    )
+
+
+def _load(explicit: str | None) -> tuple[Config, ActionTable]:
+    try:
+        config = load_config(paths.config_path(explicit))
+        return config, load_action_table(config)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+# ---------------------------------------------------------------------- explain
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    command = " ".join(args.command)
+    if args.command == ["-"]:
+        command = sys.stdin.read()
+    config, table = _load(args.config)
+    explanation = Matcher(table, cache_size=0).explain(command)
+    rules = _rules(args.socket, explanation.actions, config.hook.k)
+    if args.json:
+        document: dict[str, Any] = msgspec.to_builtins(explanation)
+        document["rules"] = None if rules is None else msgspec.to_builtins(rules)
+        document["daemon"] = rules is not None
+        print_json(document)
+        return 0
+    print(render_explanation(explanation, table))
+    if explanation.actions:
+        print()
+        print(render_rules(rules))
+    return 0
+
+
+def _rules(socket: str | None, actions: tuple[str, ...], k: int) -> dict[str, list[Memory]] | None:
+    """The rules the daemon would hand over for each action; None when no daemon runs."""
+    if not actions:
+        return {}
+    try:
+        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
+            return {
+                action: client.expect(
+                    RecallRequest(action=action, cwd=str(Path.cwd()), k=k), MemoriesReply
+                ).memories
+                for action in actions
+            }
+    except NotRunningError:
+        return None
+
+
+def render_explanation(explanation: Explanation, table: ActionTable) -> str:
+    lines = [f"actions: {', '.join(explanation.actions) or '(none)'}"]
+    parser: str = explanation.parser
+    if explanation.fallback_used and parser != "fallback":
+        parser += " (the fallback tokenizer for part of it)"
+    lines.append(f"parser:  {parser}")
+    lines.extend(f"note:    {note}" for note in explanation.notes)
+    for number, command in enumerate(explanation.commands, start=1):
+        lines.append("")
+        lines.extend(_render_command(number, command, table))
+    return "\n".join(lines)
+
+
+def _render_command(number: int, command: SimpleCommand, table: ActionTable) -> list[str]:
+    words = " ".join(_show_word(word) for word in command.words)
+    lines = [f"{number}. {_clip(words)}"]
+    if command.via:
+        lines.append(f"   via:     {' > '.join(command.via)}")
+    if command.program is not None:
+        lines.append(f"   program: {command.program}")
+    if command.parser == "fallback":
+        lines.append("   parsed by the fallback tokenizer")
+    for match in command.matches:
+        source = table.source_of(match.action)
+        origin = "" if source == "built-in" else f" (from {source})"
+        lines.append(f"   -> {match.action}{origin}: {match.shape}")
+    if not command.matches:
+        lines.append(f"   no action: {command.reason}")
+    return lines
+
+
+def render_rules(rules: dict[str, list[Memory]] | None) -> str:
+    if rules is None:
+        return "rules: the daemon is not running, so the rules are not shown"
+    lines = []
+    for action, memories in rules.items():
+        lines.append(f"rules for {action}: {len(memories) or 'none'}")
+        lines.extend("  " + format_memory(memory).replace("\n", "\n  ") for memory in memories)
+    return "\n".join(lines)
+
+
+def _show_word(word: str) -> str:
+    if word and not any(ch.isspace() or ch in "'\"\\;&|()<>$`" for ch in word):
+        return word
+    return repr(word)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------- actions
+
+
+def run_actions(args: argparse.Namespace) -> int:
+    config, table = _load(args.config)
+    if args.json:
+        print_json(
+            {
+                "config": str(config.path) if config.path else None,
+                "actions": [
+                    {
+                        "name": action.name,
+                        "source": action.source,
+                        "description": action.description,
+                        "shapes": [
+                            {"shape": shape.describe(), "source": source}
+                            for shape, source in zip(
+                                action.shapes, action.shape_sources, strict=True
+                            )
+                        ],
+                    }
+                    for action in table.actions()
+                ],
+                "disabled": [
+                    {"name": name, "source": source} for name, source in table.disabled().items()
+                ],
+            }
+        )
+        return 0
+    print(render_actions(table))
+    return 0
+
+
+def render_actions(table: ActionTable) -> str:
+    lines = []
+    for action in table.actions():
+        lines.append(f"{action.name}  [{action.source}]  {action.description}".rstrip())
+        for shape, source in zip(action.shapes, action.shape_sources, strict=True):
+            origin = "" if source == action.source else f"  [{source}]"
+            lines.append(f"    {shape.describe()}{origin}")
+    for name, source in table.disabled().items():
+        lines.append(f"{name}  [switched off in {source}]")
+    return "\n".join(lines)

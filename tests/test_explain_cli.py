@@ -1,0 +1,184 @@
+"""`mentectl explain` and `mentectl actions`, called in-process."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from mented_client.cli import main
+
+from tests.conftest import DaemonProcess
+
+
+@pytest.fixture
+def no_daemon(tmp_path: Path) -> list[str]:
+    """Global options pointing at a socket nobody listens on."""
+    return ["--socket", str(tmp_path / "nobody.sock")]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[actions.deploy]\ndescription = "roll out"\n'
+        'shapes = [{ program = "make", subcommand = ["deploy"] }]\n\n'
+        "[actions.docker-push]\nenabled = false\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_explain_shows_each_command_its_action_and_shape(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
+) -> None:
+    status, out, _ = run(
+        capsys,
+        *no_daemon,
+        "explain",
+        "--config",
+        str(tmp_path / "none.toml"),
+        "cd r && sudo git push -f && echo 'gh pr create'",
+    )
+    assert status == 0
+    assert out.startswith("actions: git-push, git-push-force\n")
+    assert "-> git-push-force: git push (with one of -f" in out
+    assert "via:     sudo" in out
+    assert "no action: no action involves 'echo'" in out
+    assert "the daemon is not running" in out
+
+
+def test_explain_json(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
+) -> None:
+    status, out, _ = run(
+        capsys,
+        *no_daemon,
+        "explain",
+        "--json",
+        "--config",
+        str(tmp_path / "none.toml"),
+        "git commit -m x && gh pr create --fill",
+    )
+    assert status == 0
+    document = json.loads(out)
+    assert document["actions"] == ["git-commit", "pr-create"]
+    assert document["parser"] == "bashlex"
+    assert [c["program"] for c in document["commands"]] == ["git", "gh"]
+    assert document["commands"][0]["matches"] == [{"action": "git-commit", "shape": "git commit"}]
+    assert document["daemon"] is False
+    assert document["rules"] is None
+
+
+def test_explain_words_after_double_dash(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
+) -> None:
+    argv = [*no_daemon, "explain", "--json", "--config", str(tmp_path / "none.toml")]
+    status, out, _ = run(capsys, *argv, "--", "git", "tag", "-a", "v1", "-m", "release")
+    assert status == 0
+    assert json.loads(out)["actions"] == ["git-tag"]
+
+
+def test_explain_reads_standard_input(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_daemon: list[str],
+    tmp_path: Path,
+) -> None:
+    command = "git commit -F - <<'EOF'\nfeat: x\n\nthen `gh pr create`\nEOF\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(command))
+    argv = [*no_daemon, "explain", "--json", "--config", str(tmp_path / "none.toml"), "-"]
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert json.loads(out)["actions"] == ["git-commit"]
+
+
+def test_explain_says_when_the_fallback_parser_was_used(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(tmp_path / "none.toml")]
+    status, out, _ = run(capsys, *argv, "case $1 in p) git push;; esac")
+    assert status == 0
+    assert "parser:  fallback" in out
+    assert "note:    used the fallback tokenizer" in out
+
+
+def test_explain_uses_the_config_file(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], config: Path
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(config)]
+    status, out, _ = run(capsys, *argv, "make deploy && docker push app")
+    assert status == 0
+    assert out.startswith("actions: deploy\n")
+    assert f"-> deploy (from {config}): make deploy" in out
+
+
+def test_explain_reads_mented_config_from_the_environment(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_daemon: list[str],
+    config: Path,
+) -> None:
+    monkeypatch.setenv("MENTED_CONFIG", str(config))
+    status, out, _ = run(capsys, *no_daemon, "explain", "--json", "make deploy")
+    assert status == 0
+    assert json.loads(out)["actions"] == ["deploy"]
+
+
+def test_a_bad_config_is_an_error_naming_file_and_line(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[hook]\nk = 2\n[actions.deploy]\nshapes = [{ prog = "make" }]\n')
+    status, out, err = run(capsys, *no_daemon, "explain", "--config", str(bad), "make deploy")
+    assert status == 1
+    assert out == ""
+    assert f"{bad}:3:" in err
+    assert "'deploy'" in err
+
+
+def test_actions_lists_the_table_and_where_each_action_comes_from(
+    capsys: pytest.CaptureFixture[str], config: Path
+) -> None:
+    status, out, _ = run(capsys, "actions", "--config", str(config))
+    assert status == 0
+    assert "git-commit  [built-in]  record changes to the repository\n    git commit\n" in out
+    assert f"deploy  [{config}]  roll out\n    make deploy" in out
+    assert f"docker-push  [switched off in {config}]" in out
+
+
+def test_actions_json(capsys: pytest.CaptureFixture[str], config: Path) -> None:
+    status, out, _ = run(capsys, "actions", "--json", "--config", str(config))
+    assert status == 0
+    document = json.loads(out)
+    names = [action["name"] for action in document["actions"]]
+    assert names[0] == "git-commit"
+    assert names[-1] == "deploy"
+    assert "docker-push" not in names
+    assert document["disabled"] == [{"name": "docker-push", "source": str(config)}]
+    deploy = document["actions"][-1]
+    assert deploy["shapes"] == [{"shape": "make deploy", "source": str(config)}]
+
+
+def test_explain_shows_the_rules_a_running_daemon_would_hand_over(
+    capsys: pytest.CaptureFixture[str], daemon: DaemonProcess
+) -> None:
+    daemon.mentectl("rule", "add", "git-commit", "commit messages: one line, no emoji")
+    argv = ["--socket", str(daemon.socket), "explain", "--config", str(daemon.config_path)]
+    status, out, _ = run(capsys, *argv, "git commit -m 'fix: x' && git status")
+    assert status == 0
+    assert "rules for git-commit: 1" in out
+    assert "commit messages: one line, no emoji" in out
+
+    status, out, _ = run(capsys, *argv[:-2], "--json", "--config", argv[-1], "git commit -m x")
+    document = json.loads(out)
+    assert document["daemon"] is True
+    (rule,) = document["rules"]["git-commit"]
+    assert rule["content"] == "commit messages: one line, no emoji"
