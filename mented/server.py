@@ -437,7 +437,20 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
             log.exception("request_failed", request=type(request).__name__)
             reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
-        return encode(reply)
+        answer = encode(reply)
+        if len(answer) - HEADER.size > MAX_FRAME:
+            # Clients refuse a frame over MAX_FRAME, as the protocol promises them, so
+            # sent whole (a listing of every memory of a big store) it would read as a
+            # broken connection. Say what to ask for instead.
+            answer = encode(
+                ErrorReply(
+                    code=ErrorCode.FRAME_TOO_LARGE,
+                    message=f"the answer would be {len(answer) - HEADER.size} bytes, over the "
+                    f"{MAX_FRAME}-byte frame limit; ask for fewer (a limit, e.g. "
+                    "`mentectl rule list -k 100`, or a filter)",
+                )
+            )
+        return answer
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
