@@ -6,12 +6,19 @@
 - `ConstrainedDaemon`: the real `mented` started under a given umask or
   descriptor limit, set in the child before it execs the daemon.
 - `rss_kib`, `open_descriptors`: what /proc says about a process.
+
+`python -m tests.reliability [--long]` runs the three test files and prints
+their figures (docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import msgspec
@@ -86,3 +93,51 @@ def open_descriptors(pid: int) -> list[str]:
         except FileNotFoundError:  # closed while we looked
             continue
     return targets
+
+
+# ------------------------------------------------------------- the figures run
+
+FILES = ("tests/test_crash_safety.py", "tests/test_hostile_clients.py", "tests/test_permissions.py")
+# `--long`: the same tests, ten times further (a few minutes on two cores).
+LONG_RUN = {
+    "MENTED_KILL_ROUNDS": "200",
+    "MENTED_FUZZ_EXAMPLES": "2000",
+    "MENTED_IDLE_CONNECTIONS": "4000",
+    "MENTED_LOAD_SECONDS": "30",
+    "MENTED_START_STOP_CYCLES": "40",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the reliability tests and print what they did as a Markdown table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.reliability",
+        description="Run the crash-safety, hostile-client and permission tests; print figures.",
+    )
+    parser.add_argument("--long", action="store_true", help="ten times the default run")
+    args = parser.parse_args(argv)
+    settings = LONG_RUN if args.long else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "figures.jsonl"
+        env = {**os.environ, REPORT_ENV: str(report), **settings}
+        started = time.monotonic()
+        status = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FILES],
+            env=env,
+            check=False,
+        ).returncode
+        elapsed = time.monotonic() - started
+        lines = report.read_bytes().splitlines() if report.exists() else []
+    print(f"\n{'long' if args.long else 'default'} run, pytest exit {status}, {elapsed:.0f} s")
+    for name, value in settings.items():
+        print(f"{name}={value}")
+    print("\n| test | figures |\n|---|---|")
+    for line in lines:
+        entry = msgspec.json.decode(line)
+        test = entry.pop("test")
+        print(f"| {test} | " + ", ".join(f"{k} {v}" for k, v in entry.items()) + " |")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -40,6 +40,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mented_client.connection import DaemonError
 
 from mented.protocol import (
     HEADER,
@@ -47,6 +48,7 @@ from mented.protocol import (
     ErrorCode,
     ErrorReply,
     GetRequest,
+    ListRequest,
     MemoriesReply,
     MemoryReply,
     RecallRequest,
@@ -418,6 +420,21 @@ def test_nesting_at_the_decoders_recursion_limit_gets_a_typed_error(fuzzed: Byst
             if isinstance(answer, ErrorReply):
                 assert answer.code == ErrorCode.BAD_FRAME
     fuzzed.check()
+
+
+def test_an_answer_too_large_for_a_frame_is_a_typed_error(daemon: DaemonProcess) -> None:
+    # A careless client asks for everything in a store whose listing exceeds 4 MiB.
+    content = "x" * 63_000
+    with daemon.client() as client:
+        for n in range(MAX_FRAME // len(content) + 4):
+            client.expect(StoreRequest(content=f"{n} {content}"), StoredReply)
+        with pytest.raises(DaemonError) as refused:
+            client.expect(ListRequest(), MemoriesReply)
+        assert refused.value.code == ErrorCode.FRAME_TOO_LARGE
+        assert "ask for fewer" in refused.value.message
+        # The same connection goes on: a bounded listing is answered.
+        listed = client.expect(ListRequest(limit=10), MemoriesReply).memories
+        assert len(listed) == 10
 
 
 # ------------------------------------------------------ slow and idle clients
