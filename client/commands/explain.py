@@ -42,7 +42,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
             "or put it after `--`; `-` reads it from standard input."
         ),
     )
-    explain.add_argument("command", nargs="+", metavar="COMMAND", help="the shell command")
+    explain.add_argument(
+        "shell_command", nargs="+", metavar="COMMAND", help="the shell command (words are joined)"
+    )
     _config_option(explain)
     explain.set_defaults(handler=run_explain)
 
@@ -76,8 +78,8 @@ def _load(explicit: str | None) -> tuple[Config, ActionTable]:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    command = " ".join(args.command)
-    if args.command == ["-"]:
+    command = " ".join(args.shell_command)
+    if args.shell_command == ["-"]:
         command = sys.stdin.read()
     config, table = _load(args.config)
     explanation = Matcher(table, cache_size=0).explain(command)
