@@ -129,6 +129,8 @@ class Matcher:
 
     def explain(self, command: str) -> Explanation:
         """Every simple command in `command` and what it performs. Never raises; cached."""
+        if not isinstance(command, str):
+            return Explanation(actions=(), parser="none", notes=("not a string",))
         cached = self._cache.get(command)
         if cached is not None:
             self._cache.move_to_end(command)
@@ -140,9 +142,7 @@ class Matcher:
                 self._cache.popitem(last=False)
         return explanation
 
-    def _explain_uncached(self, command: object) -> Explanation:
-        if not isinstance(command, str):
-            return Explanation(actions=(), parser="none", notes=("not a string",))
+    def _explain_uncached(self, command: str) -> Explanation:
         if len(command) > MAX_COMMAND_CHARS:
             return Explanation(
                 actions=(),
@@ -700,8 +700,8 @@ def _fallback_commands(  # noqa: PLR0915 - one state machine, easier to read who
             elif state == "pattern":
                 if token == ")":  # noqa: S105 - a shell operator, not a password
                     state = "command"
-            elif state in ("for-header", "case-word", "function-name") and token in (";", "\n"):
-                state = "command" if state != "case-word" else state
+            elif state in ("for-header", "function-name") and token in (";", "\n"):
+                state = "command"
             continue
         if isinstance(token, _Redirect):
             if token.target is not None:
@@ -1130,7 +1130,11 @@ def _peel(
             rest.pop(0)
     if spec.positionals:
         rest = rest[spec.positionals :]
-    if spec.appends_input and rest and not any(option in spec.replace_options for option, _ in seen):
+    if (
+        spec.appends_input
+        and rest
+        and not any(option in spec.replace_options for option, _ in seen)
+    ):
         rest.append(_Word("<input>", literal=False, bare=False))  # xargs adds its input
     return rest, name
 
