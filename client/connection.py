@@ -116,17 +116,24 @@ class Client:
         assert self._sock is not None
         try:
             self._sock.sendall(frame)
-            header = self._recv_exactly(HEADER.size)
-            (length,) = HEADER.unpack(header)
-            if length > MAX_FRAME:
-                raise ProtocolError(f"reply frame of {length} bytes exceeds the maximum")
-            return self._recv_exactly(length)
+            return self._read_reply()
         except TimeoutError as exc:
             self.close()
             raise ProtocolError(f"no answer from mented within {self.timeout:g} s") from exc
+        except ProtocolError:
+            # A ConnectionError too: without this it became "mented is not running".
+            self.close()
+            raise
         except OSError as exc:
             self.close()
             raise NotRunningError(self.socket_path, f"connection lost: {exc}") from exc
+
+    def _read_reply(self) -> bytes:
+        header = self._recv_exactly(HEADER.size)
+        (length,) = HEADER.unpack(header)
+        if length > MAX_FRAME:
+            raise ProtocolError(f"reply frame of {length} bytes exceeds the maximum")
+        return self._recv_exactly(length)
 
     def request(self, message: Request) -> Reply:
         """Send a request and return its typed reply.
