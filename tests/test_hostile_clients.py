@@ -40,7 +40,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mented_client.connection import DaemonError
+from mented_client.connection import Client, DaemonError, ProtocolError
 
 from mented.protocol import (
     HEADER,
@@ -435,6 +435,31 @@ def test_an_answer_too_large_for_a_frame_is_a_typed_error(daemon: DaemonProcess)
         # The same connection goes on: a bounded listing is answered.
         listed = client.expect(ListRequest(limit=10), MemoriesReply).memories
         assert len(listed) == 10
+
+
+def test_the_client_names_an_oversized_answer_and_does_not_call_mented_absent(
+    short_tmp: Path,
+) -> None:
+    # The other side of the frame limit: something answering with a frame over it.
+    path = short_tmp / "fake.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def answer_too_much() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(1024)
+            conn.sendall(HEADER.pack(MAX_FRAME + 1))
+
+    thread = threading.Thread(target=answer_too_much)
+    thread.start()
+    try:
+        with pytest.raises(ProtocolError, match="exceeds the maximum"):
+            Client(path, timeout=5).request(StatusRequest())
+    finally:
+        thread.join()
+        server.close()
 
 
 # ------------------------------------------------------ slow and idle clients
