@@ -259,6 +259,8 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )
+# Shell-ish text: what the daemon's command parser gets from a hook event.
+shell_commands = st.text(alphabet="git commit -m'\"$(){}[]<>|&;`\\\n #=*~!ghprcreate", max_size=300)
 # Values that get past type checks into the store's own validation.
 plausible = {
     "content": st.text(min_size=0, max_size=80),
@@ -273,7 +275,11 @@ plausible = {
     "n": st.integers(min_value=-(2**63), max_value=2**64),
     "limit": st.integers(min_value=-5, max_value=2**64) | st.none(),
     "memory_type": st.sampled_from(["semantic", "correction", "nonsense", ""]),
-    "event": st.integers(0, 10**6).map(lambda n: json.loads(hook_event(n))) | json_values,
+    "event": st.integers(0, 10**6).map(lambda n: json.loads(hook_event(n)))
+    | shell_commands.map(
+        lambda command: {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/x"}
+    )
+    | json_values,
 }
 # Request fields by type; `shutdown` is left out: obeying it is not a failure.
 REQUEST_FIELDS = {
@@ -370,6 +376,14 @@ def test_json_that_is_not_a_request_gets_typed_errors(fuzzed: Bystander) -> None
 
 def test_deeply_nested_json_gets_a_typed_error(fuzzed: Bystander) -> None:
     fuzz(deeply_nested().map(frame), fuzzed, "deep_nesting")
+
+
+def test_hook_events_with_any_command_get_silence_or_context(fuzzed: Bystander) -> None:
+    def hook_frame(command: str) -> bytes:
+        event = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": command}
+        return frame(encode_json({"type": "hook", "agent": "claude-code", "event": event}))
+
+    fuzz(shell_commands.map(hook_frame), fuzzed, "hook_commands")
 
 
 def test_partial_frames_are_dropped_without_an_answer(fuzzed: Bystander) -> None:
