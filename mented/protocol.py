@@ -191,6 +191,8 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     p99_us: float | None = None
     last_hook_fire: FireRecord | None = None
     config: str | None = None
+    # Set while the config file on disk is invalid: the daemon runs on the previous one.
+    config_error: str | None = None
     socket_activated: bool = False
 
 

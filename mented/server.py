@@ -146,6 +146,7 @@ class Server:
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
         self.config = Config()
+        self.config_error: str | None = None  # why the last reload failed, for `status`
         self.store: Store
         self.matcher: Matcher
         self.hooks: HookHandler
@@ -527,6 +528,7 @@ class Server:
         if self.options.on_reloading:
             self.options.on_reloading()
         error = self._reload_config()
+        self.config_error = error
         if self.options.on_reloaded:
             self.options.on_reloaded(error)
         return error
@@ -562,6 +564,7 @@ class Server:
             p99_us=self.stats.percentile(0.99),
             last_hook_fire=self.hooks.last_fire,
             config=str(self.options.config_path) if self.options.config_path else None,
+            config_error=self.config_error,
             socket_activated=self.options.inherited_socket is not None,
         )
 

@@ -91,3 +91,16 @@ def test_text_output_is_readable(daemon: DaemonProcess) -> None:
     assert rule_id in out
     assert "single line" in out
     assert "git-commit" in out
+
+
+def test_status_is_unhealthy_while_the_config_file_is_invalid(daemon: DaemonProcess) -> None:
+    daemon.write_config("[hook]\nk = 'six'\n")
+    assert daemon.mentectl("reload", check=False).returncode != 0
+    result = daemon.mentectl("status", check=False)
+    assert result.returncode == 1
+    assert "unhealthy" in result.stderr
+    assert str(daemon.config_path) in result.stderr
+    assert json.loads(daemon.mentectl("status", "--json", check=False).stdout)["healthy"] is False
+    daemon.write_config("[hook]\nk = 3\n")
+    daemon.mentectl("reload")
+    assert daemon.mentectl("status").returncode == 0

@@ -36,10 +36,13 @@ def run_status(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"running": False, "reason": str(exc)})
         return fail(f"not running: {exc}")
+    healthy = status.config_error is None
     if args.json:
-        print_json({"running": True, **msgspec.to_builtins(status)})
-        return 0
-    print(render_status(status))
+        print_json({"running": True, "healthy": healthy, **msgspec.to_builtins(status)})
+    else:
+        print(render_status(status))
+    if not healthy:
+        return fail(f"unhealthy: {status.config_error}")
     return 0
 
 
@@ -82,4 +85,6 @@ def render_status(status: StatusReply) -> str:
         ),
         ("last hook", last),
     ]
+    if status.config_error:
+        rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
     return "\n".join(f"{name + ':':<11}{value}" for name, value in rows)
