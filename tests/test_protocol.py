@@ -76,3 +76,33 @@ def test_bad_requests_get_typed_errors(body: bytes, code: str) -> None:
 
 def test_unknown_fields_are_ignored_so_newer_clients_work() -> None:
     assert decode_request(b'{"type": "status", "from_the_future": true}') == StatusRequest()
+
+
+def test_every_example_in_docs_protocol_md_is_a_valid_message() -> None:
+    import re
+    from pathlib import Path
+
+    from mented.protocol import request_decoder
+
+    doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
+    examples = re.findall(r"```json\n(.*?)```", doc, flags=re.DOTALL)
+    assert len(examples) >= 20
+    kinds = set()
+    for example in examples:
+        body = example.encode()
+        kind = msgspec.json.decode(body)["type"]
+        decoders = (request_decoder, reply_decoder)
+        decoded = [d.decode(body) for d in decoders if _decodes(d, body)]
+        assert decoded, f"not a valid message: {example}"
+        kinds.add(kind)
+    request_types = {"status", "store", "get", "recall_for_action", "supersede", "history"}
+    request_types |= {"forget", "list", "hook", "log", "reload", "shutdown"}
+    assert request_types <= kinds
+
+
+def _decodes(decoder: msgspec.json.Decoder, body: bytes) -> bool:  # type: ignore[type-arg]
+    try:
+        decoder.decode(body)
+    except msgspec.ValidationError:
+        return False
+    return True
