@@ -186,6 +186,14 @@ class Snapshot:
 
 def read_snapshot(env: lmdb.Environment) -> Snapshot:
     """Walk every key of every sub-database; fails on anything unreadable."""
+    try:
+        return _walk(env)
+    except lmdb.MapResizedError:
+        env.set_mapsize(0)  # the daemon grew the map: adopt its size
+        return _walk(env)
+
+
+def _walk(env: lmdb.Environment) -> Snapshot:
     with env.begin() as txn:
         names = {key for key, _ in txn.cursor()}
         assert names == SUB_DATABASES, f"unexpected sub-databases: {sorted(names)}"

@@ -120,25 +120,31 @@ def inodes_in(table: Path) -> set[str]:
     return {line.split()[column] for line in lines}
 
 
+def socket_tables(pid: int) -> tuple[set[str], set[str]]:
+    """The inodes of the Unix sockets and of the TCP/UDP/raw sockets in `pid`'s namespace."""
+    net = Path(f"/proc/{pid}/net")
+    unix = inodes_in(net / "unix")
+    inet = set().union(
+        *(inodes_in(net / name) for name in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6"))
+    )
+    return unix, inet
+
+
 def test_the_daemon_holds_unix_sockets_only(daemon: DaemonProcess) -> None:
     assert daemon.proc is not None
     pid = daemon.proc.pid
     with daemon.client() as client:
         client.expect(StatusRequest(), StatusReply)
         client.hook("claude-code", b'{"tool_name":"Bash","tool_input":{"command":"ls"}}')
-        ours = socket_inodes(pid)  # with this connection open too
-    net = Path(f"/proc/{pid}/net")
-    unix = inodes_in(net / "unix")
-    inet = set().union(
-        *(inodes_in(net / name) for name in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6"))
-    )
+        # The tables before and after the descriptors: a socket is in one of them.
+        unix_before, inet_before = socket_tables(pid)
+        ours = socket_inodes(pid)
+        unix_after, inet_after = socket_tables(pid)
     assert len(ours) >= 2  # the listener and our connection
-    assert ours <= unix
-    assert not ours & inet
-    listening = [
-        line for line in (net / "unix").read_text().splitlines() if str(daemon.socket) in line
-    ]
-    assert listening, "the daemon's socket is not in /proc/net/unix"
+    assert ours <= unix_before | unix_after
+    assert not ours & (inet_before | inet_after)
+    listening = Path(f"/proc/{pid}/net/unix").read_text()
+    assert str(daemon.socket) in listening, "the daemon's socket is not in /proc/net/unix"
 
 
 def refusal(daemon: DaemonProcess) -> str:
