@@ -21,13 +21,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mentectl",
         description="Manage mented: action rules for AI coding agents.",
     )
-    parser.add_argument(
-        "--socket",
-        metavar="PATH",
-        help="the daemon's socket (default: $MENTED_SOCKET, else the per-user runtime path)",
-    )
+    socket_help = "the daemon's socket (default: $MENTED_SOCKET, else the per-user runtime path)"
+    json_help = "print machine-readable JSON"
+    parser.add_argument("--socket", metavar="PATH", help=socket_help)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    # The same options after the verb too (`mentectl status --json --socket X`).
+    # SUPPRESS keeps a verb's parser from resetting what was given before the verb.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
+    common.add_argument("--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMAND_MODULES:
         module.register(subparsers, common)

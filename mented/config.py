@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -36,16 +36,19 @@ class ConfigError(Exception):
 
 
 class HookSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    k: int = 6
-    max_context_chars: int = 4000
-    budget_ms: int = 250
-    dedupe_seconds: float = 5.0
-    gate_session_ttl_s: float = 12 * 3600
+    # Bounds keep a typo from silencing the hook for good (k = 0 fires nothing).
+    k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 6
+    # Claude Code cuts context over 10,000 characters: stay under it with a margin.
+    max_context_chars: Annotated[int, msgspec.Meta(ge=200, le=9500)] = 4000
+    budget_ms: Annotated[int, msgspec.Meta(ge=10, le=10_000)] = 250
+    dedupe_seconds: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 5.0
+    gate_session_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 12 * 3600
 
 
 class DaemonSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    idle_timeout_s: float = 0.0
-    connection_idle_s: float = 60.0
+    idle_timeout_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    # 0 would drop every connection before reading it.
+    connection_idle_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 60.0
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -75,6 +78,8 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib recurses on nested arrays and tables
+        raise ConfigError(f"{path}: nested too deeply to be a mented config") from exc
 
 
 def line_of(text: str, needle: str) -> int | None:

@@ -106,6 +106,7 @@ def _serving(socket_path: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
+    raise_descriptor_limit()
     try:
         inherited = service.inherited_listener()
     except service.ServiceError as exc:
@@ -125,6 +126,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.close()
         log.info("stopped")
     return 0
+
+
+def raise_descriptor_limit(wanted: int = 65536) -> None:
+    """Lift the soft open-files limit towards the hard one.
+
+    Service managers start us at a soft limit of 1024, which a thousand idle
+    editor or agent connections would exhaust before the hook's next connection.
+    """
+    import resource  # noqa: PLC0415 - start-up only
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("descriptor_limit_unchanged", soft=soft, hard=hard, error=str(exc))
 
 
 def _cannot_start(reason: str) -> int:

@@ -146,7 +146,8 @@ class Server:
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
         self.config = Config()
-        self.config_error: str | None = None  # why the last reload failed, for `status`
+        self.config_error: str | None = None  # why the config on disk is unusable, for `status`
+        self._config_stamp: tuple[int, int] | None = None
         self.store: Store
         self.matcher: Matcher
         self.hooks: HookHandler
@@ -162,12 +163,17 @@ class Server:
         opts = self.options
         try:
             self._lock = DataDirLock(opts.data_dir, opts.socket_path)
-            self.config = load_config(opts.config_path)
-            self.matcher = Matcher(load_action_table(self.config))
+            self.config, self.matcher = self._load_settings()
             self.store = Store(opts.data_dir)
         except (DataDirBusyError, ConfigError, StoreError) as exc:
             self._release_lock()
             raise StartupError(str(exc)) from exc
+        except OSError as exc:  # e.g. a --data-dir that is a file, or not writable
+            self._release_lock()
+            raise StartupError(
+                f"cannot use the data directory {opts.data_dir}: {exc.strerror or exc}; "
+                "choose another with --data-dir or MENTED_DATA_DIR"
+            ) from exc
         self.hooks = HookHandler(self.store, self.matcher, self.config)
         try:
             if opts.inherited_socket is not None:
@@ -533,13 +539,41 @@ class Server:
             self.options.on_reloaded(error)
         return error
 
+    def _load_settings(self) -> tuple[Config, Matcher]:
+        """The config file and the matcher built from its action table.
+
+        Raises:
+            ConfigError: the file is unreadable or invalid.
+        """
+        self._config_stamp = _file_stamp(self.options.config_path)
+        config = load_config(self.options.config_path)
+        return config, Matcher(load_action_table(config))
+
+    def _check_config_on_disk(self) -> None:
+        """Notice a config file edited since it was loaded and say whether it is valid.
+
+        Only checked, not applied: applying is `reload`'s job (SIGHUP, `mentectl reload`).
+        """
+        stamp = _file_stamp(self.options.config_path)
+        if stamp == self._config_stamp:
+            return
+        self._config_stamp = stamp
+        try:
+            load_action_table(load_config(self.options.config_path))
+        except ConfigError as exc:
+            self.config_error = f"{exc} (the previous configuration stays in force)"
+        else:
+            self.config_error = None
+
     def _reload_config(self) -> str | None:
         try:
-            config = load_config(self.options.config_path)
-            matcher = Matcher(load_action_table(config))
+            config, matcher = self._load_settings()
         except ConfigError as exc:
             log.error("reload_failed", error=str(exc))
             return f"{exc} (the previous configuration stays in force)"
+        except Exception as exc:  # noqa: BLE001 - a reload (SIGHUP too) must never end the daemon
+            log.exception("reload_failed")
+            return f"cannot reload the configuration: {exc!r} (the previous one stays in force)"
         self.config = config
         self.matcher = matcher
         self.hooks.reconfigure(matcher, config)
@@ -547,6 +581,7 @@ class Server:
         return None
 
     def status(self) -> StatusReply:
+        self._check_config_on_disk()
         stats = self.store.stats()
         return StatusReply(
             version=__version__,
@@ -581,6 +616,17 @@ def _frame_end(buffer: bytearray) -> int | None:
     if length > MAX_FRAME:
         raise _FrameTooLargeError(length)
     return int(HEADER.size + length)
+
+
+def _file_stamp(path: Path | None) -> tuple[int, int] | None:
+    """(mtime, size) of a file, to notice edits cheaply; None when absent."""
+    if path is None:
+        return None
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 async def _in_thread(call: Callable[[], T]) -> T:

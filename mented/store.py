@@ -159,7 +159,7 @@ def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
         return False
     if cwd is None or memory.project is None:
         return True
-    project = os.path.normpath(memory.project)
+    project = memory.project  # normalized when it was written
     if cwd == project:
         return True
     return cwd.startswith(project if project.endswith(os.sep) else project + os.sep)

@@ -104,3 +104,22 @@ def test_status_is_unhealthy_while_the_config_file_is_invalid(daemon: DaemonProc
     daemon.write_config("[hook]\nk = 3\n")
     daemon.mentectl("reload")
     assert daemon.mentectl("status").returncode == 0
+
+
+def test_socket_and_json_work_before_or_after_the_verb(daemon: DaemonProcess) -> None:
+    env_free = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"}
+    import subprocess
+    import sys
+
+    for argv in (
+        ["--socket", str(daemon.socket), "--json", "status"],
+        ["status", "--json", "--socket", str(daemon.socket)],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "mented_client.cli", *argv],
+            env=env_free,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(result.stdout)["socket"] == str(daemon.socket)

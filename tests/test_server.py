@@ -327,3 +327,54 @@ def test_a_hook_envelope_around_broken_stdin_is_answered_with_silence(
     body = b'{"type":"hook","agent":"claude-code","event":{not json}'
     assert raw_exchange(daemon.socket, frame(body)) == frame(b"")
     assert_alive(daemon)
+
+
+def test_a_data_dir_that_is_a_file_is_refused_with_a_message(short_tmp: Path) -> None:
+    process = DaemonProcess(short_tmp)
+    process.data_dir.write_text("I am a file")
+    proc = process.start(wait=False)
+    assert proc.wait(timeout=30) == 1
+    assert "cannot use the data directory" in process.log()
+    assert "Traceback" not in process.log()
+    assert process.data_dir.read_text() == "I am a file"
+
+
+def test_an_invalid_config_on_disk_makes_status_unhealthy_without_a_reload(
+    daemon: DaemonProcess,
+) -> None:
+    daemon.write_config("[hook]\nk = 0\n")
+    with daemon.client() as client:
+        status = client.expect(StatusRequest(), StatusReply)
+    assert status.config_error is not None
+    assert str(daemon.config_path) in status.config_error
+    daemon.write_config("[hook]\nk = 2\n")
+    with daemon.client() as client:
+        assert client.expect(StatusRequest(), StatusReply).config_error is None
+
+
+def test_the_open_files_limit_is_raised_towards_the_hard_limit(short_tmp: Path) -> None:
+    import resource
+
+    process = DaemonProcess(short_tmp)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1024:
+        pytest.skip(f"the hard limit ({hard}) leaves nothing to raise")
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    with process.log_path.open("ab") as log:
+        process.proc = subprocess.Popen(
+            [PYTHON, "-m", "mented.daemon"],
+            env=process.env,
+            stdout=log,
+            stderr=log,
+            preexec_fn=low_soft_limit,  # noqa: PLW1509 - no threads in this test process matter
+        )
+    try:
+        process.wait_ready()
+        limits = Path(f"/proc/{process.proc.pid}/limits").read_text()
+        line = next(row for row in limits.splitlines() if row.startswith("Max open files"))
+        assert int(line.split()[3]) > 256
+    finally:
+        process.stop()

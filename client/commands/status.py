@@ -8,6 +8,7 @@ import msgspec
 from mented_client.commands.output import fail, format_time, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
+from mented import paths
 from mented.protocol import StatusReply, StatusRequest
 
 
@@ -32,10 +33,16 @@ def fetch_status(socket: str | None, timeout: float = 2.0) -> StatusReply:
 def run_status(args: argparse.Namespace) -> int:
     try:
         status = fetch_status(args.socket)
-    except (NotRunningError, ProtocolError, DaemonError) as exc:
+    except NotRunningError as exc:
         if args.json:
             print_json({"running": False, "reason": str(exc)})
-        return fail(f"not running: {exc}")
+        return fail(str(exc))
+    except (ProtocolError, DaemonError) as exc:
+        # Something holds the socket but does not answer as mented should.
+        reason = f"mented at {paths.socket_path(args.socket)} is not answering properly: {exc}"
+        if args.json:
+            print_json({"running": True, "healthy": False, "reason": reason})
+        return fail(reason)
     healthy = status.config_error is None
     if args.json:
         print_json({"running": True, "healthy": healthy, **msgspec.to_builtins(status)})

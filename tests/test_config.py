@@ -1,0 +1,67 @@
+"""The config file: defaults, bounds that keep the hook alive, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mented.config import ConfigError, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_missing_file_means_the_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "absent.toml")
+    assert config.hook.k == 6
+    assert config.hook.budget_ms == 250
+    assert config.delivery == {}
+
+
+def test_values_are_read(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            '[hook]\nk = 3\n\n[delivery]\nGit-Commit = "gate"\n\n[daemon]\nidle_timeout_s = 60\n',
+        )
+    )
+    assert config.hook.k == 3
+    assert config.delivery == {"git-commit": "gate"}
+    assert config.daemon.idle_timeout_s == 60
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("[hook]\nk = 0\n", "k"),  # would fire nothing, ever
+        ("[hook]\nmax_context_chars = 20000\n", "max_context_chars"),  # Claude Code cuts it
+        ("[hook]\ndedupe_seconds = -1\n", "dedupe_seconds"),
+        ("[daemon]\nconnection_idle_s = 0\n", "connection_idle_s"),  # would drop every client
+        ("[daemon]\nconnection_idle_s = -5\n", "connection_idle_s"),
+        ("[hook]\nbudget = 3\n", "budget"),  # a typo of budget_ms
+    ],
+)
+def test_values_that_would_silence_the_hook_are_refused_with_file_and_line(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    path = write(tmp_path, "# my settings\n" + text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert f"{path}:2" in str(error.value)
+    assert field in str(error.value)
+
+
+def test_bad_delivery_mode_says_what_is_allowed(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match='"context" or "gate"'):
+        load_config(write(tmp_path, '[delivery]\ngit-commit = "loud"\n'))
+
+
+def test_not_toml_and_absurd_nesting_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[hook\nk = 1\n"))
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n"))
