@@ -356,7 +356,7 @@ def test_the_open_files_limit_is_raised_towards_the_hard_limit(short_tmp: Path) 
     import resource
 
     process = DaemonProcess(short_tmp)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard <= 1024:
         pytest.skip(f"the hard limit ({hard}) leaves nothing to raise")
 
