@@ -44,28 +44,23 @@ def positive(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
-def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> None:
-    out = short_tmp / "bench.json"
-    page = short_tmp / "benchmarks.md"
-    env = isolated_env(short_tmp)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mented_client.cli",
-            "bench",
-            "--smoke",
-            "--out",
-            str(out),
-            "--markdown",
-            str(page),
-        ],
+def mentectl_bench(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`mentectl bench --smoke ARGS` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "mented_client.cli", "bench", "--smoke", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> None:
+    out = short_tmp / "bench.json"
+    page = short_tmp / "benchmarks.md"
+    env = isolated_env(short_tmp)
+    done = mentectl_bench(env, "--out", str(out), "--markdown", str(page))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
 
@@ -112,22 +107,8 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
 
 
 def test_an_unwritable_output_is_refused_before_measuring(short_tmp: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mented_client.cli",
-            "bench",
-            "--smoke",
-            "--out",
-            str(short_tmp / "missing" / "bench.json"),
-        ],
-        env=isolated_env(short_tmp),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    missing = short_tmp / "missing" / "bench.json"
+    done = mentectl_bench(isolated_env(short_tmp), "--out", str(missing))
     assert done.returncode == 1
     assert "is not a writable directory" in done.stderr
     assert "matcher:" not in done.stderr  # no benchmark ran
