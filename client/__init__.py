@@ -8,6 +8,10 @@
 - `cli.py`       `mentectl`: parses arguments and hands off to `commands/`,
                  one module per group of verbs.
 
+- `bench.py`     `mentectl bench`: runs daemons of its own and measures them.
+
 Imports point inward: `commands/` use `connection` and `mented.protocol`;
-nothing here imports the daemon's server or store.
+nothing here imports the daemon's server or store, except `bench.py`, which
+fills its stores directly and times the matcher alone, and is imported only
+when `mentectl bench` runs.
 """
