@@ -7,7 +7,6 @@
                  `mentectl`, editors and scripts.
 - `cli.py`       `mentectl`: parses arguments and hands off to `commands/`,
                  one module per group of verbs.
-
 - `bench.py`     `mentectl bench`: runs daemons of its own and measures them.
 
 Imports point inward: `commands/` use `connection` and `mented.protocol`;
