@@ -129,6 +129,7 @@ def test_hook_group_runs_the_command_for_bash(name: str) -> None:
 # The hand-install files in hooks/ must stay in step with what `hooks install` writes.
 HOOKS_DIR = Path(__file__).parent.parent / "hooks"
 PLACEHOLDER = "/ABSOLUTE/PATH/TO/python3 -I -S /ABSOLUTE/PATH/TO/mented_client/shim.py"
+SOCKET_PLACEHOLDER = "/ABSOLUTE/PATH/TO/mented.sock"
 
 
 @pytest.mark.parametrize(("name", "folder"), [("claude-code", "claude-code"), ("codex", "codex")])
@@ -136,5 +137,5 @@ def test_the_hand_install_files_match_the_installer(name: str, folder: str) -> N
     doc = json.loads((HOOKS_DIR / folder / "hooks.json").read_text())
     (group,) = doc["hooks"]["PreToolUse"]
     command = group["hooks"][0]["command"]
-    assert command == f"{PLACEHOLDER} {name}"
+    assert command == f"{PLACEHOLDER} {name} {SOCKET_PLACEHOLDER}"
     assert group == AGENTS[name].hook_group(command, DEFAULT_TIMEOUT_S)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ EOF
 # The budget is proven by the shim's fault matrix; here a loaded machine must not
 # turn a slow start into a silent answer.
 BUDGET_ENV = {"MENTED_HOOK_BUDGET_MS": "3000"}
+PYTHON = sys.executable
 _tool_use_ids = count()
 
 
@@ -203,6 +205,35 @@ def test_the_installed_socket_argument_is_used_without_the_environment(
     env = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"} | BUDGET_ENV
     event = pre_tool_use("Bash", {"command": COMMIT}, cwd="/home/u/repo")
     assert "single line" in context(claude.run(event, env=env).stdout)
+
+
+def test_a_hook_installed_with_the_socket_option_needs_no_environment(
+    daemon: DaemonProcess,
+) -> None:
+    # mentectl told where the daemon is by --socket alone; the agent knows nothing either.
+    without_socket = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"}
+    install = ["hooks", "install", "claude-code"]
+    subprocess.run(
+        [PYTHON, "-m", "mented_client.cli", "--socket", str(daemon.socket), *install],
+        env=without_socket,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    settings = json.loads((daemon.home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    add_rule(daemon, "git-commit", "single line")
+    event = pre_tool_use("Bash", {"command": COMMIT}, cwd="/home/u/repo")
+    result = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        env=without_socket | BUDGET_ENV,
+        timeout=30,
+        check=True,
+    )
+    assert "single line" in context(result.stdout)
 
 
 def test_daemon_down_prints_nothing(daemon: DaemonProcess, claude: Agent) -> None:

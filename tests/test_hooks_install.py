@@ -8,13 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mented_client.cli import main
+from mented_client.cli import build_parser, main
+from mented_client.commands import doctor
 from mented_client.hook_settings import (
     installed_shim,
     is_mented_command,
     is_native_executable,
     real_interpreter,
 )
+
+from mented.paths import socket_path
 
 # A settings file as a user and Claude Code leave it: other keys, other hooks, 4-space indent.
 EXISTING = """{
@@ -85,11 +88,12 @@ def test_fresh_install_creates_the_file_and_its_directory(
     assert hook["type"] == "command"
     assert isinstance(hook["timeout"], int)
     assert hook["timeout"] >= 1
-    python, isolated, no_site, shim, agent = shlex.split(hook["command"])
+    python, isolated, no_site, shim, agent, socket = shlex.split(hook["command"])
     assert Path(python).is_absolute()
     assert is_native_executable(Path(python))
     assert (isolated, no_site, agent) == ("-I", "-S", "claude-code")
     assert Path(shim) == installed_shim()
+    assert socket == str(socket_path())  # the default mentectl itself uses
     assert not (settings.parent / "settings.json.mented-bak").exists()  # nothing to back up
 
 
@@ -248,7 +252,7 @@ def test_codex_install_says_to_trust_the_hook(
     status, out, _ = mentectl(capsys, "hooks", "install", "codex")
     assert status == 0
     (hook,) = our_hooks(home / ".codex" / "hooks.json")
-    assert hook["command"].endswith(" codex")
+    assert shlex.split(hook["command"])[-2] == "codex"
     assert "/hooks" in out
     assert "trust" in out
 
@@ -285,6 +289,58 @@ def test_the_socket_at_install_time_becomes_the_fallback_argument(
     mentectl(capsys, "hooks", "install", "claude-code")
     (hook,) = our_hooks(home / ".claude" / "settings.json")
     assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/custom/mented.sock"]
+
+
+def test_the_socket_option_becomes_the_fallback_argument(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MENTED_SOCKET", "/run/from-env/mented.sock")  # --socket wins, as always
+    mentectl(capsys, "--socket", "/run/explicit/mented.sock", "hooks", "install", "claude-code")
+    (hook,) = our_hooks(home / ".claude" / "settings.json")
+    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/explicit/mented.sock"]
+
+
+def test_the_runtime_dir_at_install_time_is_written_in(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent launched without XDG_RUNTIME_DIR still looks where the daemon listens.
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
+    mentectl(capsys, "hooks", "install", "codex")
+    (hook,) = our_hooks(home / ".codex" / "hooks.json")
+    assert shlex.split(hook["command"])[-1] == "/run/user/4242/mented/mented.sock"
+
+
+def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "--socket", "/run/a/mented.sock", "hooks", "install", "claude-code")
+    status, out, _ = mentectl(
+        capsys, "--socket", "/run/b/mented.sock", "hooks", "install", "claude-code"
+    )
+    assert (status, out.splitlines()[0]) == (
+        0,
+        "Updated the mented hook for Claude Code in ~/.claude/settings.json.",
+    )
+    (hook,) = our_hooks(settings)
+    assert hook["command"].endswith(" claude-code /run/b/mented.sock")
+    _, out, _ = mentectl(capsys, "hooks", "status", "--json")
+    (claude,) = json.loads(out)["claude-code"]
+    assert claude["hooks"][0]["socket"] == "/run/b/mented.sock"
+    assert "socket: /run/b/mented.sock" in mentectl(capsys, "hooks", "status")[1]
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert "Removed 1 mented hook entry" in out
+    assert our_hooks(settings) == []
+
+
+def test_setup_installs_the_hook_with_the_socket_option(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doctor.setup_hook(
+        build_parser().parse_args(["--socket", "/run/setup/mented.sock", "setup", "claude-code"])
+    )
+    (hook,) = our_hooks(home / ".claude" / "settings.json")
+    assert shlex.split(hook["command"])[-1] == "/run/setup/mented.sock"
 
 
 def test_hooks_command_prints_what_install_writes(

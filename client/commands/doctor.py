@@ -448,6 +448,7 @@ def setup_hook(args: argparse.Namespace) -> None:
     hooks.run_install(
         argparse.Namespace(
             agent=args.agent,
+            socket=args.socket,
             settings=None,
             project=None,
             python=None,

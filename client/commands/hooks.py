@@ -2,11 +2,13 @@
 
 The installed hook runs the stdlib-only shim with the real interpreter::
 
-    /abs/real/python3.11 -I -S /abs/.../mented_client/shim.py claude-code
+    /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code /run/user/1000/mented/mented.sock
 
 The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
 `-I -S` skip the environment, the user site and the `site` import. The settings
 file is edited in place. Both are explained in `mented_client.hook_settings`.
+The last argument is the socket mentectl uses (`--socket`, `$MENTED_SOCKET` or
+the default), the shim's fallback when the agent's environment names none.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from mented_client.hook_settings import (
     write_settings,
 )
 
+from mented import paths
 from mented.agents import AGENTS, Agent
-from mented.paths import SOCKET_ENV
 from mented.protocol import FireRecord, LogReply, LogRequest
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
@@ -56,7 +58,13 @@ def register(
     agents = sorted(AGENTS)
 
     install = verbs.add_parser(
-        "install", parents=[common], help="add the hook to an agent's settings file"
+        "install",
+        parents=[common],
+        help="add the hook to an agent's settings file",
+        description="The hook's command line names the socket mentectl uses (`mentectl "
+        "--socket PATH hooks install ...`, else $MENTED_SOCKET, else the default), so an agent "
+        "started without that environment still finds the daemon; $MENTED_SOCKET in the "
+        "agent's environment wins.",
     )
     install.add_argument("agent", choices=agents)
     _settings_options(install)
@@ -114,8 +122,15 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------- the command line
 
 
-def hook_command(agent: Agent, python: str | None = None) -> str:
-    """The shell command line the agent runs for each shell command."""
+def hook_command(agent: Agent, python: str | None = None, socket: str | None = None) -> str:
+    """The shell command line the agent runs for each shell command.
+
+    Args:
+        agent: the agent that runs it.
+        python: the interpreter (default: the real binary behind this one).
+        socket: mentectl's `--socket`; with `$MENTED_SOCKET` and the default it
+            gives the socket written in as the shim's fallback argument.
+    """
     try:
         interpreter = Path(python).absolute() if python else real_interpreter()
         shim = installed_shim()
@@ -123,13 +138,12 @@ def hook_command(agent: Agent, python: str | None = None) -> str:
         raise CommandError(str(exc)) from exc
     if python and not is_native_executable(interpreter):
         raise CommandError(f"{python} is not a native executable (a shim script?)")
-    argv = [str(interpreter), "-I", "-S", str(shim), agent.name]
-    # A socket in the environment at install time becomes the fallback argument;
-    # $MENTED_SOCKET at run time still wins.
-    socket = os.environ.get(SOCKET_ENV)
-    if socket:
-        argv.append(str(Path(socket).absolute()))
-    return shlex.join(argv)
+    # The socket mentectl talks to is written in as the shim's fallback: an agent
+    # started without this environment (a desktop launcher, an ssh session without
+    # XDG_RUNTIME_DIR) would otherwise look in /tmp/mented-UID while the daemon
+    # listens in /run/user/UID. $MENTED_SOCKET at run time still wins.
+    fallback = paths.socket_path(socket).absolute()
+    return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
 
 
 def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
@@ -154,7 +168,7 @@ def run_install(args: argparse.Namespace) -> int:
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path = settings_path(agent, args)
-    command = hook_command(agent, args.python)
+    command = hook_command(agent, args.python, args.socket)
     try:
         previous = read_settings(path)
         before = find_entries(previous, path, installed_shim()) if previous else []
@@ -237,6 +251,7 @@ class HookCheck:
     timeout: object
     interpreter: str | None
     shim: str | None
+    socket: str | None  # the shim's fallback when the agent's environment names none
     problems: list[str]
 
 
@@ -257,7 +272,10 @@ def check_entry(entry: MentedEntry) -> HookCheck:
     except ValueError:
         argv = []
     interpreter = Path(argv[0]) if argv else None
-    shim = next((Path(arg) for arg in argv if Path(arg).name == "shim.py"), None)
+    at = next((i for i, arg in enumerate(argv) if Path(arg).name == "shim.py"), None)
+    shim = None if at is None else Path(argv[at])
+    # After the shim: the agent's name, then the fallback socket (older installs had none).
+    socket = argv[at + 2] if at is not None and len(argv) > at + 2 else None
     problems = []
     if interpreter is None or not interpreter.exists():
         problems.append(f"interpreter {interpreter} is missing: reinstall the hook")
@@ -270,6 +288,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
         timeout=entry.timeout,
         interpreter=str(interpreter) if interpreter else None,
         shim=str(shim) if shim else None,
+        socket=socket,
         problems=problems,
     )
 
@@ -317,12 +336,14 @@ def run_status(args: argparse.Namespace) -> int:
             for hook in place.hooks:
                 print(f"  {where}: installed, {'; '.join(hook.problems) or 'ok'}")
                 print(f"    runs: {hook.command}")
+                fallback = hook.socket or "the agent's $MENTED_SOCKET, else the default"
+                print(f"    socket: {fallback}")
     return 1 if broken else 0
 
 
 def run_command(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
-    command = hook_command(agent, args.python)
+    command = hook_command(agent, args.python, args.socket)
     if args.json:
         print_json({"agent": agent.name, "command": command, "timeout": DEFAULT_TIMEOUT_S})
     else:
