@@ -10,7 +10,9 @@ Rules are memories tagged `trigger:<action>`. The action is checked against
 the same action table the daemon uses (its built-ins plus the user's config
 file, found through the daemon's status), because a rule for an action the hook
 never names would never fire. The known actions are listed in the tool's
-description and an unknown one is refused with the closest known names.
+description and an unknown one is refused with the closest known names, by the
+same check as `mentectl rule add` (`mented.actions.check_action`); a project
+directory is resolved as `mentectl` resolves it (`mented_client.scope`).
 
 Every answer names memories by their short handle (`mented.store.short_handle`,
 the same handle the hook shows next to each rule it injects), so the model can
@@ -26,7 +28,6 @@ blocking socket client does not stall the stdio loop.
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +38,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from mented_client.commands.output import describe_scope, format_time
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.scope import project_dir as resolve_project_dir
 from pydantic import BaseModel, Field
 
 from mented import __version__
-from mented.actions import load_action_table
-from mented.config import Config, ConfigError, load_config
-from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType, normalize_action
+from mented.actions import ActionTable, TableInForce, check_action, load_table_in_force
+from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType
 from mented.paths import config_path as default_config_path
 from mented.protocol import (
     ForgetRequest,
@@ -68,7 +69,6 @@ ReplyT = TypeVar("ReplyT")
 SERVER_NAME = "mented"
 DEFAULT_AGENT = "claude-code"
 LIST_LIMIT = 100  # rules per `list_rules` answer by default: enough to find one, not a flood
-SUGGESTIONS = 3
 
 INSTRUCTIONS = """\
 mented keeps the user's rules and hands each one to you right before you run the \
@@ -168,42 +168,14 @@ def view(memory: Memory) -> RuleView:
 # ------------------------------------------------------------ the daemon side
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """The actions the hook can name, and the hook's settings, from the daemon's config file."""
-
-    actions: tuple[str, ...]
-    descriptions: dict[str, str]
-    k: int
-    problem: str | None = None  # why the user's config file could not be used
-
-    def listing(self) -> str:
-        """The known actions for a tool description: `git-commit` (what it is), ..."""
-        if not self.actions:
-            return "(none: is mented's action table installed?)"
-        return "; ".join(
-            f"{name} ({self.descriptions[name]})" if self.descriptions.get(name) else name
-            for name in self.actions
-        )
-
-
-def load_vocabulary(path: Path | None) -> Vocabulary:
-    """The action table for the config file at `path`; the built-ins when it is unusable."""
-    problem = None
-    try:
-        config = load_config(path)
-        table = load_action_table(config)
-    except ConfigError as exc:
-        # The daemon keeps the table it had when the file breaks; the built-ins are
-        # the closest we can get, and the error says why a custom action is missing.
-        problem = str(exc)
-        config = Config()
-        table = load_action_table(config)
-    return Vocabulary(
-        actions=tuple(sorted(table.names())),
-        descriptions={action.name: action.description for action in table.actions()},
-        k=config.hook.k,
-        problem=problem,
+def listing(table: ActionTable) -> str:
+    """The known actions for a tool description: `git-commit` (what it is), ..."""
+    if not table.names():
+        return "(none: is mented's action table installed?)"
+    descriptions = table.descriptions()
+    return "; ".join(
+        f"{name} ({descriptions[name]})" if descriptions.get(name) else name
+        for name in table.names()
     )
 
 
@@ -232,45 +204,26 @@ class Bridge:
         except ProtocolError as exc:
             raise ToolError(f"{exc}; is `mentectl status` healthy?") from exc
 
-    def vocabulary(self, *, timeout: float = 10.0) -> Vocabulary:
+    def table_in_force(self, *, timeout: float = 10.0) -> TableInForce:
         """The daemon's action table (read from the config file the daemon uses)."""
         status = self.request(StatusRequest(), StatusReply, timeout=timeout)
-        return load_vocabulary(Path(status.config) if status.config else None)
+        return load_table_in_force(Path(status.config) if status.config else None)
 
-    def check_action(self, action: str, vocabulary: Vocabulary) -> str:
+    def check_action(self, action: str, in_force: TableInForce) -> str:
         """`action` normalized, or a tool error naming the closest known actions."""
-        name = action.strip()
-        if name.lower().startswith(TRIGGER_PREFIX):
-            name = name[len(TRIGGER_PREFIX) :]
         try:
-            name = normalize_action(name)
+            return check_action(in_force.table, action, problem=in_force.problem)
         except InvalidInputError as exc:
-            raise ToolError(str(exc)) from exc
-        if name in vocabulary.actions:
-            return name
-        close = difflib.get_close_matches(name, vocabulary.actions, n=SUGGESTIONS, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        broken = (
-            f" (The config file could not be read, so only built-in actions are known: "
-            f"{vocabulary.problem})"
-            if vocabulary.problem
-            else ""
-        )
-        raise ToolError(
-            f"{action!r} is not an action mented knows, so a rule for it would never fire.{hint}"
-            f" Known actions: {', '.join(vocabulary.actions)}.{broken} For a command that"
-            " performs none of these, the user can define a new action under"
-            " [actions.<name>] in mented's config file (see docs/actions.md) and run"
-            " `mentectl reload`; or store the text with `remember` as a plain memory."
-        )
+            raise ToolError(f"{exc} Or store the text with `remember` as a plain memory.") from exc
 
     def project_dir(self, directory: str | None) -> str:
         """An absolute project directory: `directory` (relative to ours), else our cwd."""
         if not directory:
             return self.cwd
-        path = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - lexical, like the hook's cwd
-        if not Path(path).is_dir():
-            raise ToolError(f"project directory {directory!r} ({path}) is not a directory")
+        try:
+            path: str = resolve_project_dir(directory, base=self.cwd)
+        except InvalidInputError as exc:
+            raise ToolError(str(exc)) from exc
         return path
 
     def store(  # noqa: PLR0913 - a memory's fields and the tool's scope flags
@@ -341,9 +294,9 @@ def make_server(
         agent=agent,
         cwd=os.path.abspath(cwd or os.getcwd()),  # noqa: PTH100, PTH109 - lexical, like the hook's cwd
     )
-    vocabulary = _startup_vocabulary(bridge)
-    known_text = vocabulary.listing()  # with what each action is, where the model picks one
-    known_names = ", ".join(vocabulary.actions)
+    in_force = _startup_table(bridge)
+    known_text = listing(in_force.table)  # with what each action is, where the model picks one
+    known_names = ", ".join(in_force.table.names())
     server = MCPServer(
         SERVER_NAME,
         title="mented: the user's rules for actions",
@@ -376,7 +329,7 @@ Known actions: {known_text}.""",
         project_dir: ProjectDirArg = None,
         this_agent_only: ThisAgentArg = False,
     ) -> StoredRule:
-        name = bridge.check_action(action, bridge.vocabulary())
+        name = bridge.check_action(action, bridge.table_in_force())
         memory_id, rule_agent, project = bridge.store(
             rule,
             MemoryType.PROCEDURAL,
@@ -458,17 +411,18 @@ Known actions: {known_names}.""",
             Field(description="look from this directory instead of the current project"),
         ] = None,
     ) -> RuleList:
-        vocabulary = bridge.vocabulary()
-        name = bridge.check_action(action, vocabulary)
+        in_force = bridge.table_in_force()
+        name = bridge.check_action(action, in_force)
+        k = in_force.config.hook.k
         where = bridge.project_dir(project_dir)
         reply = bridge.request(
-            RecallRequest(action=name, agent=bridge.agent, cwd=where, k=vocabulary.k),
+            RecallRequest(action=name, agent=bridge.agent, cwd=where, k=k),
             MemoriesReply,
         )
         count = len(reply.memories)
         note = (
             f"{count} rule{'s' if count != 1 else ''} fire for `{name}` for {bridge.agent} "
-            f"in {where}, newest first (the hook shows at most {vocabulary.k})."
+            f"in {where}, newest first (the hook shows at most {k})."
             if count
             else f"No rule fires for `{name}` for {bridge.agent} in {where}."
         )
@@ -494,7 +448,7 @@ list_rules(include_superseded=true) to see replaced versions too.""",
     ) -> RuleList:
         name = None
         if action:
-            name = bridge.check_action(action, bridge.vocabulary())
+            name = bridge.check_action(action, bridge.table_in_force())
         reply = bridge.request(
             ListRequest(
                 action=name,
@@ -592,13 +546,13 @@ def _scope_text(agent: str | None, project: str | None) -> str:
     return " ".join(parts) or "everywhere"
 
 
-def _startup_vocabulary(bridge: Bridge) -> Vocabulary:
+def _startup_table(bridge: Bridge) -> TableInForce:
     """The actions for the tool descriptions: the daemon's config if it answers, else ours."""
     try:
         # Briefly: the agent waits for the server to start, and a hung daemon must not stall it.
-        return bridge.vocabulary(timeout=1.0)
+        return bridge.table_in_force(timeout=1.0)
     except ToolError:
-        return load_vocabulary(default_config_path())
+        return load_table_in_force(default_config_path())
 
 
 def run(*, agent: str, socket_path: str | Path | None, cwd: str | None = None) -> None:

@@ -18,27 +18,38 @@ shapes with `replace = true`), and switch a built-in off with `enabled = false`:
 Per-program knowledge (global options and their arity, wrappers such as `sudo`
 or `bash -c`) is built-in data too; `mented.matcher` is the code that reads it.
 A table that cannot be used raises `ConfigError` naming the file, line and action.
+
+Everything that takes an action name from a person or a model (`mentectl rule
+add`, `mentectl explain`, `mentectl doctor`, the MCP server) loads the table
+with `load_table_in_force` and checks the name with `check_action`, so they
+agree on what is known and say it the same way.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from importlib import resources
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from mented.config import Config, ConfigError, line_of
-from mented.memory import InvalidInputError, normalize_action
+from mented.config import Config, ConfigError, line_of, load_config
+from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUILTIN = "built-in"
 BUILTIN_FILE = "actions.toml"
 
 # A subcommand word that matches any one word (`yarn workspace * add`).
 ANY_WORD = "*"
+SUGGESTIONS = 3  # close matches offered for an unknown action name
 
 
 class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -145,6 +156,9 @@ class ActionTable:
         disabled: Mapping[str, str] | None = None,
     ) -> None:
         self._actions = {action.name: action for action in actions}
+        self._descriptions = MappingProxyType(
+            {action.name: action.description for action in self._actions.values()}
+        )
         self._programs = dict(programs)
         self._disabled = dict(disabled or {})
         by_program: dict[str, list[tuple[str, Shape]]] = {}
@@ -172,6 +186,14 @@ class ActionTable:
         """
         return self._actions[action].source
 
+    def __contains__(self, name: object) -> bool:
+        """Whether `name` (normalized) is an action in force."""
+        return name in self._actions
+
+    def descriptions(self) -> Mapping[str, str]:
+        """What each action is, by name ("" when neither the built-ins nor the user said)."""
+        return self._descriptions
+
     def actions(self) -> tuple[Action, ...]:
         """The effective actions in table order (built-ins first, in file order)."""
         return tuple(self._actions.values())
@@ -195,6 +217,67 @@ class ActionTable:
             if pattern.fullmatch(name):
                 return pattern_spec
         return None
+
+
+# ------------------------------------------------------------ names in force
+
+
+class TableInForce(NamedTuple):
+    """A config file, its action table, and why the file could not be used (if so)."""
+
+    config: Config
+    table: ActionTable
+    problem: str | None  # set: the file is unusable and `table` holds the built-ins only
+
+
+def load_table_in_force(path: Path | None) -> TableInForce:
+    """The config file at `path` (None: defaults) and its action table; never raises.
+
+    When the file is unusable this is the built-in table and `problem` says why: a
+    running daemon keeps the table it had, and the built-ins are the closest a
+    client can get to it. Whoever needs the file to be valid checks `problem`.
+    """
+    try:
+        config = load_config(path)
+        return TableInForce(config, load_action_table(config), None)
+    except ConfigError as exc:
+        config = Config()
+        return TableInForce(config, load_action_table(config), str(exc))
+
+
+def check_action(table: ActionTable, action: str, *, problem: str | None = None) -> str:
+    """`action` normalized (a `trigger:` prefix dropped), when it is an action in `table`.
+
+    Args:
+        table: the action table in force.
+        action: the name as a person or a model wrote it.
+        problem: why the config file could not be used (`TableInForce.problem`), to
+            explain why a custom action is missing.
+
+    Raises:
+        InvalidInputError: not a usable name, or not one the hook ever names (a rule
+            for it would never fire); the message offers the closest known names.
+    """
+    name = action.strip()
+    if name.lower().startswith(TRIGGER_PREFIX):
+        name = name[len(TRIGGER_PREFIX) :]
+    name = normalize_action(name)
+    if name in table:
+        return name
+    known = table.names()
+    close = difflib.get_close_matches(name, known, n=SUGGESTIONS, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    broken = (
+        f" (The config file cannot be used, so only the built-in actions are known: {problem})"
+        if problem
+        else ""
+    )
+    raise InvalidInputError(
+        f"{action!r} is not an action mented knows, so a rule for it would never fire.{hint}"
+        f" Known actions: {', '.join(known)}.{broken} For a command that performs none of"
+        " these, define a new action under [actions.<name>] in mented's config file (see"
+        " docs/actions.md) and run `mentectl reload`."
+    )
 
 
 # --------------------------------------------------------------------- loading

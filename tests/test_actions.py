@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from mented.actions import BUILTIN, ActionTable, Shape, load_action_table
+from mented.actions import (
+    BUILTIN,
+    ActionTable,
+    Shape,
+    check_action,
+    load_action_table,
+    load_table_in_force,
+)
 from mented.config import Config, ConfigError, load_config
+from mented.memory import InvalidInputError
 
 BUILT_INS = [
     "docker-push",
@@ -209,3 +217,49 @@ def test_shape_describe_reads_like_the_command() -> None:
         min_positionals=1,
     )
     assert shape.describe() == "npm install|i (without --dry-run; with 1 positional argument)"
+
+
+# ------------------------------------------------------- names a person gives
+
+
+def test_check_action_normalizes_known_names() -> None:
+    table = load_action_table(Config())
+    assert check_action(table, "git-commit") == "git-commit"
+    assert check_action(table, " Git-Commit ") == "git-commit"
+    assert check_action(table, "trigger:PR-Create") == "pr-create"
+
+
+def test_an_unknown_action_is_refused_with_the_closest_known_ones() -> None:
+    table = load_action_table(Config())
+    with pytest.raises(InvalidInputError) as caught:
+        check_action(table, "git-comit")
+    message = str(caught.value)
+    assert "'git-comit' is not an action mented knows, so a rule for it would never fire" in message
+    assert "Did you mean: git-commit" in message
+    assert "[actions.<name>]" in message
+
+
+def test_a_user_action_is_known_and_a_broken_file_says_why_it_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[actions.deploy]\nshapes = [{ program = "make", subcommand = ["deploy"] }]\n')
+    in_force = load_table_in_force(path)
+    assert in_force.problem is None
+    assert check_action(in_force.table, "deploy") == "deploy"
+
+    path.write_text("[actions.deploy]\nshapes = 'make deploy'\n")
+    broken = load_table_in_force(path)
+    assert broken.problem is not None
+    assert str(path) in broken.problem
+    assert broken.table.names() == BUILT_INS  # the built-ins, the closest a client can get
+    with pytest.raises(InvalidInputError) as caught:
+        check_action(broken.table, "deploy", problem=broken.problem)
+    assert "only the built-in actions are known" in str(caught.value)
+    assert broken.problem in str(caught.value)
+
+
+def test_descriptions_come_from_the_table_and_the_config_file(tmp_path: Path) -> None:
+    table = table_from(tmp_path, '[actions.git-commit]\ndescription = "our commit"\n')
+    descriptions = table.descriptions()
+    assert descriptions["git-commit"] == "our commit"
+    assert descriptions["pr-create"]  # built-ins describe themselves
+    assert set(descriptions) == set(table.names())

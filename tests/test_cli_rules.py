@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import DaemonProcess
 
@@ -108,9 +112,6 @@ def test_status_is_unhealthy_while_the_config_file_is_invalid(daemon: DaemonProc
 
 def test_socket_and_json_work_before_or_after_the_verb(daemon: DaemonProcess) -> None:
     env_free = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"}
-    import subprocess
-    import sys
-
     for argv in (
         ["--socket", str(daemon.socket), "--json", "status"],
         ["status", "--json", "--socket", str(daemon.socket)],
@@ -123,3 +124,77 @@ def test_socket_and_json_work_before_or_after_the_verb(daemon: DaemonProcess) ->
             check=True,
         )
         assert json.loads(result.stdout)["socket"] == str(daemon.socket)
+
+
+# ------------------------------------------------- rules that could never fire
+
+
+def test_an_unknown_action_is_refused_with_the_closest_known_ones(daemon: DaemonProcess) -> None:
+    result = daemon.mentectl("rule", "add", "git-comit", "one line", check=False)
+    assert result.returncode == 2
+    assert "'git-comit' is not an action mented knows" in result.stderr
+    assert "Did you mean: git-commit" in result.stderr
+    listing = daemon.mentectl("rule", "list", "--action", "git-comit", check=False)
+    assert listing.returncode == 2
+    assert "Did you mean: git-commit" in listing.stderr
+    assert listed(daemon, "--all") == []  # nothing was stored
+
+
+def test_an_action_from_the_daemons_config_file_is_known(daemon: DaemonProcess) -> None:
+    daemon.write_config(
+        '[actions.deploy]\nshapes = [{ program = "make", subcommand = ["deploy"] }]\n'
+    )
+    daemon.reload()
+    add(daemon, "Deploy", "announce it in #ops first")
+    assert listed(daemon, "--action", "deploy") == ["announce it in #ops first"]
+
+
+def test_an_unknown_agent_is_refused_naming_the_known_ones(daemon: DaemonProcess) -> None:
+    result = daemon.mentectl("rule", "add", "git-commit", "x", "--agent", "claude", check=False)
+    assert result.returncode == 2
+    assert "unknown agent 'claude'" in result.stderr
+    assert "claude-code, codex" in result.stderr
+    assert listed(daemon, "--all") == []
+
+
+@pytest.mark.parametrize("directory", ["", "  ", "/nonexistent/project"])
+def test_a_blank_or_missing_project_is_refused(daemon: DaemonProcess, directory: str) -> None:
+    result = daemon.mentectl("rule", "add", "git-commit", "x", "--project", directory, check=False)
+    assert result.returncode == 2
+    assert "project directory" in result.stderr
+    assert listed(daemon, "--all") == []  # not stored, and above all not stored unscoped
+
+
+def test_a_relative_project_is_made_absolute(daemon: DaemonProcess, tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    add_relative = ["rule", "add", "git-commit", "x", "--project", "app/../app/", "--json"]
+    result = subprocess.run(
+        [sys.executable, "-m", "mented_client.cli", *add_relative],
+        env=daemon.env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rule_id = json.loads(result.stdout)["id"]
+    shown = json.loads(daemon.mentectl("rule", "show", rule_id, "--json").stdout)
+    assert shown["project"] == str(tmp_path / "app")
+
+
+def test_supersede_can_rescope_the_new_version(daemon: DaemonProcess, tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    old = add(daemon, "git-commit", "single line")
+    daemon.mentectl(
+        "rule", "supersede", old, "single line, in app", "--agent", "codex", "--project", str(app)
+    )
+    assert listed(daemon, "--action", "git-commit", "--agent", "codex", "--cwd", str(app)) == [
+        "single line, in app"
+    ]
+    assert (
+        listed(daemon, "--action", "git-commit", "--agent", "claude-code", "--cwd", str(app)) == []
+    )
+    assert listed(daemon, "--action", "git-commit", "--agent", "codex", "--cwd", "/") == []
+    refused = daemon.mentectl("rule", "supersede", old, "y", "--agent", "claud", check=False)
+    assert refused.returncode == 2
+    assert "unknown agent 'claud'" in refused.stderr

@@ -189,7 +189,23 @@ async def test_unknown_action_is_refused_with_the_closest_known_ones(
     message = text_of(result)
     assert "'git-comit' is not an action mented knows" in message
     assert "Did you mean: git-commit" in message
+    assert "`remember` as a plain memory" in message  # the MCP server's own way out
     assert answer(listing)["rules"] == []  # nothing was stored
+
+
+async def test_a_project_dir_that_is_not_a_directory_is_refused(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        result = await client.call_tool(
+            "remember_rule", {"action": "git-commit", "rule": "x", "project_dir": "missing"}
+        )
+        listing = await client.call_tool("list_rules", {"include_superseded": True})
+    assert result.is_error
+    assert f"project directory 'missing' ({project / 'missing'}) is not a directory" in text_of(
+        result
+    )
+    assert answer(listing)["rules"] == []
 
 
 async def test_plain_memories_and_forgetting(daemon: DaemonProcess, project: Path) -> None:

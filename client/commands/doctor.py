@@ -36,13 +36,14 @@ from mented_client.connection import Client, DaemonError, NotRunningError, Proto
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
 from mented import __version__, paths
-from mented.actions import load_action_table
+from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
-from mented.config import Config, ConfigError, load_config
 from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from mented.config import Config
 
 State = Literal["ok", "warn", "fail", "skip"]
 SAMPLE_COMMAND = "git commit -m 'mented doctor: test fire'"
@@ -96,15 +97,13 @@ def register(
 
 def check_config() -> tuple[Check, Config | None]:
     path = paths.config_path()
-    try:
-        config = load_config(path)
-        table = load_action_table(config)
-    except ConfigError as exc:
+    config, table, problem = load_table_in_force(path)
+    if problem:
         return (
             Check(
                 "config",
                 "fail",
-                str(exc),
+                problem,
                 fix=f"edit {path}, then `mentectl reload`; until then the daemon keeps the "
                 "settings it had (and cannot start with this file)",
             ),

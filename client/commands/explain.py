@@ -17,13 +17,14 @@ from mented_client.commands.output import CommandError, format_memory, print_jso
 from mented_client.connection import Client, NotRunningError
 
 from mented import paths
-from mented.actions import ActionTable, load_action_table
-from mented.config import Config, ConfigError, load_config
+from mented.actions import ActionTable, load_table_in_force
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from mented.config import Config
+
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
 # Short: explain is interactive, and a daemon that is not there should not slow it.
@@ -67,11 +68,12 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(explicit: str | None) -> tuple[Config, ActionTable]:
-    try:
-        config = load_config(paths.config_path(explicit))
-        return config, load_action_table(config)
-    except ConfigError as exc:
-        raise CommandError(str(exc)) from exc
+    config, table, problem = load_table_in_force(paths.config_path(explicit))
+    if problem:
+        # The daemon would not run on this file either: explaining with the
+        # built-ins instead would show a table that is nowhere in force.
+        raise CommandError(problem)
+    return config, table
 
 
 # ---------------------------------------------------------------------- explain

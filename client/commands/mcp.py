@@ -511,14 +511,14 @@ def _uninstall_codex() -> str:
 
 
 def run_server(args: argparse.Namespace) -> int:
-    from mented.agents import AGENTS as HOOKED_AGENTS  # noqa: PLC0415 - only to check --agent
+    from mented_client.scope import check_agent  # noqa: PLC0415 - only to check --agent
 
-    if args.agent not in HOOKED_AGENTS:
-        # Rules scoped to an agent the hook does not serve would never fire.
-        raise CommandError(
-            f"unknown agent {args.agent!r} for --agent; use one of: {', '.join(HOOKED_AGENTS)}",
-            status=2,
-        )
+    from mented.memory import InvalidInputError  # noqa: PLC0415
+
+    try:
+        agent = check_agent(args.agent)
+    except InvalidInputError as exc:
+        raise CommandError(f"--agent: {exc}", status=2) from exc
     try:
         from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
     except ImportError as exc:
@@ -526,7 +526,7 @@ def run_server(args: argparse.Namespace) -> int:
             raise
         raise CommandError(f"{SDK_MISSING} ({exc})") from exc
 
-    mcp_server.run(agent=args.agent, socket_path=args.socket, cwd=args.project_dir)
+    mcp_server.run(agent=agent, socket_path=args.socket, cwd=args.project_dir)
     return 0
 
 

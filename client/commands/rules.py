@@ -1,16 +1,26 @@
-"""`mentectl rule ...`: add, list, show, supersede, trace and forget action rules."""
+"""`mentectl rule ...`: add, list, show, supersede, trace and forget action rules.
+
+What a rule names is checked before it is stored, as the MCP server checks it:
+the action against the daemon's action table (`mented.actions.check_action`), an
+agent against the agents the hook serves and a project directory for existence
+(`mented_client.scope`). A rule that could never fire is refused, with the fix.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
+from mented_client.scope import check_agent, project_dir
 
-from mented.memory import Memory, MemoryType, trigger_tag
+from mented.actions import check_action, load_table_in_force
+from mented.agents import AGENTS
+from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType
 from mented.protocol import (
     ForgetRequest,
     ForgottenReply,
@@ -20,6 +30,8 @@ from mented.protocol import (
     MemoriesReply,
     MemoryReply,
     RecallRequest,
+    StatusReply,
+    StatusRequest,
     StoredReply,
     StoreRequest,
     SupersededReply,
@@ -60,7 +72,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         description="With --action this is exactly the lookup the hook makes (recall_for_action).",
     )
     listing.add_argument("--action", help="only rules for this action, as the hook would fire them")
-    listing.add_argument("--agent", help="as seen by this agent (default: every agent's rules)")
+    listing.add_argument(
+        "--agent", help="as seen by this agent (default: every agent's rules)", type=_agent
+    )
     listing.add_argument(
         "--cwd", help="as seen from this directory (default: every project's rules)"
     )
@@ -79,6 +93,15 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     )
     supersede.add_argument("id", help="the id or short handle of the rule to replace")
     supersede.add_argument("text", help="the new rule")
+    supersede.add_argument(
+        "--agent", type=_agent, help="scope the new version to this agent (default: the old one's)"
+    )
+    supersede.add_argument(
+        "--project",
+        metavar="DIR",
+        type=_project,
+        help="scope the new version to DIR and below (default: the old one's)",
+    )
     supersede.set_defaults(handler=run_supersede)
 
     history = verbs.add_parser("history", parents=[common], help="a rule's versions, oldest first")
@@ -91,14 +114,47 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
 
 
 def _scope_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", help="only this agent sees it (e.g. claude-code, codex)")
     parser.add_argument(
-        "--project", metavar="DIR", help="only commands run in DIR or below it see it"
+        "--agent", type=_agent, help=f"only this agent sees it ({' or '.join(sorted(AGENTS))})"
     )
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        type=_project,
+        help="only commands run in DIR or below it see it (an existing directory)",
+    )
+
+
+def _agent(name: str) -> str:
+    """argparse type: an agent the hook serves."""
+    try:
+        agent: str = check_agent(name)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return agent
+
+
+def _project(directory: str) -> str:
+    """argparse type: an existing directory, absolute and normalized."""
+    try:
+        path: str = project_dir(directory, base=os.getcwd())  # noqa: PTH109 - lexical, like the hook's cwd
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return path
 
 
 def _absolute(directory: str | None) -> str | None:
     return str(Path(directory).expanduser().absolute()) if directory else None
+
+
+def _checked_action(client: Client, action: str) -> str:
+    """`action` normalized, if the daemon's action table has it (see `check_action`)."""
+    status = client.expect(StatusRequest(), StatusReply)
+    in_force = load_table_in_force(Path(status.config) if status.config else None)
+    try:
+        return check_action(in_force.table, action, problem=in_force.problem)
+    except InvalidInputError as exc:
+        raise CommandError(f"{exc} `mentectl actions` lists them.", status=2) from exc
 
 
 def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) -> None:
@@ -112,38 +168,36 @@ def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) 
 
 
 def run_add(args: argparse.Namespace) -> int:
-    try:
-        tag = trigger_tag(args.action)
-    except ValueError as exc:
-        raise CommandError(str(exc), status=2) from exc
     with Client(args.socket) as client:
+        action = _checked_action(client, args.action)
         reply = client.expect(
             StoreRequest(
                 content=args.text,
                 memory_type=MemoryType(args.memory_type),
-                tags=[tag],
+                tags=[TRIGGER_PREFIX + action],
                 agent=args.agent,
-                project=_absolute(args.project),
+                project=args.project,
             ),
             StoredReply,
         )
     if args.json:
         print_json({"id": reply.id})
     else:
-        print(f"added rule {reply.id} for {tag.removeprefix('trigger:')}")
+        print(f"added rule {reply.id} for {action}")
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
     cwd = _absolute(args.cwd)
     with Client(args.socket) as client:
-        if args.action and not args.all:
+        action = _checked_action(client, args.action) if args.action else None
+        if action and not args.all:
             request: RecallRequest | ListRequest = RecallRequest(
-                action=args.action, agent=args.agent, cwd=cwd, k=6 if args.k is None else args.k
+                action=action, agent=args.agent, cwd=cwd, k=6 if args.k is None else args.k
             )
         else:
             request = ListRequest(
-                action=args.action,
+                action=action,
                 agent=args.agent,
                 cwd=cwd,
                 rules_only=True,
@@ -167,7 +221,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_supersede(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        reply = client.expect(SupersedeRequest(id=args.id, content=args.text), SupersededReply)
+        reply = client.expect(
+            SupersedeRequest(id=args.id, content=args.text, agent=args.agent, project=args.project),
+            SupersededReply,
+        )
     if args.json:
         print_json({"id": reply.id, "superseded": reply.old.id})
     else:

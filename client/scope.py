@@ -1,0 +1,51 @@
+"""A rule's scope as a person (`mentectl rule`) or a model (the MCP server) gives it.
+
+The store takes any agent name and any absolute directory. These checks refuse,
+before anything is stored, the scopes that would make a rule never fire (an
+agent the hook does not serve, a directory that does not exist) or fire
+everywhere (a blank directory read as "no project"). Both callers turn the
+`InvalidInputError` into their own kind of error.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mented.agents import AGENTS
+from mented.memory import InvalidInputError
+
+
+def check_agent(name: str) -> str:
+    """The agent `name` (lower-cased) when the hook serves it.
+
+    Raises:
+        InvalidInputError: a rule scoped to any other name would never fire; the
+            message lists the agents there are.
+    """
+    agent = name.strip().lower()
+    if agent in AGENTS:
+        return agent
+    raise InvalidInputError(
+        f"unknown agent {name!r}: a rule scoped to it would never fire; "
+        f"use one of: {', '.join(sorted(AGENTS))}"
+    )
+
+
+def project_dir(directory: str, *, base: str) -> str:
+    """`directory` as an absolute, normalized path (`~` expanded, relative to `base`).
+
+    Lexical, like the working directory in the agent's event: a symlink is kept,
+    so the rule matches the path the agent reports from inside it.
+
+    Raises:
+        InvalidInputError: it is blank, or not an existing directory.
+    """
+    if not directory.strip():
+        raise InvalidInputError(
+            "a project directory cannot be blank; leave it out for a rule seen in every directory"
+        )
+    path = os.path.normpath(os.path.join(base, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - lexical, see above
+    if not Path(path).is_dir():
+        raise InvalidInputError(f"project directory {directory!r} ({path}) is not a directory")
+    return path
