@@ -7,7 +7,7 @@ must never get in the way of the command.
 
 What the model reads is one text with a section per action the command
 performs, rules newest first, each with the short handle that `mentectl rule
-get` / `supersede` accept. It is capped (`[hook] max_context_chars`); whole
+show` / `supersede` accept. It is capped (`[hook] max_context_chars`); whole
 rules are left out, oldest first, and the text says how many.
 
 Delivery (`[delivery]` in the config file, per action):
@@ -16,13 +16,16 @@ Delivery (`[delivery]` in the config file, per action):
   shows it to the model next to the tool result, i.e. after the command ran.
 - `gate`: the first matching command of a session -- and the first one after
   that action's rules changed -- is denied with the rules as the reason, and the
-  model runs it again once it follows them; later ones get `context`. The
-  per-session memory of this is bounded and expires (`gate_session_ttl_s`).
+  model runs it again once it follows them; later ones get `context`. An
+  action counts as shown only once an answer carrying its rules went out. The
+  per-session memory of this is bounded and expires (`gate_session_ttl_s`
+  after the last answer for it).
   An event without a session id always gets `context`: without one, a deny
   could repeat forever.
 
 The same event delivered twice within `[hook] dedupe_seconds` (a hook
-registered both in settings and in a plugin) is answered once.
+registered both in settings and in a plugin) is answered once. Events are
+remembered by a 16-byte digest, not by their command (up to the shim's 1 MiB).
 
 Every command that names an action is recorded in a bounded in-memory log
 (`mentectl log`): mode `context` or `gate` when rules were handed over, `none`
@@ -31,10 +34,13 @@ when no rule was visible to that agent in that directory.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.agents import AGENTS
 from mented.log import log
@@ -44,6 +50,7 @@ from mented.store import short_handle
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from mented.agents import ShellCall
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
@@ -79,18 +86,16 @@ class HookHandler:
         self._store = store
         self._matcher = matcher
         self._config = config
-        self._descriptions = _descriptions(matcher)
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._gate: OrderedDict[tuple[str, str, str], _GateState] = OrderedDict()
-        self._recent: OrderedDict[tuple[str | None, ...], float] = OrderedDict()
+        self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
         self._failures_logged: set[str] = set()
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         """Use a new action table and settings from the next request on."""
         self._matcher = matcher
         self._config = config
-        self._descriptions = _descriptions(matcher)
 
     def handle(self, agent: str, event: bytes) -> bytes:
         """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises."""
@@ -130,7 +135,7 @@ class HookHandler:
         if not actions:
             return b""
         now = time.monotonic()
-        event_key = (agent, call.session, call.tool_use_id, call.cwd, call.command)
+        event_key = _event_digest(agent, call)
         if self._seen_recently(event_key, now):
             return b""
         hook = self._config.hook
@@ -142,21 +147,24 @@ class HookHandler:
         out = b""
         mode = "none"
         if sections:
-            gate = False
-            for action, rules in sections:
-                # Every gated action updates its state, even when another one already
-                # decided the deny: the deny shows all of them.
-                gate = self._gate_due(agent, call.session, action, rules, now) or gate
+            gate = any(
+                self._gate_due(agent, call.session, action, rules, now)
+                for action, rules in sections
+            )
             text = render_rules(
                 sections,
                 intro=GATE_INTRO if gate else CONTEXT_INTRO,
                 max_chars=hook.max_context_chars,
-                descriptions=self._descriptions,
+                descriptions=self._matcher.table.descriptions(),
             )
             if text:
                 mode = "gate" if gate else "context"
                 out = adapter.render_deny(text) if gate else adapter.render_context(text)
                 self._remember(event_key, now)
+                # Only now have the rules gone out. Every gated action is marked,
+                # even when another one decided the deny: the answer shows all of them.
+                for action, rules in sections:
+                    self._gate_shown(agent, call.session, action, rules, now)
         self._record(
             FireRecord(
                 time=time.time(),
@@ -177,7 +185,7 @@ class HookHandler:
         if fire.mode != "none":
             self._last_fire = fire
 
-    def _seen_recently(self, key: tuple[str | None, ...], now: float) -> bool:
+    def _seen_recently(self, key: bytes, now: float) -> bool:
         recent = self._recent
         while recent:  # drop the expired ones, oldest first
             oldest, expires = next(iter(recent.items()))
@@ -186,38 +194,51 @@ class HookHandler:
             del recent[oldest]
         return key in recent
 
-    def _remember(self, key: tuple[str | None, ...], now: float) -> None:
+    def _remember(self, key: bytes, now: float) -> None:
         self._recent[key] = now + self._config.hook.dedupe_seconds
         self._recent.move_to_end(key)
         while len(self._recent) > MAX_RECENT_EVENTS:
             self._recent.popitem(last=False)
 
+    def _gated(self, session: str | None, action: str) -> bool:
+        # Without a session a deny could repeat forever: such events get context.
+        return session is not None and self._config.delivery.get(action, "context") == "gate"
+
     def _gate_due(
         self, agent: str, session: str | None, action: str, rules: Sequence[Memory], now: float
     ) -> bool:
-        """Whether `action` must be denied now; remembers that it was."""
-        if session is None or self._config.delivery.get(action, "context") != "gate":
+        """Whether `action` must be denied now: its rules were not shown in this session yet."""
+        if not self._gated(session, action):
             return False
-        ttl = self._config.hook.gate_session_ttl_s
-        key = (agent, session, action)
+        state = self._gate.get((agent, session or "", action))
+        return state is None or state.expires <= now or state.rule_ids != tuple(r.id for r in rules)
+
+    def _gate_shown(
+        self, agent: str, session: str | None, action: str, rules: Sequence[Memory], now: float
+    ) -> None:
+        """Remember that an answer carrying `action`'s rules went out in this session."""
+        if not self._gated(session, action):
+            return
+        key = (agent, session or "", action)
         rule_ids = tuple(rule.id for rule in rules)
-        state = self._gate.get(key)
-        due = state is None or state.expires <= now or state.rule_ids != rule_ids
-        self._gate[key] = _GateState(rule_ids=rule_ids, expires=now + ttl)
+        self._gate[key] = _GateState(
+            rule_ids=rule_ids, expires=now + self._config.hook.gate_session_ttl_s
+        )
         self._gate.move_to_end(key)
         while self._gate:
             oldest_key, oldest = next(iter(self._gate.items()))
             if len(self._gate) <= MAX_GATE_ENTRIES and oldest.expires > now:
                 break
             del self._gate[oldest_key]
-        return due
 
 
 # ------------------------------------------------------------------- rendering
 
 
-def _descriptions(matcher: Matcher) -> dict[str, str]:
-    return {action.name: action.description for action in matcher.table.actions()}
+def _event_digest(agent: str, call: ShellCall) -> bytes:
+    """What makes two deliveries the same event, in 16 bytes (a command runs to 1 MiB)."""
+    fields = msgspec.json.encode((agent, call.session, call.tool_use_id, call.cwd, call.command))
+    return hashlib.blake2b(fields, digest_size=16).digest()
 
 
 def describe_action(action: str, description: str | None = None) -> str:

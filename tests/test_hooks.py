@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -242,6 +243,24 @@ def test_dedupe_expires(store: Store) -> None:
     assert handler.handle("claude-code", same) != b""
 
 
+def test_dedupe_memory_does_not_hold_whole_commands(store: Store) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store)
+    # Distinct huge commands, each remembered for de-duplication (the bound is 1024).
+    commands = [f"git commit -m '{n} {'x' * 64_000}'" for n in range(100)]
+    events = [event(command) for command in commands]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for payload in events:
+            assert handler.handle("claude-code", payload) != b""
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 1_000_000  # holding the commands would be 6.4 MB
+    assert handler.handle("claude-code", events[0]) == b""  # still remembered
+
+
 def test_dedupe_memory_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hooks, "MAX_RECENT_EVENTS", 3)
     rule(store, "git-commit", "commit messages: single line")
@@ -277,6 +296,17 @@ def test_gate_denies_again_after_the_rules_changed(store: Store) -> None:
     context_of(handler.handle("claude-code", event()))
 
 
+def test_a_deny_that_could_not_be_sent_does_not_count_as_shown(store: Store) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store, delivery={"git-commit": "gate"}, max_context_chars=20)
+    assert handler.handle("claude-code", event()) == b""  # not even a heading fits
+    config = Config(delivery={"git-commit": "gate"})
+    handler.reconfigure(make_matcher(config), config)
+    # The rules never reached the model: this is still the first time.
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event()))
+    assert "single line" in context_of(handler.handle("claude-code", event()))
+
+
 def test_gate_is_per_action(store: Store) -> None:
     rule(store, "git-commit", "commit messages: single line")
     rule(store, "pr-create", "PR titles follow the commit convention")
@@ -310,6 +340,20 @@ def test_gate_memory_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -
         deny_reason_of(handler.handle("claude-code", event(session=f"other-{n}")))
     # "first" was pushed out: denied again rather than remembered forever.
     deny_reason_of(handler.handle("claude-code", event(session="first")))
+
+
+def test_the_action_is_described_as_the_table_in_force_describes_it(store: Store) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store)
+    text = context_of(handler.handle("claude-code", event()))
+    assert (
+        "the git commit you are about to run (git-commit: record changes to the repository)" in text
+    )
+    config = Config(actions={"git-commit": {"description": "a commit to our monorepo"}})
+    handler.reconfigure(make_matcher(config), config)
+    assert "(git-commit: a commit to our monorepo)" in context_of(
+        handler.handle("claude-code", event())
+    )
 
 
 def test_reconfigure_switches_delivery(store: Store) -> None:
