@@ -62,10 +62,14 @@ class DaemonProcess:
         self.log_path = root / "mented.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def command(self, *extra_args: str) -> list[str]:
+        """The command line that starts the daemon (a subclass may wrap it)."""
+        return [PYTHON, "-m", "mented.daemon", *extra_args]
+
     def start(self, *extra_args: str, wait: bool = True) -> subprocess.Popen[bytes]:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [PYTHON, "-m", "mented.daemon", *extra_args],
+                self.command(*extra_args),
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

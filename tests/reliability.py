@@ -4,7 +4,8 @@
   appends what it did (rounds, writes, fuzz cases, connections) to it as one
   JSON line; bench/reliability_run.py sets it and prints the collected figures.
 - `ConstrainedDaemon`: the real `mented` started under a given umask or
-  descriptor limit, set in the child before it execs the daemon.
+  descriptor limit, set in the child before it execs the daemon;
+  `start_refused`: start one that must refuse to start.
 - `rss_kib`, `open_descriptors`: what /proc says about a process.
 
 `python -m tests.reliability [--long]` runs the three test files and prints
@@ -58,20 +59,18 @@ class ConstrainedDaemon(DaemonProcess):
         self.umask = umask
         self.nofile = nofile
 
-    def start(self, *extra_args: str, wait: bool = True) -> subprocess.Popen[bytes]:
+    def command(self, *extra_args: str) -> list[str]:
         umask = "" if self.umask is None else f"{self.umask:o}"
         nofile = "" if self.nofile is None else str(self.nofile)
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [PYTHON, "-c", _LAUNCHER, umask, nofile, *extra_args],
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
-        if wait:
-            self.wait_ready()
-        return self.proc
+        return [PYTHON, "-c", _LAUNCHER, umask, nofile, *extra_args]
+
+
+def start_refused(daemon: DaemonProcess) -> str:
+    """Start `daemon`, expect it to refuse (exit 1), and return its log."""
+    proc = daemon.start(wait=False)
+    assert proc.wait(timeout=30) == 1, daemon.log()
+    daemon.proc = None
+    return daemon.log()
 
 
 def rss_kib(pid: int) -> int:

@@ -55,7 +55,7 @@ from mented.protocol import (
 )
 from mented.store import Store, StoreOpenError
 from tests.conftest import DaemonProcess
-from tests.reliability import record_figures
+from tests.reliability import record_figures, start_refused
 
 KILL_ROUNDS = int(os.environ.get("MENTED_KILL_ROUNDS", "20"))
 WRITERS = 3
@@ -425,13 +425,6 @@ def snapshot_files(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
-def refused(daemon: DaemonProcess) -> str:
-    proc = daemon.start(wait=False)
-    assert proc.wait(timeout=30) == 1
-    daemon.proc = None
-    return daemon.log()
-
-
 @pytest.mark.parametrize(
     "foreign",
     [
@@ -445,7 +438,7 @@ def test_a_data_file_that_is_not_lmdb_is_refused_and_left_untouched(
     daemon = DaemonProcess(short_tmp)
     daemon.data_dir.mkdir(mode=0o700)
     (daemon.data_dir / "data.mdb").write_bytes(foreign)
-    log = refused(daemon)
+    log = start_refused(daemon)
     assert "is not an LMDB database file" in log
     assert "left it untouched" in log
     assert (daemon.data_dir / "data.mdb").read_bytes() == foreign
@@ -465,7 +458,7 @@ def test_a_store_from_a_newer_schema_is_refused_and_left_untouched(short_tmp: Pa
         txn.put(b"schema_version", b"99", db=meta)
     env.close()
     before = snapshot_files(daemon.data_dir)
-    log = refused(daemon)
+    log = start_refused(daemon)
     assert "newer mented (schema 99" in log
     assert "upgrade mented" in log
     after = snapshot_files(daemon.data_dir)
@@ -481,6 +474,6 @@ def test_an_lmdb_environment_that_is_not_a_mented_store_is_refused(short_tmp: Pa
         txn.put(b"someone", b"else's data")
     env.close()
     before = (daemon.data_dir / "data.mdb").read_bytes()
-    log = refused(daemon)
+    log = start_refused(daemon)
     assert "not a mented store" in log
     assert (daemon.data_dir / "data.mdb").read_bytes() == before

@@ -27,7 +27,7 @@ import pytest
 from mented import listener
 from mented.protocol import StatusReply, StatusRequest
 from tests.conftest import DaemonProcess
-from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures
+from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures, start_refused
 
 START_STOP_CYCLES = int(os.environ.get("MENTED_START_STOP_CYCLES", "4"))
 
@@ -147,13 +147,6 @@ def test_the_daemon_holds_unix_sockets_only(daemon: DaemonProcess) -> None:
     assert str(daemon.socket) in listening, "the daemon's socket is not in /proc/net/unix"
 
 
-def refusal(daemon: DaemonProcess) -> str:
-    proc = daemon.start(wait=False)
-    assert proc.wait(timeout=30) == 1
-    daemon.proc = None
-    return daemon.log()
-
-
 def test_refuses_a_socket_directory_owned_by_another_user(short_tmp: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to give the directory to another user")
@@ -165,7 +158,7 @@ def test_refuses_a_socket_directory_owned_by_another_user(short_tmp: Path) -> No
     # Someone else got there first (a predictable /tmp/mented-UID, say), privately.
     daemon.socket.parent.mkdir(mode=0o700)
     os.chown(daemon.socket.parent, nobody.pw_uid, nobody.pw_gid)
-    log = refusal(daemon)
+    log = start_refused(daemon)
     assert f"belongs to uid {nobody.pw_uid}, not to you" in log
     assert not daemon.socket.exists()
     assert daemon.socket.parent.stat().st_uid == nobody.pw_uid  # and it was left alone
@@ -176,6 +169,6 @@ def test_refuses_a_socket_directory_with_any_access_for_others(short_tmp: Path, 
     daemon = DaemonProcess(short_tmp)
     daemon.socket.parent.mkdir(mode=0o700)
     daemon.socket.parent.chmod(mode)
-    log = refusal(daemon)
+    log = start_refused(daemon)
     assert f"open to other users (mode {mode:04o})" in log
     assert not daemon.socket.exists()
