@@ -3,12 +3,13 @@
 The store takes any agent name and any absolute directory. These checks refuse,
 before anything is stored, the scopes that would make a rule never fire (an
 agent the hook does not serve, a directory that does not exist) or fire
-everywhere (a blank directory read as "no project"). Both callers turn the
-`InvalidInputError` into their own kind of error.
+everywhere (a blank directory read as "no project"). The MCP server turns the
+`InvalidInputError` into a tool error; `mentectl` uses the argparse types below.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -49,3 +50,29 @@ def project_dir(directory: str, *, base: str) -> str:
     if not Path(path).is_dir():
         raise InvalidInputError(f"project directory {directory!r} ({path}) is not a directory")
     return path
+
+
+# ------------------------------------------------------- as mentectl options
+
+
+def agent_option(name: str) -> str:
+    """argparse type for `--agent`: an agent the hook serves."""
+    try:
+        agent = check_agent(name)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return agent
+
+
+def project_option(directory: str) -> str:
+    """argparse type for `--project`: an existing directory, absolute and normalized."""
+    try:
+        path = project_dir(directory, base=os.getcwd())  # noqa: PTH109 - lexical, like the hook's cwd
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return path
+
+
+def directory_option(directory: str) -> str:
+    """argparse type for `--cwd`: absolute and normalized; it need not exist here."""
+    return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(directory)))  # noqa: PTH109, PTH111, PTH118 - lexical

@@ -182,3 +182,36 @@ def test_explain_shows_the_rules_a_running_daemon_would_hand_over(
     assert document["daemon"] is True
     (rule,) = document["rules"]["git-commit"]
     assert rule["content"] == "commit messages: one line, no emoji"
+
+
+def test_explain_shows_the_rules_of_one_agent_in_one_directory(
+    capsys: pytest.CaptureFixture[str], daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    daemon.mentectl("rule", "add", "git-commit", "everyone's rule")
+    daemon.mentectl("rule", "add", "git-commit", "codex's rule", "--agent", "codex")
+    daemon.mentectl("rule", "add", "git-commit", "app's rule", "--project", str(app))
+    argv = ["--socket", str(daemon.socket), "explain", "--config", str(daemon.config_path)]
+
+    def shown(*options: str) -> list[str]:
+        status, out, _ = run(capsys, *argv, *options, "--json", "git commit -m x")
+        assert status == 0
+        return [rule["content"] for rule in json.loads(out)["rules"]["git-commit"]]
+
+    assert shown("--cwd", str(tmp_path)) == ["everyone's rule"]  # claude-code by default
+    assert shown("--agent", "codex", "--cwd", str(tmp_path)) == ["codex's rule", "everyone's rule"]
+    assert shown("--cwd", str(app / "src")) == ["app's rule", "everyone's rule"]
+
+    _, out, _ = run(capsys, *argv, "--agent", "codex", "--cwd", str(app), "git commit -m x")
+    assert f"as the hook hands them to codex running the command in {app}:" in out
+    assert "rules for git-commit: 3" in out
+
+
+def test_explain_refuses_an_unknown_agent(
+    capsys: pytest.CaptureFixture[str], no_daemon: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*no_daemon, "explain", "--agent", "claude", "git commit"])
+    assert exited.value.code == 2
+    assert "unknown agent 'claude'" in capsys.readouterr().err

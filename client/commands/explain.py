@@ -2,19 +2,23 @@
 
 Both work without a daemon: they load the action table from the config file and
 run the same matcher the daemon runs. When a daemon answers, `explain` also shows
-the rules it would hand to the agent for the actions found.
+the rules the hook would hand over for the actions found: to one agent
+(`--agent`, default claude-code, as for `mentectl mcp`) running the command in
+one directory (`--cwd`, default the current one), because the hook itself only
+ever answers one agent in one directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client, NotRunningError
+from mented_client.scope import agent_option, directory_option
 
 from mented import paths
 from mented.actions import ActionTable, load_table_in_force
@@ -29,6 +33,7 @@ if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
 
 # Short: explain is interactive, and a daemon that is not there should not slow it.
 CONNECT_TIMEOUT = 0.2
+DEFAULT_AGENT = "claude-code"
 
 
 def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -39,12 +44,26 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         description=(
             "Parse COMMAND as the hook would: each simple command found, the action it "
             "performs and the shape that matched, or why nothing matched. With a running "
-            "daemon, also the rules that would be handed to the agent. Quote the command, "
-            "or put it after `--`; `-` reads it from standard input."
+            "daemon, also the rules the hook would hand to AGENT running it in DIR. Quote the "
+            "command, or put it after `--`; `-` reads it from standard input."
         ),
     )
     explain.add_argument(
         "shell_command", nargs="+", metavar="COMMAND", help="the shell command (words are joined)"
+    )
+    explain.add_argument(
+        "--agent",
+        type=agent_option,
+        default=DEFAULT_AGENT,
+        help=f"show the rules this agent would be handed (default: {DEFAULT_AGENT}); "
+        "rules scoped to another agent are left out, as the hook leaves them out",
+    )
+    explain.add_argument(
+        "--cwd",
+        metavar="DIR",
+        type=directory_option,
+        help="as if the agent ran the command in DIR (default: the current directory); "
+        "rules for other projects are left out",
     )
     _config_option(explain)
     explain.set_defaults(handler=run_explain)
@@ -85,29 +104,34 @@ def run_explain(args: argparse.Namespace) -> int:
         command = sys.stdin.read()
     config, table = _load(args.config)
     explanation = Matcher(table, cache_size=0).explain(command)
-    rules = _rules(args.socket, explanation.actions, config.hook.k)
+    cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
+    rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
         document: dict[str, Any] = msgspec.to_builtins(explanation)
         document["rules"] = None if rules is None else msgspec.to_builtins(rules)
         document["daemon"] = rules is not None
+        document["agent"] = args.agent
+        document["cwd"] = cwd
         print_json(document)
         return 0
     print(render_explanation(explanation, table))
     if explanation.actions:
         print()
-        print(render_rules(rules))
+        print(render_rules(rules, agent=args.agent, cwd=cwd))
     return 0
 
 
-def _rules(socket: str | None, actions: tuple[str, ...], k: int) -> dict[str, list[Memory]] | None:
-    """The rules the daemon would hand over for each action; None when no daemon runs."""
+def _rules(
+    socket: str | None, actions: tuple[str, ...], *, agent: str, cwd: str, k: int
+) -> dict[str, list[Memory]] | None:
+    """The rules the hook would hand `agent` in `cwd` for each action; None with no daemon."""
     if not actions:
         return {}
     try:
         with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
             return {
                 action: client.expect(
-                    RecallRequest(action=action, cwd=str(Path.cwd()), k=k), MemoriesReply
+                    RecallRequest(action=action, agent=agent, cwd=cwd, k=k), MemoriesReply
                 ).memories
                 for action in actions
             }
@@ -146,10 +170,10 @@ def _render_command(number: int, command: SimpleCommand, table: ActionTable) -> 
     return lines
 
 
-def render_rules(rules: dict[str, list[Memory]] | None) -> str:
+def render_rules(rules: dict[str, list[Memory]] | None, *, agent: str, cwd: str) -> str:
     if rules is None:
         return "rules: the daemon is not running, so the rules are not shown"
-    lines = []
+    lines = [f"as the hook hands them to {agent} running the command in {cwd}:"]
     for action, memories in rules.items():
         lines.append(f"rules for {action}: {len(memories) or 'none'}")
         lines.extend("  " + format_memory(memory).replace("\n", "\n  ") for memory in memories)

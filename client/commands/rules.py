@@ -9,14 +9,13 @@ agent against the agents the hook serves and a project directory for existence
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
-from mented_client.scope import check_agent, project_dir
+from mented_client.scope import agent_option, directory_option, project_option
 
 from mented.actions import check_action, load_table_in_force
 from mented.agents import AGENTS
@@ -73,10 +72,12 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     )
     listing.add_argument("--action", help="only rules for this action, as the hook would fire them")
     listing.add_argument(
-        "--agent", help="as seen by this agent (default: every agent's rules)", type=_agent
+        "--agent", help="as seen by this agent (default: every agent's rules)", type=agent_option
     )
     listing.add_argument(
-        "--cwd", help="as seen from this directory (default: every project's rules)"
+        "--cwd",
+        type=directory_option,
+        help="as seen from this directory (default: every project's rules)",
     )
     listing.add_argument("-k", type=int, default=None, help="at most this many (with --action: 6)")
     listing.add_argument("--all", action="store_true", help="also show superseded rules")
@@ -94,12 +95,14 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     supersede.add_argument("id", help="the id or short handle of the rule to replace")
     supersede.add_argument("text", help="the new rule")
     supersede.add_argument(
-        "--agent", type=_agent, help="scope the new version to this agent (default: the old one's)"
+        "--agent",
+        type=agent_option,
+        help="scope the new version to this agent (default: the old one's)",
     )
     supersede.add_argument(
         "--project",
         metavar="DIR",
-        type=_project,
+        type=project_option,
         help="scope the new version to DIR and below (default: the old one's)",
     )
     supersede.set_defaults(handler=run_supersede)
@@ -115,36 +118,16 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
 
 def _scope_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--agent", type=_agent, help=f"only this agent sees it ({' or '.join(sorted(AGENTS))})"
+        "--agent",
+        type=agent_option,
+        help=f"only this agent sees it ({' or '.join(sorted(AGENTS))})",
     )
     parser.add_argument(
         "--project",
         metavar="DIR",
-        type=_project,
+        type=project_option,
         help="only commands run in DIR or below it see it (an existing directory)",
     )
-
-
-def _agent(name: str) -> str:
-    """argparse type: an agent the hook serves."""
-    try:
-        agent: str = check_agent(name)
-    except InvalidInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-    return agent
-
-
-def _project(directory: str) -> str:
-    """argparse type: an existing directory, absolute and normalized."""
-    try:
-        path: str = project_dir(directory, base=os.getcwd())  # noqa: PTH109 - lexical, like the hook's cwd
-    except InvalidInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-    return path
-
-
-def _absolute(directory: str | None) -> str | None:
-    return str(Path(directory).expanduser().absolute()) if directory else None
 
 
 def _checked_action(client: Client, action: str) -> str:
@@ -188,18 +171,17 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    cwd = _absolute(args.cwd)
     with Client(args.socket) as client:
         action = _checked_action(client, args.action) if args.action else None
         if action and not args.all:
             request: RecallRequest | ListRequest = RecallRequest(
-                action=action, agent=args.agent, cwd=cwd, k=6 if args.k is None else args.k
+                action=action, agent=args.agent, cwd=args.cwd, k=6 if args.k is None else args.k
             )
         else:
             request = ListRequest(
                 action=action,
                 agent=args.agent,
-                cwd=cwd,
+                cwd=args.cwd,
                 rules_only=True,
                 include_superseded=args.all,
                 limit=args.k,
