@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from mented.store import short_handle
 from tests.conftest import DaemonProcess
 
 COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'
@@ -117,9 +118,19 @@ def test_the_commit_rule_reaches_the_commit_and_only_the_commit(
     assert claude.run(edit).stdout == b""
 
 
+def fires(daemon: DaemonProcess) -> list[dict[str, Any]]:
+    """The hook's recent fires, newest first, as `mentectl log --json` shows them."""
+    found: list[dict[str, Any]] = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    return found
+
+
 def test_a_commit_without_rules_prints_nothing(daemon: DaemonProcess, claude: Agent) -> None:
     add_rule(daemon, "pr-create", "PR descriptions list the tests run")
-    assert claude.bash(COMMIT) == b""
+    assert claude.bash(COMMIT, session="no-rules") == b""
+    # Silent because there was nothing to say, not because nothing got through:
+    (fire,) = fires(daemon)
+    assert (fire["session"], fire["actions"], fire["mode"]) == ("no-rules", ["git-commit"], "none")
+    assert "PR descriptions" in context(claude.bash("gh pr create --fill"))
 
 
 @pytest.mark.parametrize("stdin", [b'"not an object"', b"{not json", b""])
@@ -128,17 +139,22 @@ def test_stdin_that_is_not_an_event_prints_nothing(
 ) -> None:
     add_rule(daemon, "git-commit", "single line")
     assert claude.run(stdin).stdout == b""
+    assert fires(daemon) == []
+    # The same hook, daemon and rule answer a real event.
+    assert "single line" in context(claude.bash(COMMIT))
+    assert len(fires(daemon)) == 1
 
 
 def test_a_superseded_rule_is_gone_from_the_very_next_fire(
     daemon: DaemonProcess, claude: Agent
 ) -> None:
     old = add_rule(daemon, "git-commit", "merge with squash")
-    assert "merge with squash" in context(claude.bash(COMMIT))
-    daemon.mentectl("rule", "supersede", old, "rebase, never squash")
+    assert f"[{short_handle(old)}] merge with squash" in context(claude.bash(COMMIT))
+    out = daemon.mentectl("rule", "supersede", old, "rebase, never squash", "--json").stdout
+    new = json.loads(out)["id"]
     text = context(claude.bash(COMMIT))
-    assert "rebase, never squash" in text
-    assert "squash merge" not in text
+    assert f"[{short_handle(new)}] rebase, never squash" in text
+    assert short_handle(old) not in text
     assert "merge with squash" not in text
 
 
@@ -190,7 +206,7 @@ def test_the_fire_log_says_what_fired_and_why(daemon: DaemonProcess, claude: Age
     rule_id = add_rule(daemon, "git-commit", "single line")
     claude.bash(COMMIT, cwd="/home/u/repo")
     claude.bash("ls")
-    (fire,) = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    (fire,) = fires(daemon)
     assert (fire["agent"], fire["command"], fire["cwd"]) == ("claude-code", COMMIT, "/home/u/repo")
     assert fire["rule_ids"] == [rule_id]
     text = daemon.mentectl("log").stdout
