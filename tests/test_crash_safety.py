@@ -1,13 +1,13 @@
 """SIGKILL the real daemon in the middle of rule writes, many times; lose nothing acknowledged.
 
-Each round starts `mented`, lets writer threads store, supersede and forget
-rules over the socket, and kills the daemon with SIGKILL at a random moment.
-Then, before anything else touches the data, the LMDB environment is walked
-directly: every write acknowledged before the kill is there, the one write per
-writer that was in flight when the daemon died is either wholly there or wholly
-absent (a record without its index entry, or the reverse, fails the test), and
-the counters agree with the records. The next round's daemon must start on that
-environment and answer the same through the store API (recall, list).
+Each round lets writer threads store, supersede and forget rules over the
+socket and kills the daemon with SIGKILL at a random moment. The next daemon
+starts on what was left, and the LMDB environment is walked directly: every
+write acknowledged before the kill is there, the one write per writer that was
+in flight when the daemon died is either wholly there or wholly absent (a
+record without its index entry, or the reverse, fails the test), and the
+counters agree with the records. The new daemon must answer the same through
+the store API (recall for every action, reads, status counts).
 
 This test process keeps the environment open the whole time, with a reader
 table of only 8 slots. That is what a second process reading the store (a
@@ -16,9 +16,12 @@ reader table when the daemon starts alone: each killed daemon leaves a stale
 reader slot that only `reader_check()` at start clears. Twenty rounds through
 an 8-slot table show that repeated crashes never exhaust it.
 
+The data files that are not the daemon's (not LMDB, another program's LMDB, a
+newer schema) are refused at start and left byte for byte as they were.
+
 `MENTED_KILL_ROUNDS` sets the number of rounds (20 by default). When
 `MENTED_RELIABILITY_REPORT` names a file, the figures are appended to it as
-JSON lines (bench/reliability_run.py collects them).
+JSON lines (`python -m tests.reliability` collects them; docs/reliability.md).
 """
 
 from __future__ import annotations
