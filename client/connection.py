@@ -11,12 +11,14 @@ Every call has a timeout; errors from the daemon come back as `DaemonError`.
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
 from mented import paths
+from mented.listener import peer_uid
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -91,6 +93,13 @@ class Client:
         except OSError as exc:
             sock.close()
             raise NotRunningError(self.socket_path, exc.strerror or str(exc)) from exc
+        owner = peer_uid(sock)
+        if owner != os.getuid():
+            # Another user's process holds our socket path: never send it our rules.
+            sock.close()
+            raise NotRunningError(
+                self.socket_path, f"the socket is served by uid {owner}, not by you"
+            )
         sock.settimeout(self.timeout)
         self._sock = sock
 

@@ -94,6 +94,10 @@ def _exchange(path: bytes, request: bytes, deadline: float) -> bytes:
     try:
         sock.settimeout(_remaining(deadline))
         sock.connect(path)
+        # The command about to run goes only to a daemon of our own user: where the
+        # socket sits in a shared directory (/tmp), another user could listen first.
+        if _peer_uid(sock) != posix.getuid():
+            raise _Silent
         view = memoryview(request)
         while view:
             sock.settimeout(_remaining(deadline))
@@ -104,6 +108,15 @@ def _exchange(path: bytes, request: bytes, deadline: float) -> bytes:
         return _recv_exactly(sock, length, deadline)
     finally:
         sock.close()
+
+
+def _peer_uid(sock: "_socket.socket") -> int:
+    """The uid of the process listening at the other end (as `mented.listener.peer_uid`)."""
+    if hasattr(_socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+        raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    else:  # macOS: LOCAL_PEERCRED (SOL_LOCAL = 0, option 1): struct xucred {version, uid, ...}
+        raw = sock.getsockopt(0, 1, 76)
+    return int.from_bytes(raw[4:8], sys.byteorder)
 
 
 def _recv_exactly(sock: _socket.socket, size: int, deadline: float) -> bytes:

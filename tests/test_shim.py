@@ -389,3 +389,59 @@ def test_the_shim_writes_no_files(short_tmp: Path) -> None:
 def test_the_shim_says_what_it_is_near_the_top() -> None:
     head = Path(SHIM).read_text().splitlines()[:3]
     assert any("hook shim" in line for line in head)
+
+
+@contextmanager
+def server_of_another_user(short_tmp: Path) -> Iterator[Path]:
+    """A fake daemon that answers every request with ANSWER, listening as `nobody`."""
+    import pwd
+    import signal
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to listen as another user")
+    nobody = pwd.getpwnam("nobody")
+    short_tmp.chmod(0o755)  # let `nobody` reach the shared directory
+    shared = short_tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    path = shared / "mented.sock"
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: another user's process squatting the socket path
+        try:
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(path))
+            listener.listen(8)
+            os.write(ready_w, b"!")
+            while True:
+                conn, _ = listener.accept()
+                with contextlib.suppress(OSError):
+                    conn.recv(65536)
+                    conn.sendall(frame(ANSWER))
+                conn.close()
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    assert os.read(ready_r, 1) == b"!"
+    os.close(ready_r)
+    try:
+        yield path
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_a_socket_served_by_another_user_gets_nothing_and_prints_nothing(
+    short_tmp: Path,
+) -> None:
+    from mented.protocol import StatusReply, StatusRequest
+    from mented_client.connection import Client, NotRunningError
+
+    with server_of_another_user(short_tmp) as path:
+        result, _ = run_shim(path)
+        assert result.returncode == 0
+        assert result.stdout == b""
+        with pytest.raises(NotRunningError, match="not by you"):
+            Client(path).expect(StatusRequest(), StatusReply)
