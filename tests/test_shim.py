@@ -436,8 +436,9 @@ def server_of_another_user(short_tmp: Path) -> Iterator[Path]:
 def test_a_socket_served_by_another_user_gets_nothing_and_prints_nothing(
     short_tmp: Path,
 ) -> None:
-    from mented.protocol import StatusReply, StatusRequest
     from mented_client.connection import Client, NotRunningError
+
+    from mented.protocol import StatusReply, StatusRequest
 
     with server_of_another_user(short_tmp) as path:
         result, _ = run_shim(path)
