@@ -255,6 +255,7 @@ class ErrorCode:
     NOT_FOUND = "not_found"
     INVALID = "invalid"  # a value the store refuses (bad action name, empty content, ...)
     CONFLICT = "conflict"  # e.g. superseding a rule that was already superseded
+    BUSY = "busy"  # too many connections at once: this one is refused, retry shortly
     INTERNAL = "internal"
 
 

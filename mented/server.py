@@ -12,6 +12,7 @@ Writes run in a worker thread because a durable commit waits for fsync.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -80,6 +81,9 @@ T = TypeVar("T")
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
 _RECV_SIZE = 64 * 1024
+_BUSY_FRAME = encode(
+    ErrorReply(code=ErrorCode.BUSY, message="mented serves too many connections; retry shortly")
+)
 _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 
 
@@ -324,7 +328,11 @@ class Server:
                     log.info("accept_recovered")
                     exhausted = False
                 if self._connections >= self._max_connections:
-                    sock.close()  # over the limit: refuse this one, keep serving the rest
+                    # Over the limit: say so without waiting (the socket is
+                    # non-blocking, the frame small), refuse, keep serving the rest.
+                    with contextlib.suppress(OSError):
+                        os.write(sock.fileno(), _BUSY_FRAME)
+                    sock.close()
                     continue
                 self._connections += 1
                 self._last_activity = trio.current_time()

@@ -572,16 +572,23 @@ def connect_and_ask(path: Path) -> tuple[socket.socket, bytes]:
         return sock, b""
 
 
+def read_frame_body(sock: socket.socket) -> bytes:
+    (length,) = HEADER.unpack(sock.recv(HEADER.size, socket.MSG_WAITALL))
+    return sock.recv(length, socket.MSG_WAITALL)
+
+
 def crowd(path: Path, count: int) -> tuple[list[socket.socket], int]:
     """Open `count` connections, each asking for status; the open ones that were
     answered stay open. Returns them and how many were refused (closed unanswered)."""
     held, refused = [], 0
     for _ in range(count):
         sock, answer = connect_and_ask(path)
-        if answer:
-            assert isinstance(reply_decoder.decode(answer), StatusReply)
+        reply = reply_decoder.decode(answer) if answer else None
+        if isinstance(reply, StatusReply):
             held.append(sock)
         else:
+            # Refused: closed unanswered, or told `busy` first (never anything else).
+            assert reply is None or (isinstance(reply, ErrorReply) and reply.code == "busy")
             refused += 1
             sock.close()
     return held, refused
@@ -595,6 +602,12 @@ def test_connections_past_the_daemons_limit_are_refused_cleanly(short_tmp: Path)
         held, refused = crowd(daemon.socket, 60)
         assert len(held) == 32
         assert refused == 28
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as extra:
+            extra.settimeout(5)
+            extra.connect(str(daemon.socket))
+            told = reply_decoder.decode(read_frame_body(extra))
+        assert isinstance(told, ErrorReply)
+        assert told.code == ErrorCode.BUSY  # a refusal the client can explain
         for sock in held:  # the ones it holds are still served
             sock.sendall(frame(b'{"type":"status"}'))
             assert sock.recv(4, socket.MSG_WAITALL)
