@@ -1739,7 +1739,10 @@ def render_markdown(result: BenchResult) -> str:
         ),
         "",
         "Times are medians, p99, min and max over the repetitions, measured on the calling "
-        "side. Ratios compare medians measured interleaved in the same loop.",
+        "side. Ratios compare medians measured interleaved in the same loop. Round trips of "
+        "tens of microseconds also measure how fast an idle core wakes up (power states, and "
+        "in a virtual machine the hypervisor), so between runs they vary more than the ratios "
+        "do; the echo-server floors in sections 2 and 3 are measured alongside for that reason.",
         "",
         *_markdown_table(result),
         "",
