@@ -235,8 +235,9 @@ class WritesSection(msgspec.Struct, frozen=True, kw_only=True):
 class RecallSize(msgspec.Struct, frozen=True, kw_only=True):
     memories: int
     actions: int
-    round_trip: Summary
-    requests_per_s: float  # one client, one request at a time
+    round_trip: Summary  # client and daemon on one core (`placements()`)
+    round_trip_two_cores: Summary | None  # on two different cores
+    requests_per_s: float  # one client, one request at a time, on one core
     in_process: Summary  # Store.recall_for_action without socket or daemon
     ratio_to_smallest: float
 
@@ -246,6 +247,7 @@ class Floor(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     round_trip: Summary
+    round_trip_two_cores: Summary | None
 
 
 class MemorySize(msgspec.Struct, frozen=True, kw_only=True):
@@ -287,6 +289,7 @@ class BenchResult(msgspec.Struct, kw_only=True):
     hook_request: HookRequestSection
     concurrency: list[ConcurrencyLevel]
     writes: WritesSection
+    recall_placements: list[str]  # `round_trip`, then `round_trip_two_cores` if measured
     recall: list[RecallSize]
     recall_floors: list[Floor]
     memory: list[MemorySize]
@@ -624,6 +627,11 @@ class EchoServer:
                 self.stop()
                 raise BenchError(f"the {self.kind} echo server did not start")
             time.sleep(0.005)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "start() first"
+        return self.proc.pid
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -1176,16 +1184,23 @@ def bench_scaling(
                 if rep + 1 < plan.cold_starts:
                     entry.daemon.stop()
         progress(f"recall: {plan.recall_requests:,} requests per size, sizes in turn")
-        sockets = [entry.daemon.socket for entry in stores] + [floor.socket for floor in floors]
-        round_trips = _interleaved_recall(plan, sockets, probes, checked=len(stores))
+        servers = [(entry.daemon.socket, entry.daemon.pid) for entry in stores]
+        servers += [(floor.socket, floor.pid) for floor in floors]
+        by_place = _interleaved_recall(plan, servers, probes, checked=len(stores))
+        first, *others = by_place.values()
+        across = others[0] if others else None
         recall_floors = [
-            Floor(name=floor.kind, round_trip=summarize(samples))
-            for floor, samples in zip(floors, round_trips[len(stores) :], strict=True)
+            Floor(
+                name=floor.kind,
+                round_trip=summarize(first[slot]),
+                round_trip_two_cores=None if across is None else summarize(across[slot]),
+            )
+            for slot, floor in enumerate(floors, start=len(stores))
         ]
         recall, memory = [], []
-        smallest = summarize(round_trips[0]).p50_us
-        for entry, samples in zip(stores, round_trips[: len(stores)], strict=True):
-            summary = summarize(samples)
+        smallest = summarize(first[0]).p50_us
+        for slot, entry in enumerate(stores):
+            summary = summarize(first[slot])
             assert entry.in_process is not None
             assert entry.cold_starts is not None
             recall.append(
@@ -1193,6 +1208,7 @@ def bench_scaling(
                     memories=entry.size,
                     actions=min(plan.actions, max(probes, entry.size)),
                     round_trip=summary,
+                    round_trip_two_cores=None if across is None else summarize(across[slot]),
                     requests_per_s=1e6 / summary.mean_us,
                     in_process=entry.in_process,
                     ratio_to_smallest=summary.p50_us / smallest,
@@ -1217,42 +1233,91 @@ def bench_scaling(
     return recall, recall_floors, memory, imported, sum(entry.load_s for entry in stores)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the client and the servers run while round trips are timed."""
+
+    name: str
+    client: frozenset[int] | None  # CPUs; None: wherever the scheduler likes
+    servers: frozenset[int] | None
+
+
+def placements() -> list[Placement]:
+    """One core for all, then the client and the servers on two different cores.
+
+    A round trip of tens of microseconds depends on where the scheduler puts the
+    two processes: on one core they hand the CPU to each other, across cores each
+    request wakes the other core, whose cost is the machine's (power states, a
+    hypervisor). Pinning measures both, each the same way every run.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return [Placement("unpinned", None, None)]
+    cpus = sorted(os.sched_getaffinity(0))
+    one = Placement("one core", frozenset(cpus[:1]), frozenset(cpus[:1]))
+    if len(cpus) < 2:
+        return [one]
+    return [one, Placement("two cores", frozenset(cpus[:1]), frozenset(cpus[1:2]))]
+
+
+def _pin(pid: int, cpus: frozenset[int] | None) -> None:
+    """Move every thread of process `pid` (0: this one) to `cpus`."""
+    if cpus is None:
+        return
+    tasks = Path(f"/proc/{pid or os.getpid()}/task")
+    threads = [int(task.name) for task in tasks.iterdir()] if tasks.is_dir() else [pid]
+    for thread in threads:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(thread, cpus)
+
+
 def _interleaved_recall(
-    plan: Plan, sockets: Sequence[Path], probes: int, *, checked: int
-) -> list[list[int]]:
-    """Round trips on one persistent connection per socket, a block of requests to each in turn.
+    plan: Plan, servers: Sequence[tuple[Path, int]], probes: int, *, checked: int
+) -> dict[str, list[list[int]]]:
+    """Round trips on one persistent connection per server, a block of requests to each in turn.
 
-    The first `checked` sockets are daemons: their answer is checked once to hold the rules.
+    `servers` are (socket, pid); the first `checked` are daemons, whose answer is checked
+    once to hold the rules. One placement after the other (moving processes between
+    cores costs their caches), and within one, sizes and floors side by side. Blocks,
+    not single requests: a daemon left idle while the others answer would be measured
+    waking up, not looking up.
 
-    Blocks, not single requests: a daemon left idle while the others answer is
-    rescheduled cold each time, which would measure the CPU's caches, not the store.
+    Returns:
+        Per placement name, the samples of each server.
     """
     rng = random.Random(8)  # noqa: S311 - which action to ask for, not cryptography
-    clients = [Client(path) for path in sockets]
-    samples: list[list[int]] = [[] for _ in sockets]
+    where = placements()
+    original = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    clients = [Client(path) for path, _ in servers]
+    samples: dict[str, list[list[int]]] = {place.name: [[] for _ in servers] for place in where}
     frames = [
         encode(RecallRequest(action=_action_name(probe), agent=AGENT, cwd=CWD, k=RULES_PER_REPLY))
         for probe in range(probes)
     ]
-    order = list(range(len(sockets)))
+    order = list(range(len(servers)))
     try:
         for client in clients[:checked]:  # connect, and check each answers with the rules
             reply = msgspec.json.decode(client.roundtrip(frames[0]))
             if len(reply.get("memories", ())) != RULES_PER_REPLY:
                 raise BenchError(f"recall returned {reply!r:.200}, not {RULES_PER_REPLY} rules")
-        for start in range(0, plan.recall_requests, RECALL_BLOCK):
-            count = min(RECALL_BLOCK, plan.recall_requests - start)
-            block = [frames[rng.randrange(probes)] for _ in range(count)]
-            rng.shuffle(order)
-            for slot in order:
-                roundtrip, times = clients[slot].roundtrip, samples[slot]
-                for request in block:
-                    started = time.perf_counter_ns()
-                    roundtrip(request)
-                    times.append(time.perf_counter_ns() - started)
+        for place in where:
+            _pin(0, place.client)
+            for _, pid in servers:
+                _pin(pid, place.servers)
+            for start in range(0, plan.recall_requests, RECALL_BLOCK):
+                count = min(RECALL_BLOCK, plan.recall_requests - start)
+                block = [frames[rng.randrange(probes)] for _ in range(count)]
+                rng.shuffle(order)
+                for slot in order:
+                    roundtrip, times = clients[slot].roundtrip, samples[place.name][slot]
+                    for request in block:
+                        started = time.perf_counter_ns()
+                        roundtrip(request)
+                        times.append(time.perf_counter_ns() - started)
     finally:
         for client in clients:
             client.close()
+        if original is not None:
+            os.sched_setaffinity(0, original)
     return samples
 
 
@@ -1272,9 +1337,14 @@ def _targets(result: BenchResult) -> list[Target]:
     ]
     targets += [
         Target(
-            figure=f"recall p50, {size.memories:,} memories",
+            figure=f"recall p50, {size.memories:,} memories, {result.recall_placements[0]}",
             target="< 100 us",
-            measured=f"{size.round_trip.p50_us:.0f} us",
+            measured=f"{size.round_trip.p50_us:.0f} us"
+            + (
+                ""
+                if size.round_trip_two_cores is None
+                else f" (two cores: {size.round_trip_two_cores.p50_us:.0f} us)"
+            ),
             met=size.round_trip.p50_us < 100,
         )
         for size in result.recall
@@ -1373,6 +1443,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
             bulk_per_s=imported / import_s,
             bulk_batch=plan.load_batch,
         ),
+        recall_placements=[place.name for place in placements()],
         recall=recall,
         recall_floors=recall_floors,
         memory=memory,
@@ -1435,32 +1506,41 @@ def rows(result: BenchResult) -> list[Row]:
         )
         for case in hook.cases
     ]
+    recall = "2. recall_for_action, one connection"
+    primary, *other = result.recall_placements
     for size in result.recall:
         table.append(
             Row(
-                "2. recall_for_action, one connection",
-                f"{size.memories:,} memories, round trip",
+                recall,
+                f"{size.memories:,} memories, {primary}",
                 size.round_trip,
                 f"{size.ratio_to_smallest:.2f}x, {size.requests_per_s:,.0f} req/s",
             )
         )
-        table.append(
-            Row(
-                "2. recall_for_action, one connection",
-                f"{size.memories:,} memories, in-process",
-                size.in_process,
-                "Store only: no socket",
+        if size.round_trip_two_cores is not None:
+            table.append(
+                Row(
+                    recall,
+                    f"{size.memories:,} memories, {other[0]}",
+                    size.round_trip_two_cores,
+                    "client and daemon on different cores",
+                )
             )
+        table.append(
+            Row(recall, f"{size.memories:,} memories, in-process", size.in_process, "no socket")
         )
-    table += [
-        Row(
-            "2. recall_for_action, one connection",
-            f"floor: {floor.name} echo server",
-            floor.round_trip,
-            "same loop, no work: " + ("trio" if floor.name == "trio" else "the socket"),
-        )
-        for floor in result.recall_floors
-    ]
+    for floor in result.recall_floors:
+        work = "same loop, no work: " + ("trio" if floor.name == "trio" else "the socket")
+        table.append(Row(recall, f"floor: {floor.name} echo, {primary}", floor.round_trip, work))
+        if floor.round_trip_two_cores is not None:
+            table.append(
+                Row(
+                    recall,
+                    f"floor: {floor.name} echo, {other[0]}",
+                    floor.round_trip_two_cores,
+                    work,
+                )
+            )
     request = result.hook_request
     table += [
         Row(
@@ -1647,7 +1727,8 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"in-process it takes {_duration(recall_small.in_process.p50_us)} at "
         f"{recall_small.memories:,} memories and {_duration(recall_large.in_process.p50_us)} "
         f"at {recall_large.memories:,} (B-tree depth grows with the logarithm of the size). "
-        f"Over the socket the same lookup takes {_duration(recall_small.round_trip.p50_us)}. "
+        f"Over the socket ({result.recall_placements[0]}) the same lookup takes "
+        f"{_duration(recall_small.round_trip.p50_us)}. "
         "Most of that is not the lookup: in the same loop, a trio echo server that does no "
         f"work answers in {_duration(floors['trio'].p50_us)} and a blocking stdlib one in "
         f"{_duration(floors['plain'].p50_us)}, so trio's scheduling (a task woken per "
@@ -1660,7 +1741,7 @@ def _paragraphs(result: BenchResult) -> list[str]:
         "and they are asked in turn on persistent connections, so the ratio "
         f"({recall_large.ratio_to_smallest:.2f}x from {recall_small.memories:,} to "
         f"{recall_large.memories:,}) is measured side by side. Every probed action has at "
-        "least 6 rules at every size, so each reply carries the same 6 rules.",
+        "least 6 rules at every size, so each reply carries the same 6 rules." + _two_cores(result),
         "**3. A full hook request** pays for a new connection (accept, a new trio task, the "
         "peer-credential check), decoding the agent's event, matching the command, the "
         "lookup and rendering the agent's JSON. The daemon's own part (from its fire log) is "
@@ -1712,6 +1793,26 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"({_duration(matcher.hit.p50_us)}): agents repeat commands, and the daemon's matcher "
         "keeps the recent ones.",
     ]
+
+
+def _two_cores(result: BenchResult) -> str:
+    """What moving the client and the daemon to different cores changed, if measured."""
+    first, *other = result.recall_placements
+    floors = {floor.name: floor for floor in result.recall_floors}
+    plain, daemon = floors["plain"], result.recall[0]
+    if not other or plain.round_trip_two_cores is None or daemon.round_trip_two_cores is None:
+        return ""
+    return (
+        f" The client and the daemons run pinned to {first} (the figure the targets use), and "
+        f"in the same rounds on {other[0]}: there each request has to wake the other core, "
+        "which slows the plain socket echo "
+        f"({_duration(plain.round_trip.p50_us)} -> "
+        f"{_duration(plain.round_trip_two_cores.p50_us)}) as well as the daemon "
+        f"({_duration(daemon.round_trip.p50_us)} -> "
+        f"{_duration(daemon.round_trip_two_cores.p50_us)}): how fast a core wakes is the "
+        "machine's (power states, a hypervisor), not mented's. Unpinned, the scheduler "
+        "picks one placement or the other from run to run."
+    )
 
 
 def render_markdown(result: BenchResult) -> str:
