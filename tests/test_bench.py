@@ -84,6 +84,7 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
     assert [size["memories"] for size in result["recall"]] == [100, 1000]
     assert all(positive(size["requests_per_s"]) for size in result["recall"])
     assert [floor["name"] for floor in result["recall_floors"]] == ["trio", "plain"]
+    assert result["recall_placements"][0] in {"one core", "unpinned"}
     assert [size["memories"] for size in result["memory"]] == [100, 1000]
     assert all(positive(size["rss_bytes"]) for size in result["memory"])
     assert [level["clients"] for level in result["concurrency"]] == [1, 4]
