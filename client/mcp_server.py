@@ -36,9 +36,6 @@ from typing import Annotated, Literal, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from mented_client.commands.output import describe_scope, format_time
-from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
-from mented_client.scope import project_dir as resolve_project_dir
 from pydantic import BaseModel, Field
 
 from mented import __version__
@@ -63,6 +60,9 @@ from mented.protocol import (
     SupersedeRequest,
 )
 from mented.store import short_handle
+from mented_client.commands.output import describe_scope, format_time
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.scope import project_dir as resolve_project_dir
 
 ReplyT = TypeVar("ReplyT")
 

@@ -19,9 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mented_client import service_files
-
 from mented import paths
+from mented_client import service_files
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
 _COMMAND_TIMEOUT_S = 30.0

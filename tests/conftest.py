@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mented_client.connection import Client, NotRunningError, ProtocolError
 
 from mented.protocol import StatusReply, StatusRequest
+from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
 START_TIMEOUT = 15.0

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from mented_client.commands.hooks import DEFAULT_TIMEOUT_S
 
 from mented.agents import AGENTS, ShellCall
+from mented_client.commands.hooks import DEFAULT_TIMEOUT_S
 
 # Shaped like the events Claude Code and Codex send (Codex: pre-tool-use.command.input schema).
 CLAUDE_EVENT = {

@@ -39,7 +39,6 @@ from pathlib import Path
 import lmdb
 import msgspec
 import pytest
-from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 from mented.memory import Memory
 from mented.protocol import (
@@ -57,6 +56,7 @@ from mented.protocol import (
     SupersedeRequest,
 )
 from mented.store import Store, StoreOpenError
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from tests.conftest import DaemonProcess
 from tests.reliability import record_figures, start_refused
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from mented_client.cli import main
 
+from mented_client.cli import main
 from tests.conftest import DaemonProcess
 
 

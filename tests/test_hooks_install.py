@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from mented.paths import socket_path
 from mented_client.cli import build_parser, main
 from mented_client.commands import doctor
 from mented_client.hook_settings import (
@@ -16,8 +18,6 @@ from mented_client.hook_settings import (
     is_native_executable,
     real_interpreter,
 )
-
-from mented.paths import socket_path
 
 # A settings file as a user and Claude Code leave it: other keys, other hooks, 4-space indent.
 EXISTING = """{

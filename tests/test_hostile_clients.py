@@ -40,7 +40,6 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mented_client.connection import Client, DaemonError, ProtocolError
 
 from mented.protocol import (
     HEADER,
@@ -63,6 +62,7 @@ from mented.protocol import (
     reply_decoder,
 )
 from mented.server import Server, ServerOptions
+from mented_client.connection import Client, DaemonError, ProtocolError
 from tests.conftest import DaemonProcess
 from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures, rss_kib
 

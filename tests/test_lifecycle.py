@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mented_client.commands.service import _pid_gone
 
+from mented_client.commands.service import _pid_gone
 from tests.conftest import PYTHON, isolated_env
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
+
+from mented.protocol import MemoriesReply, RecallRequest
 from mented_client.commands import mcp as mcp_command
 from mented_client.commands.output import CommandError
 from mented_client.hook_settings import installed_shim
-
-from mented.protocol import MemoriesReply, RecallRequest
 from tests.conftest import DaemonProcess, isolated_env
 
 PYTHON = sys.executable

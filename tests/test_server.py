@@ -12,7 +12,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from mented_client.connection import Client, DaemonError, NotRunningError
 
 from mented.protocol import (
     HEADER,
@@ -41,6 +40,7 @@ from mented.protocol import (
     frame,
     reply_decoder,
 )
+from mented_client.connection import Client, DaemonError, NotRunningError
 from tests.conftest import PYTHON, DaemonProcess
 
 COMMIT = "trigger:git-commit"

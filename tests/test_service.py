@@ -22,11 +22,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from mented import service
 from mented_client import service_files
 from mented_client.commands.output import CommandError
 from mented_client.service_manager import Launchd, Systemd, daemon_interpreter, detect
-
-from mented import service
 from tests.conftest import PYTHON
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from mented_client import shim
-from mented_client.hook_settings import installed_shim, real_interpreter
 
 from mented import paths
+from mented_client import shim
+from mented_client.hook_settings import installed_shim, real_interpreter
 
 PYTHON = str(real_interpreter())
 SHIM = str(installed_shim())
@@ -436,9 +436,8 @@ def server_of_another_user(short_tmp: Path) -> Iterator[Path]:
 def test_a_socket_served_by_another_user_gets_nothing_and_prints_nothing(
     short_tmp: Path,
 ) -> None:
-    from mented_client.connection import Client, NotRunningError
-
     from mented.protocol import StatusReply, StatusRequest
+    from mented_client.connection import Client, NotRunningError
 
     with server_of_another_user(short_tmp) as path:
         result, _ = run_shim(path)

@@ -23,9 +23,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mented_client import service_files
-from mented_client.connection import Client
-from mented_client.service_manager import daemon_interpreter
 
 from mented.protocol import (
     MemoriesReply,
@@ -37,6 +34,9 @@ from mented.protocol import (
     encode,
     reply_decoder,
 )
+from mented_client import service_files
+from mented_client.connection import Client
+from mented_client.service_manager import daemon_interpreter
 from tests.conftest import PYTHON, DaemonProcess, isolated_env
 from tests.test_service import launch_with_fd3
 

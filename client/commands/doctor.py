@@ -24,6 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from mented import __version__, paths
+from mented.actions import load_table_in_force
+from mented.agents import AGENTS, Agent
+from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, print_json
 from mented_client.commands.service import (
@@ -34,11 +38,6 @@ from mented_client.commands.service import (
 )
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import Manager, detect, no_manager_reason
-
-from mented import __version__, paths
-from mented.actions import load_table_in_force
-from mented.agents import AGENTS, Agent
-from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable

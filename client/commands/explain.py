@@ -16,15 +16,15 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from mented_client.commands.output import CommandError, format_memory, print_json
-from mented_client.connection import Client, NotRunningError
-from mented_client.scope import agent_option, directory_option
 
 from mented import paths
 from mented.actions import ActionTable, load_table_in_force
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
+from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.connection import Client, NotRunningError
+from mented_client.scope import agent_option, directory_option
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from mented.config import Config

@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
+
+from mented import paths
+from mented.agents import AGENTS, Agent
+from mented.protocol import FireRecord, LogReply, LogRequest
 from mented_client.commands.output import CommandError, format_time, print_json
 from mented_client.connection import Client
 from mented_client.hook_settings import (
@@ -34,10 +38,6 @@ from mented_client.hook_settings import (
     remove_hooks,
     write_settings,
 )
-
-from mented import paths
-from mented.agents import AGENTS, Agent
-from mented.protocol import FireRecord, LogReply, LogRequest
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.

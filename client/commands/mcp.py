@@ -37,9 +37,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mented_client.commands.output import CommandError, print_json
-
 from mented.paths import socket_path
+from mented_client.commands.output import CommandError, print_json
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -511,9 +510,8 @@ def _uninstall_codex() -> str:
 
 
 def run_server(args: argparse.Namespace) -> int:
-    from mented_client.scope import check_agent  # noqa: PLC0415 - only to check --agent
-
     from mented.memory import InvalidInputError  # noqa: PLC0415
+    from mented_client.scope import check_agent  # noqa: PLC0415 - only to check --agent
 
     try:
         agent = check_agent(args.agent)

@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
-from mented_client.commands.output import CommandError, format_memory, print_json
-from mented_client.connection import Client
-from mented_client.scope import agent_option, directory_option, project_option
 
 from mented.actions import check_action, load_table_in_force
 from mented.agents import AGENTS
@@ -36,6 +33,9 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
+from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.connection import Client
+from mented_client.scope import agent_option, directory_option, project_option
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type

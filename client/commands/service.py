@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mented import paths
+from mented.protocol import OkReply, ReloadRequest, ShutdownRequest, StatusReply
 from mented_client.commands.output import CommandError, print_json
 from mented_client.commands.status import fetch_status
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
@@ -42,9 +44,6 @@ from mented_client.service_manager import (
     detect,
     no_manager_reason,
 )
-
-from mented import paths
-from mented.protocol import OkReply, ReloadRequest, ShutdownRequest, StatusReply
 
 if TYPE_CHECKING:
     from collections.abc import Callable

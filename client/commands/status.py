@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 import msgspec
-from mented_client.commands.output import fail, format_time, print_json
-from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 from mented import paths
 from mented.protocol import StatusReply, StatusRequest
+from mented_client.commands.output import fail, format_time, print_json
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 
 def register(
