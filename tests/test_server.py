@@ -378,3 +378,32 @@ def test_the_open_files_limit_is_raised_towards_the_hard_limit(short_tmp: Path) 
         assert int(line.split()[3]) > 256
     finally:
         process.stop()
+
+
+def test_a_bad_action_table_on_reload_keeps_the_previous_one_serving(
+    daemon: DaemonProcess,
+) -> None:
+    event = msgspec.json.encode(
+        {
+            "session_id": "s",
+            "cwd": "/tmp",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make deploy"},
+        }
+    )
+    daemon.write_config('[[actions.deploy.shapes]]\nprogram = "make"\nsubcommand = ["deploy"]\n')
+    daemon.reload()
+    with daemon.client() as client:
+        client.expect(
+            StoreRequest(content="deploy on weekdays only", tags=["trigger:deploy"]), StoredReply
+        )
+        assert b"deploy on weekdays only" in client.hook("claude-code", event)
+    daemon.write_config('[[actions.deploy.shapes]]\nprogram = "make"\nsubcommand = "deploy"\n')
+    with daemon.client() as client, pytest.raises(DaemonError) as refused:
+        client.expect(ReloadRequest(), OkReply)
+    assert str(daemon.config_path) in refused.value.message
+    assert "deploy" in refused.value.message
+    again = event.replace(b'"session_id":"s"', b'"session_id":"t"')  # not a duplicate delivery
+    with daemon.client() as client:
+        assert b"deploy on weekdays only" in client.hook("claude-code", again)
