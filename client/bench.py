@@ -58,7 +58,6 @@ from pathlib import Path
 from typing import ParamSpec
 
 import msgspec
-from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 from mented import __version__
 from mented.actions import load_action_table
@@ -79,6 +78,7 @@ from mented.protocol import (
     encode,
 )
 from mented.store import Store, StoreItem
+from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 Progress = Callable[[str], None]
 P = ParamSpec("P")
@@ -1125,21 +1125,28 @@ def _probes(plan: Plan) -> int:
     return max(1, min(100, min(plan.sizes) // (2 * RULES_PER_REPLY)))
 
 
-def _in_process_recall(data_dir: Path, probes: int, requests: int) -> Summary:
+def _in_process_recall(data_dirs: Sequence[Path], probes: int, requests: int) -> list[Summary]:
+    """`Store.recall_for_action` in this process, every store open, a block to each in turn."""
     rng = random.Random(7)  # noqa: S311 - which action to ask for, not cryptography
-    store = Store(data_dir)
+    stores = [Store(data_dir) for data_dir in data_dirs]
+    samples: list[list[int]] = [[] for _ in stores]
     try:
-        for probe in range(probes):  # touch each probed action's pages once; not counted
-            store.recall_for_action(_action_name(probe), agent=AGENT, cwd=CWD)
-        samples = []
-        for _ in range(requests):
-            action = _action_name(rng.randrange(probes))
-            samples.append(
-                _timed(store.recall_for_action, action, agent=AGENT, cwd=CWD, k=RULES_PER_REPLY)
-            )
+        for store in stores:  # touch each probed action's pages once; not counted
+            for probe in range(probes):
+                store.recall_for_action(_action_name(probe), agent=AGENT, cwd=CWD)
+        for start in range(0, requests, RECALL_BLOCK):
+            count = min(RECALL_BLOCK, requests - start)
+            block = [_action_name(rng.randrange(probes)) for _ in range(count)]
+            for store, times in zip(stores, samples, strict=True):
+                recall = store.recall_for_action
+                times.extend(
+                    _timed(recall, action, agent=AGENT, cwd=CWD, k=RULES_PER_REPLY)
+                    for action in block
+                )
     finally:
-        store.close()
-    return summarize(samples)
+        for store in stores:
+            store.close()
+    return [summarize(times) for times in samples]
 
 
 @dataclass
@@ -1173,9 +1180,12 @@ def bench_scaling(
                 batch=plan.load_batch,
                 progress=progress,
             )
-            entry.in_process = _in_process_recall(
-                entry.daemon.data_dir, probes, plan.recall_requests
-            )
+        progress("recall in-process: the sizes in turn")
+        in_process = _in_process_recall(
+            [entry.daemon.data_dir for entry in stores], probes, plan.recall_requests
+        )
+        for entry, summary in zip(stores, in_process, strict=True):
+            entry.in_process = summary
         progress("starting the daemons (cold start to ready)")
         for rep in range(plan.cold_starts):
             for entry in stores:
@@ -1714,7 +1724,8 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"gets 6 rules ({commit.stdout_bytes} bytes of context). The shim's part is compiling "
         "and running a stdlib-only file (it imports nothing that is not built in; compiling "
         "its source is about a millisecond), reading stdin, one connect/send/receive on the "
-        "Unix socket, and the daemon's answer (section 3); it ends with `os._exit`, skipping "
+        "Unix socket (with a check that the daemon runs as the same user), and the daemon's "
+        "answer (section 3); it ends with `os._exit`, skipping "
         "the interpreter shutdown that the bare interpreter goes through, which pays back "
         "part of that. With the daemon down the connect "
         f"fails at once ({_difference(down.time.p50_us - hook.bare.p50_us)}): the agent never "
@@ -1804,7 +1815,7 @@ def _two_cores(result: BenchResult) -> str:
         return ""
     return (
         f" The client and the daemons run pinned to {first} (the figure the targets use), and "
-        f"in the same rounds on {other[0]}: there each request has to wake the other core, "
+        f"then the same way on {other[0]}: there each request has to wake the other core, "
         "which slows the plain socket echo "
         f"({_duration(plain.round_trip.p50_us)} -> "
         f"{_duration(plain.round_trip_two_cores.p50_us)}) as well as the daemon "

@@ -91,6 +91,7 @@ def _check_writable(*names: str | None) -> None:
 
 def _write_outputs(args: argparse.Namespace, result: BenchResult) -> None:
     import msgspec  # noqa: PLC0415 - with the benchmark only
+
     from mented_client.bench import render_markdown  # noqa: PLC0415
 
     outputs = []
