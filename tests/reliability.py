@@ -2,7 +2,7 @@
 
 - `record_figures`: when `MENTED_RELIABILITY_REPORT` names a file, each test
   appends what it did (rounds, writes, fuzz cases, connections) to it as one
-  JSON line; bench/reliability_run.py sets it and prints the collected figures.
+  JSON line; `python -m tests.reliability` sets it and prints the collected figures.
 - `ConstrainedDaemon`: the real `mented` started under a given umask or
   descriptor limit, set in the child before it execs the daemon;
   `start_refused`: start one that must refuse to start.
