@@ -317,3 +317,26 @@ def test_restarts_while_hooks_fire_are_silent_gaps_and_lose_no_rule(user: User) 
     assert all(rule in context for rule in RULES)
     listed = user.ok("rule", "list", "--action", "git-commit")
     assert all(rule in listed for rule in RULES)
+
+
+def test_setup_falls_back_to_a_detached_daemon_when_the_service_cannot_be_installed(
+    user: User,
+) -> None:
+    bin_dir = user.root / "bin"
+    bin_dir.mkdir()
+    broken = bin_dir / "systemctl"
+    broken.write_text('#!/bin/sh\necho "Failed to connect to bus" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    user.env["MENTED_SERVICE_MANAGER"] = "systemd"
+    user.env["PATH"] = f"{bin_dir}:{user.env['PATH']}"
+    result = user.mentectl("setup", "claude-code")
+    out = result.stdout
+    assert "could not install the systemd service" in out
+    assert "Failed to connect to bus" in out  # the manager's own words
+    assert "Started mented detached" in out
+    assert _line(out, "hook claude-code").startswith("ok")
+    assert _line(out, "fire claude-code").startswith("ok")  # the hook works meanwhile
+    # The half-installed service is still reported, with its fix.
+    assert _line(out, "service").startswith("FAIL")
+    assert result.returncode == 1
+    user.ok("stop")

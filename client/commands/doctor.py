@@ -421,19 +421,28 @@ def setup_daemon(args: argparse.Namespace) -> None:
     """The service where there is a manager, else a detached daemon."""
     socket = paths.socket_path(args.socket)
     manager = None if args.no_service else detect()
+    why = "--no-service" if args.no_service else ""
     if manager is not None:
-        status = install_service(manager, socket=socket, on_demand=False)
-        print(f"Installed mented as a {manager.name} service (it starts at login):")
-        for step in manager.done:
-            print(f"  {step}")
-        if status is not None:
-            print(f"  mented is running (pid {status.pid})")
-        return
+        try:
+            status = install_service(manager, socket=socket, on_demand=False)
+        except CommandError as exc:
+            # The hook needs a daemon, not a service: fall back to a detached one.
+            for step in manager.done:
+                print(f"  {step}")
+            print(f"  could not install the {manager.name} service: {exc}")
+            why = f"the {manager.name} service could not be installed"
+        else:
+            print(f"Installed mented as a {manager.name} service (it starts at login):")
+            for step in manager.done:
+                print(f"  {step}")
+            if status is not None:
+                print(f"  mented is running (pid {status.pid})")
+            return
     running = answering(socket)
     if running is not None:
         print(f"mented is already running (pid {running.pid}, socket {socket}).")
         return
-    why = "--no-service" if args.no_service else no_manager_reason()
+    why = why or no_manager_reason()
     status = start_detached(socket, explicit_socket=args.socket, timeout=START_TIMEOUT_S)
     print(
         f"Started mented detached (pid {status.pid}); no service installed ({why}), so "
