@@ -198,3 +198,32 @@ def test_supersede_can_rescope_the_new_version(daemon: DaemonProcess, tmp_path: 
     refused = daemon.mentectl("rule", "supersede", old, "y", "--agent", "claud", check=False)
     assert refused.returncode == 2
     assert "unknown agent 'claud'" in refused.stderr
+
+
+def test_status_reports_counts_sizes_latency_and_the_last_hook_fire(
+    daemon: DaemonProcess,
+) -> None:
+    add(daemon, "git-commit", "single line")
+    add(daemon, "git-commit", "no emojis")
+    add(daemon, "pr-create", "drafts first")
+    event = json.dumps(
+        {
+            "session_id": "s1",
+            "cwd": "/tmp",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "git commit -m 'fix: x'"},
+        }
+    ).encode()
+    with daemon.client() as client:
+        assert b"single line" in client.hook("claude-code", event)
+    data = json.loads(daemon.mentectl("status", "--json").stdout)
+    assert (data["memories"], data["live_rules"], data["actions_with_rules"]) == (3, 3, 2)
+    assert 0 < data["db_bytes"] <= data["map_bytes"]
+    assert 0 < data["p50_us"] <= data["p99_us"]
+    assert data["requests_served"] >= 4
+    assert data["last_hook_fire"]["actions"] == ["git-commit"]
+    assert data["last_hook_fire"]["command"] == "git commit -m 'fix: x'"
+    text = daemon.mentectl("status").stdout
+    assert "3 (3 live rules for 2 actions)" in text
+    assert "claude-code: git-commit" in text
