@@ -54,10 +54,32 @@ def ensure_private_dir(directory: Path) -> None:
             f"{directory} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); "
             "choose another socket path with --socket or MENTED_SOCKET"
         )
+    _check_parent(directory)
     if info.st_mode & 0o077:
         raise ListenerError(
             f"{directory} is open to other users (mode {stat.S_IMODE(info.st_mode):04o}); "
             f"run `chmod 700 {directory}` or choose another socket path"
+        )
+
+
+def _check_parent(directory: Path) -> None:
+    """Refuse a socket directory whose parent lets another user swap it.
+
+    Whoever owns the parent, or may write to it without the sticky bit, can rename
+    our private directory away and put their own in its place.
+    """
+    parent = directory.parent
+    info = parent.stat()
+    uid = os.getuid()
+    if info.st_uid not in (uid, 0):
+        raise ListenerError(
+            f"{parent} belongs to uid {info.st_uid}, who could replace {directory.name}/ in it; "
+            "choose a socket path under a directory of yours with --socket or MENTED_SOCKET"
+        )
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise ListenerError(
+            f"{parent} is writable by other users and not sticky, so they could replace "
+            f"{directory.name}/ in it; choose another socket path with --socket or MENTED_SOCKET"
         )
 
 

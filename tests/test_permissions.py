@@ -172,3 +172,24 @@ def test_refuses_a_socket_directory_with_any_access_for_others(short_tmp: Path, 
     log = start_refused(daemon)
     assert f"open to other users (mode {mode:04o})" in log
     assert not daemon.socket.exists()
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o757])
+def test_refuses_a_socket_directory_whose_parent_others_may_write(
+    short_tmp: Path, mode: int
+) -> None:
+    process = DaemonProcess(short_tmp)
+    short_tmp.chmod(mode)  # not sticky: anyone could rename run/ away
+    proc = process.start(wait=False)
+    assert proc.wait(timeout=30) == 1
+    assert "writable by other users and not sticky" in process.log()
+
+
+def test_a_sticky_shared_parent_like_tmp_is_fine(short_tmp: Path) -> None:
+    process = DaemonProcess(short_tmp)
+    short_tmp.chmod(0o1777)
+    process.start()
+    try:
+        assert process.socket.exists()
+    finally:
+        process.stop()
