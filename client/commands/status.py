@@ -20,7 +20,11 @@ def register(
         "status",
         parents=[common],
         help="show whether the daemon runs, and its figures",
-        description="Exit 0 when the daemon answers; 1 with a one-line reason when not.",
+        description=(
+            "Exit 0 when the daemon answers and its config file is valid; 1 with a one-line "
+            "reason when it does not answer (or not as mented should), or when the config "
+            "file on disk is invalid (the daemon then runs on the previous one)."
+        ),
     )
     parser.set_defaults(handler=run_status)
 
