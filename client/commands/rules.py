@@ -68,7 +68,11 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         "list",
         parents=[common],
         help="list rules, newest first",
-        description="With --action this is exactly the lookup the hook makes (recall_for_action).",
+        description=(
+            "With --action (and without --all) this is the same lookup the hook makes "
+            "(recall_for_action), for --agent and --cwd (unset: every agent's and every "
+            "project's rules), at most 6 rules unless -k (the hook takes [hook] k, default 6)."
+        ),
     )
     listing.add_argument("--action", help="only rules for this action, as the hook would fire them")
     listing.add_argument(
