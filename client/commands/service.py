@@ -73,8 +73,12 @@ def register(
     stop = subparsers.add_parser(
         "stop",
         parents=[common],
-        help="stop the daemon: a polite shutdown request, SIGTERM after a timeout",
-        description="Exits 0 when the daemon is stopped, including when it was not running.",
+        help="stop the daemon (the service if installed, else a detached process)",
+        description="With the service installed on this socket, stops it through the service "
+        "manager (systemd: the service and its socket; launchd: bootout), then stops any "
+        "detached mented still answering there. Otherwise asks the daemon to shut down "
+        "and sends SIGTERM if it is still there after the timeout. Exits 0 when the "
+        "daemon is stopped, including when it was not running.",
     )
     _timeout_option(stop, STOP_TIMEOUT_S, "how long to wait before SIGTERM")
     stop.set_defaults(handler=run_stop)
