@@ -24,7 +24,8 @@ def register(
         parents=[common],
         help="measure the hook, lookups, scaling and writes on this machine",
         description="Starts daemons of its own on temporary sockets and data directories "
-        "(nothing of yours is used), runs every benchmark, and prints a table. "
+        "(nothing of yours is used: --socket is ignored), runs every benchmark, and prints "
+        "a table (--json: the results as JSON). "
         "The full run loads a million memories and takes a few minutes.",
     )
     parser.add_argument(
