@@ -68,8 +68,8 @@ GATE_INTRO = (
     f"Run it again once it follows them. {RULE_ORDER}"
 )
 FOOTER = (
-    "The handle in brackets names a rule; when the user changes their mind, "
-    '`mentectl rule supersede HANDLE "new text"` replaces it.'
+    "The handle in brackets names a rule; when the user changes their mind, the mented "
+    'MCP tool `supersede_rule` (or `mentectl rule supersede HANDLE "new text"`) replaces it.'
 )
 
 
