@@ -5,7 +5,9 @@ One TOML file (see `mented.paths.config_path`). Every section is optional::
     [hook]
     k = 6                      # rules per action handed to the agent
     max_context_chars = 4000   # cap on the text injected into the agent's context
-    budget_ms = 250            # the shim's hard deadline (informational for doctor)
+    budget_ms = 250            # read only by `mentectl doctor` (see below), not by the hook
+    dedupe_seconds = 5         # the same event twice within this long is answered once
+    gate_session_ttl_s = 43200 # gate mode forgets a session this long after its last answer
 
     [delivery]
     git-commit = "gate"        # "context" (default) or "gate"
@@ -18,6 +20,12 @@ One TOML file (see `mented.paths.config_path`). Every section is optional::
     ...
 
 A bad file is reported with its path and line; the daemon keeps what it had.
+
+`[hook] budget_ms` does not set the hook's deadline: the shim reads no config
+file, and stops at `$MENTED_HOOK_BUDGET_MS` in the agent's environment (default
+250 ms). `mentectl doctor` fails a sample hook call slower than
+`$MENTED_HOOK_BUDGET_MS` in its own environment, else than this value; set it to
+the deadline the agent's environment gives the shim. The daemon ignores it.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ class HookSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 6
     # Claude Code cuts context over 10,000 characters: stay under it with a margin.
     max_context_chars: Annotated[int, msgspec.Meta(ge=200, le=9500)] = 4000
+    # Only `mentectl doctor`'s threshold: the shim reads no config (MENTED_HOOK_BUDGET_MS).
     budget_ms: Annotated[int, msgspec.Meta(ge=10, le=10_000)] = 250
     dedupe_seconds: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 5.0
     gate_session_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 12 * 3600
