@@ -25,7 +25,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -446,47 +445,3 @@ def read_settings(path: Path) -> str | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read it: {exc}") from exc
-
-
-def backup_path(path: Path) -> Path:
-    return path.with_name(path.name + ".mented-bak")
-
-
-def write_settings(path: Path, text: str, previous: str | None) -> Path | None:
-    """Replace the file atomically (temporary file + rename); back up the previous one.
-
-    A symlinked settings file (a dotfiles checkout, say) is written through the link.
-
-    Returns:
-        The backup's path, or None when there was no previous file.
-    """
-    target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    mode = 0o644
-    if previous is not None:
-        mode = target.stat().st_mode & 0o7777
-        backup = backup_path(target)
-        _atomic_write(backup, previous, mode)
-    _atomic_write(target, text, mode)
-    return backup
-
-
-def _atomic_write(path: Path, text: str, mode: int) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.chmod(mode)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mented import paths
 from mented_client import service_files
+from mented_client.files import write_atomically
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
 _COMMAND_TIMEOUT_S = 30.0
@@ -136,10 +137,10 @@ class Manager:
         if previous == content:
             self.done.append(f"kept {_show(path)} (unchanged)")
             return
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(content)
-        tmp.chmod(0o644)
-        tmp.replace(path)
+        try:
+            write_atomically(path, content)
+        except OSError as exc:
+            raise _command_error(f"cannot write {path}: {exc}") from exc
         self.done.append(f"{'updated' if previous is not None else 'wrote'} {_show(path)}")
 
     def remove(self, path: Path) -> None:

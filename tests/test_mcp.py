@@ -415,6 +415,29 @@ def test_codex_install_refusal_leaves_the_file_alone(
     assert config.read_text() == 'mcp_servers = { docs = { command = "npx" } }\n'
 
 
+def test_codex_install_through_a_symlinked_config_keeps_the_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dotfiles = tmp_path / "dotfiles" / "codex.toml"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(CODEX_CONFIG)
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    link = codex_home / "config.toml"
+    link.symlink_to(dotfiles)
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+
+    mcp_command.install_mcp("codex")
+    assert link.is_symlink()
+    assert link.resolve() == dotfiles.resolve()
+    assert "[mcp_servers.mented]" in dotfiles.read_text()
+    assert mcp_command.mcp_registration("codex").registered
+
+    mcp_command.uninstall_mcp("codex")
+    assert link.is_symlink()
+    assert dotfiles.read_text() == CODEX_CONFIG
+
+
 # ------------------------------------------------------------------ Claude Code
 
 

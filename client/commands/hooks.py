@@ -26,6 +26,7 @@ from mented.agents import AGENTS, Agent
 from mented.protocol import FireRecord, LogReply, LogRequest
 from mented_client.commands.output import CommandError, format_time, print_json
 from mented_client.connection import Client
+from mented_client.files import write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
@@ -36,7 +37,6 @@ from mented_client.hook_settings import (
     read_settings,
     real_interpreter,
     remove_hooks,
-    write_settings,
 )
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
@@ -179,7 +179,7 @@ def run_install(args: argparse.Namespace) -> int:
             shim_path=installed_shim(),
         )
         changed = text != previous
-        backup = write_settings(path, text, previous) if changed else None
+        backup = write_atomically(path, text, backup=True) if changed else None
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -219,7 +219,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     try:
         previous = read_settings(path)
         text, removed = remove_hooks(previous, path, installed_shim()) if previous else ("", 0)
-        backup = write_settings(path, text, previous) if removed else None
+        backup = write_atomically(path, text, backup=True) if removed else None
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:

@@ -31,7 +31,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from mented.paths import socket_path
 from mented_client.commands.output import CommandError, print_json
+from mented_client.files import write_atomically
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -439,23 +439,12 @@ def _check_edit(old: dict[str, Any], new_text: str, command: list[str], path: Pa
         )
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_codex(path: Path, text: str) -> None:
     try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)  # noqa: PTH101 - on the temporary path
-        os.replace(tmp, path)  # noqa: PTH105 - atomic rename over the config file
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        # A new config.toml is private: Codex keeps MCP servers' environment (tokens) in it.
+        write_atomically(path, text, mode=0o600)
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc}") from exc
 
 
 def _read_codex(path: Path) -> str:
@@ -489,7 +478,7 @@ def _install_codex(command: list[str]) -> str:
     new = with_codex_server(text, command, path)
     if new == text:
         return f"the MCP server is already registered with Codex ({path})"
-    _write_atomically(path, new)
+    _write_codex(path, new)
     return (
         f"registered the MCP server with Codex in {path}: {shlex.join(command)}\n"
         "new Codex sessions have mented's tools (`/mcp` lists them)"
@@ -502,7 +491,7 @@ def _uninstall_codex() -> str:
     new = without_codex_server(text, path)
     if new == text:
         return f"the MCP server is not registered in {path}: nothing to do"
-    _write_atomically(path, new)
+    _write_codex(path, new)
     return f"removed [mcp_servers.{SERVER_NAME}] from {path}"
 
 
