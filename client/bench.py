@@ -64,8 +64,8 @@ from mented.actions import load_action_table
 from mented.config import Config
 from mented.matcher import Matcher
 from mented.protocol import (
-    HEADER,
     HookRequest,
+    IncompleteFrameError,
     LogReply,
     LogRequest,
     OkReply,
@@ -76,6 +76,7 @@ from mented.protocol import (
     StoredReply,
     StoreRequest,
     encode,
+    recv_frame,
 )
 from mented.store import Store, StoreItem
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
@@ -603,7 +604,7 @@ class EchoServer:
     """A floor to compare with: answers every frame with an empty JSON object, nothing else.
 
     `plain` is a blocking stdlib socket loop (the socket round trip and Python's share of
-    it); `trio` is a trio server framed like the daemon (SocketStream, an idle timeout
+    it); `trio` is a trio server framed much like the daemon (a trio socket stream, an idle timeout
     per read): what any trio daemon pays before it does any work.
     """
 
@@ -688,24 +689,16 @@ def _timed(call: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> int:
     return time.perf_counter_ns() - started
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise BenchError("the daemon closed the connection mid-reply")
-        data += chunk
-    return bytes(data)
-
-
 def one_shot(socket_path: Path, request: bytes) -> bytes:
     """Connect, send one frame, read the reply body, close: what the hook shim does."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(10.0)
         sock.connect(str(socket_path))
         sock.sendall(request)
-        (length,) = HEADER.unpack(_recv_exactly(sock, HEADER.size))
-        return _recv_exactly(sock, length)
+        try:
+            return recv_frame(sock)
+        except IncompleteFrameError as exc:
+            raise BenchError("the daemon closed the connection mid-reply") from exc
 
 
 def hook_frame(command: str, tool_use_id: str) -> bytes:
@@ -1342,20 +1335,21 @@ def _targets(result: BenchResult) -> list[Target]:
         )
         for case in result.hook.cases
     ]
-    targets += [
-        Target(
-            figure=f"recall p50, {size.memories:,} memories, {result.recall_placements[0]}",
-            target="< 100 us",
-            measured=f"{size.round_trip.p50_us:.0f} us"
-            + (
-                ""
-                if size.round_trip_two_cores is None
-                else f" (two cores: {size.round_trip_two_cores.p50_us:.0f} us)"
-            ),
-            met=size.round_trip.p50_us < 100,
-        )
-        for size in result.recall
-    ]
+    # One row per placement: the target is scored on each, the kinder one included
+    # but not alone (a cross-core wake-up costs this kind of VM tens of microseconds).
+    for size in result.recall:
+        measured = [size.round_trip, size.round_trip_two_cores]
+        for place, summary in zip(result.recall_placements, measured, strict=False):
+            if summary is None:
+                continue
+            targets.append(
+                Target(
+                    figure=f"recall p50, {size.memories:,} memories, {place}",
+                    target="< 100 us",
+                    measured=f"{summary.p50_us:.0f} us",
+                    met=summary.p50_us < 100,
+                )
+            )
     largest, smallest = result.recall[-1], result.recall[0]
     targets.append(
         Target(
@@ -1778,7 +1772,12 @@ def _paragraphs(result: BenchResult) -> list[str]:
         f"{writes.bulk_per_s:,.0f} memories/s.",
         "**6. Memory and start**: the daemon's own heap (anonymous memory: the interpreter, "
         "trio, msgspec, bashlex, the action table) stays at "
-        f"{_bytes(heaps[0])}-{_bytes(heaps[-1])} at every size; "
+        + (
+            _bytes(heaps[0])
+            if _bytes(heaps[0]) == _bytes(heaps[-1])
+            else f"{_bytes(heaps[0])}-{_bytes(heaps[-1])}"
+        )
+        + " at every size; "
         "the rest of the resident size is LMDB's memory-mapped file, pages the kernel can "
         f"drop and re-read at will ({_bytes(memory_large.rss_bytes)} resident in all with a "
         f"{_bytes(memory_large.db_bytes)} database). Cold start to ready "
