@@ -5,6 +5,7 @@ General layout (imports point downward; nothing imports upward):
 - `memory.py`    the memory record, ids, trigger-tag rules. Imports nothing of ours.
 - `paths.py`     where the socket, data, config and logs live.
 - `config.py`    the user's config file (hook settings, delivery modes, actions).
+- `log.py`       structlog set-up: JSON lines on stderr, readable on a terminal.
 - `store.py`     the LMDB store: records, the trigger index, supersession,
                  the one visibility predicate. Knows nothing of agents' formats.
 - `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
@@ -13,6 +14,8 @@ General layout (imports point downward; nothing imports upward):
 - `agents/`      one module per agent: decode its hook event, render its output.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.
+- `listener.py`  the listening socket: private directory, 0600 from birth, peer uid.
+- `lockfile.py`  one daemon per data directory (`flock`, naming the holder).
 - `server.py`    the trio server: accept, frame, dispatch, reply.
 - `daemon.py`    `mented`'s command line: parses arguments, runs the server.
 """
