@@ -20,13 +20,13 @@ from typing import Self, TypeVar
 from mented import paths
 from mented.listener import peer_uid
 from mented.protocol import (
-    HEADER,
-    MAX_FRAME,
     ErrorReply,
+    FrameTooLargeError,
     HookRequest,
     Reply,
     Request,
     encode,
+    recv_frame,
     reply_decoder,
 )
 
@@ -125,24 +125,17 @@ class Client:
         assert self._sock is not None
         try:
             self._sock.sendall(frame)
-            return self._read_reply()
+            return recv_frame(self._sock)
+        except FrameTooLargeError as exc:
+            # Not "mented is not running": something answered, with a frame we refuse.
+            self.close()
+            raise ProtocolError(f"reply {exc}") from exc
         except TimeoutError as exc:
             self.close()
             raise ProtocolError(f"no answer from mented within {self.timeout:g} s") from exc
-        except ProtocolError:
-            # A ConnectionError too: without this it became "mented is not running".
-            self.close()
-            raise
         except OSError as exc:
             self.close()
             raise NotRunningError(self.socket_path, f"connection lost: {exc}") from exc
-
-    def _read_reply(self) -> bytes:
-        header = self._recv_exactly(HEADER.size)
-        (length,) = HEADER.unpack(header)
-        if length > MAX_FRAME:
-            raise ProtocolError(f"reply frame of {length} bytes exceeds the maximum")
-        return self._recv_exactly(length)
 
     def request(self, message: Request) -> Reply:
         """Send a request and return its typed reply.
@@ -173,13 +166,3 @@ class Client:
         import msgspec  # noqa: PLC0415 - only this call needs Raw
 
         return self.roundtrip(encode(HookRequest(agent=agent, event=msgspec.Raw(event))))
-
-    def _recv_exactly(self, size: int) -> bytes:
-        assert self._sock is not None
-        chunks = bytearray()
-        while len(chunks) < size:
-            chunk = self._sock.recv(min(size - len(chunks), 1 << 20))
-            if not chunk:
-                raise ConnectionResetError("the daemon closed the connection")
-            chunks += chunk
-        return bytes(chunks)

@@ -27,10 +27,14 @@ See docs/protocol.md for an example of every message.
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from mented.memory import Memory, MemoryType
+
+if TYPE_CHECKING:
+    import socket
 
 PROTOCOL_VERSION = 1
 # Large enough for a hook event carrying a 1 MiB command, small enough that a
@@ -274,6 +278,50 @@ def frame(body: bytes) -> bytes:
 def encode(message: _Request | _Reply) -> bytes:
     """One message as a complete frame."""
     return frame(_encoder.encode(message))
+
+
+class FrameTooLargeError(ValueError):
+    """A frame header announces a body over `MAX_FRAME` bytes."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__(f"frame of {length} bytes exceeds the maximum of {MAX_FRAME}")
+        self.length = length
+
+
+class IncompleteFrameError(ConnectionResetError):
+    """The other end closed the connection before a whole frame arrived."""
+
+
+def recv_frame(sock: socket.socket) -> bytes:
+    """Read one frame from a blocking socket and return its body.
+
+    The announced length is checked before the body is read. The socket's
+    timeout, if any, applies to each receive. (The hook shim has its own copy:
+    it imports nothing but the standard library, and reads under a deadline.)
+
+    Raises:
+        IncompleteFrameError: the connection ended before the whole frame (a
+            `ConnectionResetError`, so callers that handle a lost connection need
+            nothing more).
+        FrameTooLargeError: the header announces more than `MAX_FRAME` bytes.
+    """
+    (length,) = HEADER.unpack(_recv_exactly(sock, HEADER.size))
+    if length > MAX_FRAME:
+        raise FrameTooLargeError(length)
+    return _recv_exactly(sock, length)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        # At most 1 MiB per call: `recv(n)` allocates n bytes up front.
+        chunk = sock.recv(min(size - len(data), 1 << 20))
+        if not chunk:
+            raise IncompleteFrameError(
+                f"the connection closed {len(data)} bytes into a {size}-byte read of a frame"
+            )
+        data += chunk
+    return bytes(data)
 
 
 def decode_request(body: bytes) -> Request | ErrorReply:

@@ -50,6 +50,7 @@ from mented.protocol import (
     ErrorReply,
     ForgetRequest,
     ForgottenReply,
+    FrameTooLargeError,
     GetRequest,
     HistoryRequest,
     HookRequest,
@@ -125,12 +126,6 @@ class _Stats:
             return None
         ordered = sorted(self.latencies_us)
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-class _FrameTooLargeError(Exception):
-    def __init__(self, length: int) -> None:
-        super().__init__(length)
-        self.length = length
 
 
 class Server:
@@ -352,15 +347,9 @@ class Server:
             while not self._stopping:
                 try:
                     body = await self._read_frame(stream, buffer)
-                except _FrameTooLargeError as exc:
+                except FrameTooLargeError as exc:
                     await stream.send_all(
-                        encode(
-                            ErrorReply(
-                                code=ErrorCode.FRAME_TOO_LARGE,
-                                message=f"frame of {exc.length} bytes exceeds the maximum "
-                                f"of {MAX_FRAME}",
-                            )
-                        )
+                        encode(ErrorReply(code=ErrorCode.FRAME_TOO_LARGE, message=str(exc)))
                     )
                     return
                 if body is None:
@@ -389,7 +378,7 @@ class Server:
         """The next frame's body; None at end of stream, idle timeout or shutdown.
 
         Raises:
-            _FrameTooLargeError: the announced length exceeds MAX_FRAME.
+            FrameTooLargeError: the announced length exceeds MAX_FRAME.
             trio.TooSlowError: a started frame did not complete in time.
         """
         if not buffer:
@@ -640,13 +629,13 @@ def _frame_end(buffer: bytearray) -> int | None:
     """Where the first frame in `buffer` ends; None while its header is incomplete.
 
     Raises:
-        _FrameTooLargeError: the announced length exceeds MAX_FRAME.
+        FrameTooLargeError: the announced length exceeds MAX_FRAME.
     """
     if len(buffer) < HEADER.size:
         return None
     (length,) = HEADER.unpack_from(buffer)
     if length > MAX_FRAME:
-        raise _FrameTooLargeError(length)
+        raise FrameTooLargeError(length)
     return int(HEADER.size + length)
 
 

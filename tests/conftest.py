@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.protocol import StatusReply, StatusRequest
+from mented.protocol import HEADER, StatusReply, StatusRequest
 from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
@@ -29,6 +31,54 @@ def short_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def connect_unix(path: Path, timeout: float = 15.0) -> socket.socket:
+    """A blocking connection to the socket at `path`, waiting while its accept backlog is full.
+
+    With a timeout set, a Unix socket's connect fails at once with EAGAIN when the
+    listener's backlog is full instead of waiting, as a burst of connections can make it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            return sock
+
+
+def raw_exchange(path: Path, data: bytes, timeout: float = 15.0) -> bytes:
+    """Send raw bytes, close our side, and return all the daemon sent until it closed."""
+    with connect_unix(path, timeout) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)  # the daemon may close early, e.g. on a frame too large
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+        received = bytearray()
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(1 << 16):
+                received += chunk
+        return bytes(received)
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """The bodies of the frames in `data`, which must hold whole frames only."""
+    bodies = []
+    while data:
+        assert len(data) >= HEADER.size, f"a torn frame header: {data!r}"
+        (length,) = HEADER.unpack_from(data)
+        end = HEADER.size + length
+        assert len(data) >= end, f"a torn frame: {length} bytes announced, {len(data) - 4} sent"
+        bodies.append(data[HEADER.size : end])
+        data = data[end:]
+    return bodies
 
 
 def isolated_env(root: Path) -> dict[str, str]:
@@ -87,7 +137,8 @@ class DaemonProcess:
                 raise AssertionError(msg)
             try:
                 with self.client(timeout=1.0) as client:
-                    return client.expect(StatusRequest(), StatusReply)
+                    status: StatusReply = client.expect(StatusRequest(), StatusReply)
+                    return status
             except (NotRunningError, ProtocolError):
                 if time.monotonic() > deadline:
                     raise

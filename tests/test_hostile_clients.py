@@ -20,7 +20,6 @@ Longer runs: `MENTED_FUZZ_EXAMPLES` (examples per fuzz property, default 150),
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
@@ -59,11 +58,12 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
     frame,
+    recv_frame,
     reply_decoder,
 )
 from mented.server import Server, ServerOptions
 from mented_client.connection import Client, DaemonError, ProtocolError
-from tests.conftest import DaemonProcess
+from tests.conftest import DaemonProcess, connect_unix, raw_exchange, split_frames
 from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures, rss_kib
 
 FUZZ_EXAMPLES = int(os.environ.get("MENTED_FUZZ_EXAMPLES", "150"))
@@ -105,54 +105,6 @@ ANSWER_TIMEOUT = 15.0  # > the daemon's 10 s limit on completing a started frame
 
 
 # ------------------------------------------------------------------- plumbing
-
-
-def connect(path: Path) -> socket.socket:
-    """A connection to the daemon, waiting while its accept backlog is full.
-
-    With a timeout set, a Unix socket's connect fails at once with EAGAIN when the
-    listener's backlog is full instead of waiting, as a burst of connections can make it.
-    """
-    deadline = time.monotonic() + ANSWER_TIMEOUT
-    while True:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(ANSWER_TIMEOUT)
-        try:
-            sock.connect(str(path))
-        except BlockingIOError:
-            sock.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
-        else:
-            return sock
-
-
-def exchange(path: Path, data: bytes) -> bytes:
-    """Send `data`, close our side, and read everything until the daemon closes."""
-    with connect(path) as sock:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(data)  # the daemon may close early, e.g. on a frame too large
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
-        received = bytearray()
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := sock.recv(1 << 16):
-                received += chunk
-        return bytes(received)
-
-
-def split_frames(data: bytes) -> list[bytes]:
-    """The bodies of the frames in `data`, which must hold whole frames only."""
-    bodies = []
-    while data:
-        assert len(data) >= HEADER.size, f"a torn frame header: {data!r}"
-        (length,) = HEADER.unpack_from(data)
-        end = HEADER.size + length
-        assert len(data) >= end, f"a torn frame: {length} bytes announced, {len(data) - 4} sent"
-        bodies.append(data[HEADER.size : end])
-        data = data[end:]
-    return bodies
 
 
 def typed_answers(data: bytes) -> list[Reply | bytes]:
@@ -238,7 +190,7 @@ def fuzz(strategy: st.SearchStrategy[bytes], bystander: Bystander, name: str) ->
     def one_case(data: bytes) -> None:
         nonlocal tried
         tried += 1
-        typed_answers(exchange(daemon.socket, data))
+        typed_answers(raw_exchange(daemon.socket, data))
         bystander.check()
 
     one_case()
@@ -364,7 +316,7 @@ def test_well_formed_frames_with_wrong_fields_get_one_typed_answer_each(
     @settings(max_examples=max(10, FUZZ_EXAMPLES // 5), deadline=None, database=None)
     @given(batches)
     def answers_match(bodies: list[bytes]) -> None:
-        answers = typed_answers(exchange(fuzzed.daemon.socket, check_count(bodies)))
+        answers = typed_answers(raw_exchange(fuzzed.daemon.socket, check_count(bodies)))
         assert len(answers) == len(bodies)
 
     answers_match()
@@ -396,7 +348,7 @@ def test_partial_frames_are_dropped_without_an_answer(fuzzed: Bystander) -> None
     @settings(max_examples=max(10, FUZZ_EXAMPLES // 5), deadline=None, database=None)
     @given(cut)
     def nothing_answered(data: bytes) -> None:
-        assert exchange(fuzzed.daemon.socket, data) == b""
+        assert raw_exchange(fuzzed.daemon.socket, data) == b""
 
     nothing_answered()
 
@@ -406,14 +358,14 @@ def test_memory_stays_bounded_under_frames_of_the_maximum_size(fuzzed: Bystander
     big = frame(b'{"type":"store","content":"' + b"x" * (MAX_FRAME - 64) + b'"}')
     too_big = HEADER.pack(MAX_FRAME + 1) + b"x" * 65536
     for _ in range(3):  # warm up: allocator arenas reach their working size
-        typed_answers(exchange(fuzzed.daemon.socket, big))
+        typed_answers(raw_exchange(fuzzed.daemon.socket, big))
     before = rss_kib(fuzzed.pid)
     rounds = 20
     for _ in range(rounds):
-        (answer,) = typed_answers(exchange(fuzzed.daemon.socket, big))
+        (answer,) = typed_answers(raw_exchange(fuzzed.daemon.socket, big))
         assert isinstance(answer, ErrorReply)
         assert answer.code == ErrorCode.INVALID  # content over the limit
-        (answer,) = typed_answers(exchange(fuzzed.daemon.socket, too_big))
+        (answer,) = typed_answers(raw_exchange(fuzzed.daemon.socket, too_big))
         assert isinstance(answer, ErrorReply)
         assert answer.code == ErrorCode.FRAME_TOO_LARGE
     fuzzed.check()
@@ -430,7 +382,7 @@ def test_nesting_at_the_decoders_recursion_limit_gets_a_typed_error(fuzzed: Byst
             b'{"type":"hook","agent":"claude-code","event":' + b"[" * depth + b"]" * depth + b"}",
             b'{"type":"list","x":' + b'{"a":' * depth + b"0" + b"}" * depth + b"}",
         ):
-            (answer,) = typed_answers(exchange(fuzzed.daemon.socket, frame(body)))
+            (answer,) = typed_answers(raw_exchange(fuzzed.daemon.socket, frame(body)))
             if isinstance(answer, ErrorReply):
                 assert answer.code == ErrorCode.BAD_FRAME
     fuzzed.check()
@@ -497,7 +449,7 @@ def run_shim(daemon: DaemonProcess, call: int) -> tuple[bytes, float]:
 def drip(path: Path, stop: threading.Event, sent: list[int]) -> None:
     """A client that sends a status request one byte a second."""
     data = frame(b'{"type":"status"}')
-    with connect(path) as sock:
+    with connect_unix(path, ANSWER_TIMEOUT) as sock:
         for byte in data:
             if stop.wait(1.0):
                 return
@@ -521,7 +473,7 @@ def test_slow_and_idle_clients_do_not_starve_the_hook(daemon: DaemonProcess) -> 
         dripper.start()
     try:
         for _ in range(IDLE_CONNECTIONS):
-            idle.append(connect(daemon.socket))  # noqa: PERF401 - each one closed if a later one fails
+            idle.append(connect_unix(daemon.socket, ANSWER_TIMEOUT))  # noqa: PERF401 - each one closed if a later one fails
         # Half-sent frames too: a header announcing a large body that never comes.
         for sock in idle[:20]:
             sock.sendall(HEADER.pack(MAX_FRAME) + b'{"type":')
@@ -538,9 +490,7 @@ def test_slow_and_idle_clients_do_not_starve_the_hook(daemon: DaemonProcess) -> 
         for sock in idle[20:]:
             sock.sendall(frame(b'{"type":"status"}'))
         for sock in idle[20:]:
-            header = sock.recv(4, socket.MSG_WAITALL)
-            body = sock.recv(HEADER.unpack(header)[0], socket.MSG_WAITALL)
-            assert isinstance(reply_decoder.decode(body), StatusReply)
+            assert isinstance(reply_decoder.decode(recv_frame(sock)), StatusReply)
     finally:
         stop.set()
         for dripper in drippers:
@@ -561,20 +511,13 @@ def test_slow_and_idle_clients_do_not_starve_the_hook(daemon: DaemonProcess) -> 
 
 def connect_and_ask(path: Path) -> tuple[socket.socket, bytes]:
     """Connect, send a status request, return the socket and whatever came back."""
-    sock = connect(path)
+    sock = connect_unix(path, ANSWER_TIMEOUT)
     try:
         sock.sendall(frame(b'{"type":"status"}'))
-        header = sock.recv(4, socket.MSG_WAITALL)
-        if len(header) < 4:
-            return sock, b""
-        return sock, sock.recv(HEADER.unpack(header)[0], socket.MSG_WAITALL)
-    except (BrokenPipeError, ConnectionResetError):  # refused before we got to ask
+        return sock, recv_frame(sock)
+    # Refused before we got to ask, or closed unanswered (IncompleteFrameError).
+    except (BrokenPipeError, ConnectionResetError):
         return sock, b""
-
-
-def read_frame_body(sock: socket.socket) -> bytes:
-    (length,) = HEADER.unpack(sock.recv(HEADER.size, socket.MSG_WAITALL))
-    return sock.recv(length, socket.MSG_WAITALL)
 
 
 def crowd(path: Path, count: int) -> tuple[list[socket.socket], int]:
@@ -605,12 +548,12 @@ def test_connections_past_the_daemons_limit_are_refused_cleanly(short_tmp: Path)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as extra:
             extra.settimeout(5)
             extra.connect(str(daemon.socket))
-            told = reply_decoder.decode(read_frame_body(extra))
+            told = reply_decoder.decode(recv_frame(extra))
         assert isinstance(told, ErrorReply)
         assert told.code == ErrorCode.BUSY  # a refusal the client can explain
         for sock in held:  # the ones it holds are still served
             sock.sendall(frame(b'{"type":"status"}'))
-            assert sock.recv(4, socket.MSG_WAITALL)
+            assert isinstance(reply_decoder.decode(recv_frame(sock)), StatusReply)
         for sock in held:
             sock.close()
         time.sleep(0.2)
@@ -641,7 +584,7 @@ def test_running_out_of_descriptors_does_not_crash_the_accept_loop(
         assert refused == 40 - len(held)
         for sock in held:  # the ones it holds keep working
             sock.sendall(frame(b'{"type":"status"}'))
-            assert sock.recv(4, socket.MSG_WAITALL)
+            assert isinstance(reply_decoder.decode(recv_frame(sock)), StatusReply)
     finally:
         for sock in held:
             sock.close()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import socket
+
 import msgspec
 import pytest
 
 from mented.memory import Memory
 from mented.protocol import (
     HEADER,
+    MAX_FRAME,
     ErrorCode,
     ErrorReply,
+    FrameTooLargeError,
     GetRequest,
     HookRequest,
     ListRequest,
@@ -19,6 +23,8 @@ from mented.protocol import (
     StoreRequest,
     decode_request,
     encode,
+    frame,
+    recv_frame,
     reply_decoder,
 )
 
@@ -28,6 +34,38 @@ def test_frame_is_big_endian_length_then_json() -> None:
     (length,) = HEADER.unpack(data[:4])
     assert length == len(data) - 4
     assert msgspec.json.decode(data[4:]) == {"type": "get", "id": "01ABC"}
+
+
+def test_recv_frame_reads_one_whole_frame_however_it_arrives() -> None:
+    first, second = frame(b'{"a":1}'), frame(b"")
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.settimeout(5)
+        data = first + second
+        for start in range(0, len(data), 3):  # dripped in pieces, two frames back to back
+            theirs.sendall(data[start : start + 3])
+        assert recv_frame(ours) == b'{"a":1}'
+        assert recv_frame(ours) == b""
+
+
+@pytest.mark.parametrize("sent", [b"", b"\x00\x00", frame(b"0123456789")[:-1]])
+def test_recv_frame_refuses_a_frame_cut_short(sent: bytes) -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.settimeout(5)
+        theirs.sendall(sent)
+        theirs.shutdown(socket.SHUT_WR)
+        with pytest.raises(ConnectionResetError, match="closed"):
+            recv_frame(ours)
+
+
+def test_recv_frame_refuses_an_oversized_frame_before_its_body() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.settimeout(5)
+        theirs.sendall(HEADER.pack(MAX_FRAME + 1))  # no body follows: it must not wait for one
+        with pytest.raises(FrameTooLargeError, match=f"{MAX_FRAME + 1} bytes exceeds"):
+            recv_frame(ours)
 
 
 @pytest.mark.parametrize(

@@ -41,31 +41,15 @@ from mented.protocol import (
     reply_decoder,
 )
 from mented_client.connection import Client, DaemonError, NotRunningError
-from tests.conftest import PYTHON, DaemonProcess
+from tests.conftest import PYTHON, DaemonProcess, raw_exchange, split_frames
 
 COMMIT = "trigger:git-commit"
 
 
-def raw_exchange(path: Path, data: bytes, *, timeout: float = 5.0) -> bytes:
-    """Send raw bytes and read until the daemon closes or goes quiet."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        sock.sendall(data)
-        received = b""
-        try:
-            while chunk := sock.recv(65536):
-                received += chunk
-                if len(received) >= 4 and len(received) >= 4 + HEADER.unpack_from(received)[0]:
-                    break
-        except TimeoutError:
-            pass
-        return received
-
-
 def decode_reply(data: bytes) -> object:
-    (length,) = HEADER.unpack_from(data)
-    return reply_decoder.decode(data[4 : 4 + length])
+    """The one reply frame in `data`, decoded."""
+    (body,) = split_frames(data)
+    return reply_decoder.decode(body)
 
 
 def connect_as(uid: int, gid: int, path: Path, data: bytes) -> bytes:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mented import paths
+from mented.protocol import frame, recv_frame
 from mented_client import shim
 from mented_client.hook_settings import installed_shim, real_interpreter
 
@@ -96,13 +97,7 @@ class FakeDaemon:
 
     def read_request(self, conn: socket.socket) -> bytes:
         conn.settimeout(5)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        body = data[4:]
+        body = recv_frame(conn)
         self.requests.append(body)
         return body
 
@@ -130,10 +125,6 @@ def answers(reply: bytes) -> Callable[[FakeDaemon, socket.socket], None]:
         conn.sendall(reply)
 
     return behaviour
-
-
-def frame(body: bytes) -> bytes:
-    return len(body).to_bytes(4, "big") + body
 
 
 # ----------------------------------------------------------- what it imports

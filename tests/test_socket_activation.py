@@ -32,6 +32,7 @@ from mented.protocol import (
     StoredReply,
     StoreRequest,
     encode,
+    recv_frame,
     reply_decoder,
 )
 from mented_client import service_files
@@ -177,12 +178,7 @@ def _send_status_request(path: Path) -> socket.socket:
 
 
 def _read_reply(sock: socket.socket) -> StatusReply:
-    data = b""
-    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-        chunk = sock.recv(65536)
-        assert chunk, "the daemon closed the connection without answering"
-        data += chunk
-    reply = reply_decoder.decode(data[4:])
+    reply = reply_decoder.decode(recv_frame(sock))
     assert isinstance(reply, StatusReply)
     return reply
 
