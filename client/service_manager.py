@@ -165,7 +165,7 @@ class Systemd(Manager):
     @staticmethod
     def unit_dir() -> Path:
         config = os.environ.get("XDG_CONFIG_HOME")
-        return (Path(config) if config else Path.home() / ".config") / "systemd" / "user"
+        return (Path(config) if config else paths.home() / ".config") / "systemd" / "user"
 
     def files(self) -> list[Path]:
         return [
@@ -272,7 +272,7 @@ class Launchd(Manager):
 
     @staticmethod
     def plist_path() -> Path:
-        return Path.home() / "Library" / "LaunchAgents" / f"{service_files.LAUNCHD_LABEL}.plist"
+        return paths.home() / "Library" / "LaunchAgents" / f"{service_files.LAUNCHD_LABEL}.plist"
 
     @property
     def target(self) -> str:

@@ -18,7 +18,8 @@ CONFIG_ENV = "MENTED_CONFIG"
 SOCKET_NAME = "mented.sock"
 
 
-def _home() -> Path:
+def home() -> Path:
+    """The user's home directory: `$HOME`, else the password database's entry."""
     return Path(os.environ.get("HOME") or Path("~").expanduser())
 
 
@@ -51,9 +52,9 @@ def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env)
     if sys.platform == "darwin":
-        return _home() / "Library" / "Application Support" / "mented"
+        return home() / "Library" / "Application Support" / "mented"
     xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else _home() / ".local" / "share") / "mented"
+    return (Path(xdg) if xdg else home() / ".local" / "share") / "mented"
 
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -64,12 +65,12 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env)
     xdg = os.environ.get("XDG_CONFIG_HOME")
-    return (Path(xdg) if xdg else _home() / ".config") / "mented" / "config.toml"
+    return (Path(xdg) if xdg else home() / ".config") / "mented" / "config.toml"
 
 
 def state_dir() -> Path:
     """Where a detached daemon writes its log file."""
     if sys.platform == "darwin":
-        return _home() / "Library" / "Logs" / "mented"
+        return home() / "Library" / "Logs" / "mented"
     xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else _home() / ".local" / "state") / "mented"
+    return (Path(xdg) if xdg else home() / ".local" / "state") / "mented"

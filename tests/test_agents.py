@@ -107,14 +107,27 @@ def test_deny_output_is_exactly_the_documented_shape(name: str) -> None:
     }
 
 
-def test_settings_locations() -> None:
+def test_settings_locations(monkeypatch: pytest.MonkeyPatch) -> None:
     home, project = Path("/home/u"), Path("/work/repo")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
     claude, codex = AGENTS["claude-code"], AGENTS["codex"]
-    assert claude.settings_path(home) == home / ".claude" / "settings.json"
+    assert claude.settings_path() == home / ".claude" / "settings.json"
     assert claude.project_settings_path(project) == project / ".claude" / "settings.json"
-    assert codex.settings_path(home) == home / ".codex" / "hooks.json"
+    assert codex.settings_path() == home / ".codex" / "hooks.json"
     assert codex.install_note is not None
     assert "/hooks" in codex.install_note
+
+
+def test_the_agents_own_variables_move_their_config_directories(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HOME", "/home/u")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", "/cfg/claude")
+    monkeypatch.setenv("CODEX_HOME", "/cfg/codex")
+    assert AGENTS["claude-code"].settings_path() == Path("/cfg/claude/settings.json")
+    assert AGENTS["codex"].settings_path() == Path("/cfg/codex/hooks.json")
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

@@ -47,6 +47,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    # The agents' own variables would send the settings elsewhere (see the CODEX_HOME test).
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.delenv("MENTED_SOCKET", raising=False)
     monkeypatch.chdir(tmp_path)
     return home
@@ -280,6 +283,22 @@ def test_a_symlinked_settings_file_is_written_through_the_link(
     mentectl(capsys, "hooks", "install", "claude-code")
     assert link.is_symlink()
     assert our_hooks(dotfiles)
+
+
+def test_codex_home_is_where_the_codex_hook_goes(
+    home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    mentectl(capsys, "hooks", "install", "codex")
+    assert our_hooks(codex_home / "hooks.json")
+    assert not (home / ".codex").exists()
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert status == 0
+    assert f"{codex_home / 'hooks.json'}: installed, ok" in out
 
 
 def test_the_socket_at_install_time_becomes_the_fallback_argument(

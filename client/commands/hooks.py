@@ -151,7 +151,7 @@ def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
         return Path(args.settings).expanduser().absolute()
     if getattr(args, "project", None):
         return agent.project_settings_path(Path(args.project).expanduser().absolute())
-    return agent.settings_path(Path.home())
+    return agent.settings_path()
 
 
 def _show(path: Path) -> str:
@@ -295,7 +295,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
 
 def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
     """The agent's user settings, its project settings here (if any) and `extra`."""
-    user = agent.settings_path(Path.home())
+    user = agent.settings_path()
     paths = [user, agent.project_settings_path(Path.cwd())]
     if extra:
         paths.append(Path(extra).expanduser().absolute())

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import re
 import shlex
 import shutil
@@ -36,7 +35,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mented.paths import socket_path
+from mented.agents import claude_code, codex
+from mented.paths import home, socket_path
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import write_atomically
 
@@ -186,9 +186,12 @@ def uninstall_mcp(agent: str) -> str:
 
 
 def claude_config_file() -> Path:
-    """Where Claude Code keeps user-scope MCP servers (`mcpServers` in `.claude.json`)."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.environ.get("HOME") or Path.home()
-    return Path(base) / ".claude.json"
+    """Where Claude Code keeps user-scope MCP servers (`mcpServers` in `.claude.json`).
+
+    In `$CLAUDE_CONFIG_DIR` when that is set; otherwise in the home directory,
+    beside `~/.claude` rather than in it.
+    """
+    return (claude_code.AGENT.config_dir_override() or home()) / ".claude.json"
 
 
 def _claude_registration() -> Registration:
@@ -280,9 +283,7 @@ def _uninstall_claude() -> str:
 
 def codex_config_file() -> Path:
     """Codex's config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`."""
-    home = os.environ.get("CODEX_HOME")
-    base = Path(home) if home else Path(os.environ.get("HOME") or Path.home()) / ".codex"
-    return base / "config.toml"
+    return codex.AGENT.config_dir() / "config.toml"
 
 
 _OUR_HEADER = re.compile(

@@ -1,6 +1,7 @@
 """Claude Code: a `PreToolUse` command hook with matcher `Bash`.
 
-Settings: `~/.claude/settings.json` (user) or `<project>/.claude/settings.json`.
+Settings: `~/.claude/settings.json` (user; `$CLAUDE_CONFIG_DIR/settings.json` when
+that is set) or `<project>/.claude/settings.json`.
 Claude Code cuts context strings over 10,000 characters, and delivers a
 PreToolUse `additionalContext` alongside the tool result, i.e. after the
 command ran; only a deny reaches the model before it runs (gate mode).
@@ -13,6 +14,8 @@ from mented.agents.pretooluse import PreToolUseAgent
 AGENT = PreToolUseAgent(
     name="claude-code",
     title="Claude Code",
-    settings_file=".claude/settings.json",
+    config_dir_env="CLAUDE_CONFIG_DIR",
+    config_dir_name=".claude",
+    settings_name="settings.json",
     project_settings_file=".claude/settings.json",
 )

@@ -22,13 +22,14 @@ approves anything). Sources: Claude Code's hooks reference and Codex's
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import msgspec
 
-if TYPE_CHECKING:
-    from pathlib import Path
+from mented import paths
 
 EVENT_NAME = "PreToolUse"
 
@@ -70,15 +71,19 @@ class PreToolUseAgent:
         name: the name on the shim's command line and in rule scopes.
         title: how people call the agent.
         shell_tools: the tool names whose `tool_input.command` is a shell command.
-        settings_file: where its user-level hook settings live, relative to home.
-        project_settings_file: the same inside a project directory.
+        config_dir_env: the environment variable that moves its user config directory.
+        config_dir_name: that directory's name in the home directory otherwise.
+        settings_name: the user-level hook settings file, in that directory.
+        project_settings_file: the hook settings file inside a project directory.
         install_note: what to tell the user after installing, if anything.
     """
 
     name: str
     title: str
     shell_tools: frozenset[str] = frozenset({"Bash"})
-    settings_file: str
+    config_dir_env: str
+    config_dir_name: str
+    settings_name: str
     project_settings_file: str
     install_note: str | None = None
 
@@ -125,9 +130,18 @@ class PreToolUseAgent:
 
     # ------------------------------------------------------------------ installing
 
-    def settings_path(self, home: Path) -> Path:
+    def config_dir_override(self) -> Path | None:
+        """The user config directory the environment names (`config_dir_env`), if any."""
+        override = os.environ.get(self.config_dir_env)
+        return Path(override) if override else None
+
+    def config_dir(self) -> Path:
+        """The agent's user config directory: `$config_dir_env`, else `~/config_dir_name`."""
+        return self.config_dir_override() or paths.home() / self.config_dir_name
+
+    def settings_path(self) -> Path:
         """The user-level settings file that holds the agent's hooks."""
-        return home / self.settings_file
+        return self.config_dir() / self.settings_name
 
     def project_settings_path(self, project: Path) -> Path:
         """The project-level settings file inside `project`."""
