@@ -14,7 +14,7 @@ description and an unknown one is refused with the closest known names, by the
 same check as `mentectl rule add` (`mented.actions.check_action`); a project
 directory is resolved as `mentectl` resolves it (`mented_client.scope`).
 
-Every answer names memories by their short handle (`mented.store.short_handle`,
+Every answer names memories by their short handle (`mented.memory.short_handle`,
 the same handle the hook shows next to each rule it injects), so the model can
 go from "the rule you were just shown" to `supersede_rule` in one step. The
 tools also accept full ids.
@@ -40,7 +40,14 @@ from pydantic import BaseModel, Field
 
 from mented import __version__
 from mented.actions import ActionTable, TableInForce, check_action, load_table_in_force
-from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType
+from mented.memory import (
+    TRIGGER_PREFIX,
+    InvalidInputError,
+    Memory,
+    MemoryType,
+    short_handle,
+    trigger_tag,
+)
 from mented.paths import config_path as default_config_path
 from mented.protocol import (
     ForgetRequest,
@@ -59,7 +66,6 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
-from mented.store import short_handle
 from mented_client.commands.output import describe_scope, format_time
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.scope import project_dir as resolve_project_dir
@@ -333,7 +339,7 @@ Known actions: {known_text}.""",
         memory_id, rule_agent, project = bridge.store(
             rule,
             MemoryType.PROCEDURAL,
-            [TRIGGER_PREFIX + name],
+            [trigger_tag(name)],
             this_project_only=this_project_only,
             project_dir=project_dir,
             this_agent_only=this_agent_only,

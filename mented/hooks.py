@@ -44,8 +44,8 @@ import msgspec
 
 from mented.agents import AGENTS
 from mented.log import log
+from mented.memory import short_handle
 from mented.protocol import FireRecord
-from mented.store import short_handle
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

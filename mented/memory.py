@@ -1,4 +1,4 @@
-"""The memory record, its ids, and the rules for trigger tags.
+"""The memory record, its ids and short handles, and the rules for trigger tags.
 
 A memory is a piece of what the agent should know. An *action rule* is a memory
 with a `trigger:<action>` tag: it is found by the action it governs, not by topic.
@@ -17,6 +17,8 @@ import msgspec
 TRIGGER_PREFIX = "trigger:"
 MAX_ACTION_LENGTH = 64
 MAX_CONTENT_BYTES = 64 * 1024
+SHORT_HANDLE_LENGTH = 8  # characters of an id shown as its handle
+MIN_HANDLE_LENGTH = 6  # the fewest characters of an id that may name a memory
 
 
 class MemoryType(StrEnum):
@@ -81,6 +83,15 @@ def new_id(now: float | None = None) -> str:
         chars.append(_CROCKFORD[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+def short_handle(memory_id: str) -> str:
+    """The short handle of a memory: the last 8 characters of its id, lower-case.
+
+    They are random (the id's first characters are its timestamp), so handles of
+    memories made in the same moment still differ. `Store.get` accepts them.
+    """
+    return memory_id[-SHORT_HANDLE_LENGTH:].lower()
 
 
 def normalize_action(action: str) -> str:

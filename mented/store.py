@@ -47,6 +47,7 @@ import msgspec
 
 from mented.memory import (
     MAX_CONTENT_BYTES,
+    MIN_HANDLE_LENGTH,
     TRIGGER_PREFIX,
     InvalidInputError,
     Memory,
@@ -54,6 +55,8 @@ from mented.memory import (
     new_id,
     normalize_action,
     normalize_tag,
+    short_handle,
+    trigger_tag,
 )
 
 if TYPE_CHECKING:
@@ -66,8 +69,6 @@ MAX_TAGS = 64
 MAX_TAG_LENGTH = 256
 MAX_AGENT_LENGTH = 64
 MAX_PROJECT_LENGTH = 4096  # PATH_MAX on Linux
-SHORT_HANDLE_LENGTH = 8
-MIN_HANDLE_LENGTH = 6
 
 _ID_LENGTH = 26
 _CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
@@ -163,15 +164,6 @@ def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
     if cwd == project:
         return True
     return cwd.startswith(project if project.endswith(os.sep) else project + os.sep)
-
-
-def short_handle(memory_id: str) -> str:
-    """The short handle of a memory: the last 8 characters of its id, lower-case.
-
-    They are random (the id's first characters are its timestamp), so handles of
-    memories made in the same moment still differ. `Store.get` accepts them.
-    """
-    return memory_id[-SHORT_HANDLE_LENGTH:].lower()
 
 
 # ------------------------------------------------------------ keys & codecs
@@ -846,7 +838,7 @@ class Store:
         trigger = None
         if action is not None:
             try:
-                trigger = TRIGGER_PREFIX + normalize_action(action)
+                trigger = trigger_tag(action)
             except (InvalidInputError, AttributeError):
                 return []
         where = None if cwd is None else os.path.normpath(cwd)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mented.store import short_handle
+from mented.memory import short_handle
 from tests.conftest import DaemonProcess
 
 COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'

@@ -16,8 +16,8 @@ from mented.actions import load_action_table
 from mented.config import Config, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
-from mented.memory import MemoryType
-from mented.store import Store, short_handle
+from mented.memory import MemoryType, short_handle
+from mented.store import Store
 
 
 def make_matcher(config: Config) -> Matcher:

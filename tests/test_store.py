@@ -14,7 +14,7 @@ import lmdb
 import pytest
 
 import mented.store as store_module
-from mented.memory import MAX_CONTENT_BYTES, InvalidInputError, Memory, MemoryType
+from mented.memory import MAX_CONTENT_BYTES, InvalidInputError, Memory, MemoryType, short_handle
 from mented.store import (
     SCHEMA_VERSION,
     ConflictError,
@@ -23,7 +23,6 @@ from mented.store import (
     StoreError,
     StoreItem,
     StoreOpenError,
-    short_handle,
     visible_to,
 )
 

@@ -16,7 +16,7 @@ import msgspec
 
 from mented.actions import check_action, load_table_in_force
 from mented.agents import AGENTS
-from mented.memory import TRIGGER_PREFIX, InvalidInputError, Memory, MemoryType
+from mented.memory import InvalidInputError, Memory, MemoryType, trigger_tag
 from mented.protocol import (
     ForgetRequest,
     ForgottenReply,
@@ -161,7 +161,7 @@ def run_add(args: argparse.Namespace) -> int:
             StoreRequest(
                 content=args.text,
                 memory_type=MemoryType(args.memory_type),
-                tags=[TRIGGER_PREFIX + action],
+                tags=[trigger_tag(action)],
                 agent=args.agent,
                 project=args.project,
             ),
