@@ -373,7 +373,7 @@ def run_checks(socket: Path) -> list[Check]:
 def check_mcp() -> list[Check]:
     """Whether each agent starts mented's MCP server: optional, so never a failure if absent."""
     checks = []
-    for agent in mcp.AGENTS:
+    for agent in sorted(AGENTS):
         found = mcp.mcp_registration(agent)
         link = f"mcp {agent}"
         if found.problem:

@@ -19,6 +19,7 @@ import msgspec
 
 from mented import paths
 from mented.actions import ActionTable, load_table_in_force
+from mented.agents import DEFAULT_AGENT
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
@@ -33,7 +34,6 @@ if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
 
 # Short: explain is interactive, and a daemon that is not there should not slow it.
 CONNECT_TIMEOUT = 0.2
-DEFAULT_AGENT = "claude-code"
 
 
 def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:

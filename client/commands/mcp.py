@@ -35,16 +35,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mented.agents import claude_code, codex
+from mented.agents import AGENTS, DEFAULT_AGENT, claude_code, codex
+from mented.memory import InvalidInputError
 from mented.paths import home, socket_path
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import write_atomically
+from mented_client.scope import agent_option, check_agent
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
 SERVER_NAME = "mented"
-AGENTS = ("claude-code", "codex")
 CLAUDE_TIMEOUT_S = 120  # `claude` is a Node program: slow to start on a cold cache
 SDK_MISSING = (
     "the MCP server needs the MCP Python SDK 2.x, an optional dependency: "
@@ -61,9 +62,10 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     )
     mcp.add_argument(
         "--agent",
-        default="claude-code",
+        type=agent_option,
+        default=DEFAULT_AGENT,
         help="the agent being served: whose rules `rules_for_action` shows and what "
-        "'this agent only' means (default: claude-code)",
+        f"'this agent only' means (default: {DEFAULT_AGENT})",
     )
     mcp.add_argument(
         "--project-dir",
@@ -76,13 +78,17 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     install = verbs.add_parser(
         "install", parents=[common], help="register the MCP server with an agent (user scope)"
     )
-    install.add_argument("target", metavar="AGENT", choices=AGENTS, help=" or ".join(AGENTS))
+    install.add_argument(
+        "target", metavar="AGENT", choices=sorted(AGENTS), help=" or ".join(sorted(AGENTS))
+    )
     install.set_defaults(handler=run_install)
 
     uninstall = verbs.add_parser(
         "uninstall", parents=[common], help="remove the MCP server's registration from an agent"
     )
-    uninstall.add_argument("target", metavar="AGENT", choices=AGENTS, help=" or ".join(AGENTS))
+    uninstall.add_argument(
+        "target", metavar="AGENT", choices=sorted(AGENTS), help=" or ".join(sorted(AGENTS))
+    )
     uninstall.set_defaults(handler=run_uninstall)
 
     status = verbs.add_parser(
@@ -147,9 +153,12 @@ def _check_command(command: list[str]) -> str | None:
 
 
 def _known_agent(agent: str) -> str:
-    if agent not in AGENTS:
-        raise CommandError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}", status=2)
-    return agent
+    """`agent` when mented serves it (`check_agent`); a usage error otherwise."""
+    try:
+        name: str = check_agent(agent)
+    except InvalidInputError as exc:
+        raise CommandError(str(exc), status=2) from exc
+    return name
 
 
 def mcp_registration(agent: str) -> Registration:
@@ -500,13 +509,6 @@ def _uninstall_codex() -> str:
 
 
 def run_server(args: argparse.Namespace) -> int:
-    from mented.memory import InvalidInputError  # noqa: PLC0415
-    from mented_client.scope import check_agent  # noqa: PLC0415 - only to check --agent
-
-    try:
-        agent = check_agent(args.agent)
-    except InvalidInputError as exc:
-        raise CommandError(f"--agent: {exc}", status=2) from exc
     try:
         from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
     except ImportError as exc:
@@ -514,7 +516,7 @@ def run_server(args: argparse.Namespace) -> int:
             raise
         raise CommandError(f"{SDK_MISSING} ({exc})") from exc
 
-    mcp_server.run(agent=agent, socket_path=args.socket, cwd=args.project_dir)
+    mcp_server.run(agent=args.agent, socket_path=args.socket, cwd=args.project_dir)
     return 0
 
 
@@ -537,7 +539,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    registrations = [mcp_registration(agent) for agent in AGENTS]
+    registrations = [mcp_registration(agent) for agent in sorted(AGENTS)]
     if args.json:
         print_json([asdict(r) | {"ok": r.ok} for r in registrations])
     else:

@@ -6,7 +6,8 @@
 
 Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
 module only names its differences. `AGENTS` maps the names used on the shim's
-command line (and in rule scopes) to the adapters.
+command line (and in rule scopes) to the adapters; `DEFAULT_AGENT` is the one
+assumed where none is named.
 """
 
 from __future__ import annotations
@@ -18,4 +19,7 @@ Agent = PreToolUseAgent
 
 AGENTS: dict[str, Agent] = {agent.name: agent for agent in (claude_code.AGENT, codex.AGENT)}
 
-__all__ = ["AGENTS", "Agent", "ShellCall"]
+# The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
+DEFAULT_AGENT = claude_code.AGENT.name
+
+__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ShellCall"]
