@@ -11,14 +11,13 @@ Every call has a timeout; errors from the daemon come back as `DaemonError`.
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
 from mented import paths
-from mented.listener import peer_uid
+from mented.peercred import is_own_user, peer_uid
 from mented.protocol import (
     ErrorReply,
     FrameTooLargeError,
@@ -93,9 +92,9 @@ class Client:
         except OSError as exc:
             sock.close()
             raise NotRunningError(self.socket_path, exc.strerror or str(exc)) from exc
-        owner = peer_uid(sock)
-        if owner != os.getuid():
+        if not is_own_user(sock):
             # Another user's process holds our socket path: never send it our rules.
+            owner = peer_uid(sock)
             sock.close()
             raise NotRunningError(
                 self.socket_path, f"the socket is served by uid {owner}, not by you"

@@ -111,7 +111,7 @@ def _exchange(path: bytes, request: bytes, deadline: float) -> bytes:
 
 
 def _peer_uid(sock: "_socket.socket") -> int:
-    """The uid of the process listening at the other end (as `mented.listener.peer_uid`)."""
+    """The uid of the process listening at the other end (as `mented.peercred.peer_uid`)."""
     if hasattr(_socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
         raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
     else:  # macOS: LOCAL_PEERCRED (SOL_LOCAL = 0, option 1): struct xucred {version, uid, ...}

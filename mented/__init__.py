@@ -14,7 +14,8 @@ General layout (imports point downward; nothing imports upward):
 - `agents/`      one module per agent: decode its hook event, render its output.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.
-- `listener.py`  the listening socket: private directory, 0600 from birth, peer uid.
+- `listener.py`  the listening socket: private directory, 0600 from birth.
+- `peercred.py`  the peer's uid on a Unix socket (the daemon and its clients check it).
 - `lockfile.py`  one daemon per data directory (`flock`, naming the holder).
 - `server.py`    the trio server: accept, frame, dispatch, reply.
 - `daemon.py`    `mented`'s command line: parses arguments, runs the server.

@@ -1,4 +1,4 @@
-"""The daemon's listening socket: a private directory, a 0600 socket, peer checks.
+"""The daemon's listening socket: a private directory, a 0600 socket.
 
 The order of operations matters for security, so it lives in one place:
 
@@ -10,6 +10,8 @@ The order of operations matters for security, so it lives in one place:
    socket, or a symlink, is refused rather than followed or deleted.
 3. The socket is bound under umask 0o177, so it is 0600 from the moment it
    exists: there is no window where it is reachable by others before a chmod.
+
+Each connection is then checked for the peer's uid (`mented.peercred`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import errno
 import os
 import socket
 import stat
-import struct
 import sys
 from pathlib import Path
 
@@ -162,21 +163,3 @@ def remove_socket_if_ours(path: Path, identity: tuple[int, int] | None) -> None:
     if identity is not None and socket_identity(path) == identity:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-
-
-_UCRED = struct.Struct("3i")  # struct ucred {pid_t pid; uid_t uid; gid_t gid;}
-_LOCAL_PEERCRED = 0x001  # macOS <sys/un.h>; returns struct xucred
-_XUCRED_HEAD = struct.Struct("Ii")  # cr_version, cr_uid
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a connected Unix socket."""
-    try:
-        if hasattr(socket, "SO_PEERCRED"):
-            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
-            return int(_UCRED.unpack(raw)[1])
-        # macOS (getpeereid is built on this): SOL_LOCAL is 0.
-        raw = sock.getsockopt(0, _LOCAL_PEERCRED, 76)
-        return int(_XUCRED_HEAD.unpack_from(raw)[1])
-    except OSError:
-        return None

@@ -35,7 +35,6 @@ from mented.hooks import HookHandler
 from mented.listener import (
     ListenerError,
     bind_socket,
-    peer_uid,
     remove_socket_if_ours,
     socket_identity,
 )
@@ -43,6 +42,7 @@ from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
 from mented.matcher import Matcher
 from mented.memory import InvalidInputError
+from mented.peercred import is_own_user, peer_uid
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -338,9 +338,8 @@ class Server:
 
     async def _serve_connection(self, sock: trio.socket.SocketType) -> None:
         try:
-            uid = peer_uid(sock)  # type: ignore[arg-type]  # trio sockets have getsockopt
-            if uid != os.getuid():
-                log.warning("peer_refused", peer_uid=uid)
+            if not is_own_user(sock):
+                log.warning("peer_refused", peer_uid=peer_uid(sock))
                 return
             stream = _SocketStream(sock)
             buffer = bytearray()
