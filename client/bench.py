@@ -494,11 +494,6 @@ def describe_machine() -> Machine:
     )
 
 
-def real_python() -> str:
-    """The interpreter binary itself: spawning a pyenv-style shim script costs ~150 ms."""
-    return os.path.realpath(sys.executable)
-
-
 # -------------------------------------------------------------------- processes
 
 

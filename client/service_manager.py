@@ -22,6 +22,7 @@ from pathlib import Path
 from mented import paths
 from mented_client import service_files
 from mented_client.files import write_atomically
+from mented_client.hook_settings import is_native_executable
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
 _COMMAND_TIMEOUT_S = 30.0
@@ -36,7 +37,7 @@ def _command_error(message: str, status: int = 1) -> Exception:
 
 
 def daemon_interpreter() -> Path:
-    """The interpreter the service runs mented with: this one, as an absolute path.
+    """The interpreter that runs mented for the service and the MCP server: this one, absolute.
 
     In a virtualenv (pipx, uv tool, a project .venv) the venv's `python` is kept
     as it is: it is a symlink to the real binary, and resolving it would lose the
@@ -47,8 +48,6 @@ def daemon_interpreter() -> Path:
     Raises:
         CommandError: the interpreter is a script (a pyenv or asdf shim).
     """
-    from mented_client.commands.hooks import is_native_executable  # noqa: PLC0415 - one helper
-
     executable = Path(sys.executable).absolute()
     in_venv = sys.prefix != sys.base_prefix
     chosen = executable if in_venv else Path(os.path.realpath(executable))

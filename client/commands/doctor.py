@@ -373,6 +373,8 @@ def run_checks(socket: Path) -> list[Check]:
 def check_mcp() -> list[Check]:
     """Whether each agent starts mented's MCP server: optional, so never a failure if absent."""
     checks = []
+    # This interpreter as `mcp install` writes it in (resolved outside a venv).
+    here = {sys.executable, os.path.realpath(sys.executable)}
     for agent in sorted(AGENTS):
         found = mcp.mcp_registration(agent)
         link = f"mcp {agent}"
@@ -384,7 +386,7 @@ def check_mcp() -> list[Check]:
         elif not found.registered:
             why = f"not registered in {found.where} (the agent cannot remember rules itself)"
             checks.append(Check(link, "skip", why, fix=f"`mentectl mcp install {agent}`"))
-        elif found.command and found.command[0] == sys.executable and not mcp.sdk_installed():
+        elif found.command and found.command[0] in here and not mcp.sdk_installed():
             checks.append(Check(link, "warn", mcp.SDK_MISSING, fix="pip install 'mented[mcp]'"))
         else:
             checks.append(Check(link, "ok", f"registered in {found.where}"))

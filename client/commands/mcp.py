@@ -14,7 +14,8 @@
 `install_mcp` and `mcp_registration` are the functions `mentectl setup` and
 `doctor` call.
 
-The registered command is this interpreter running `mented_client.cli`, so it
+The registered command is this interpreter, chosen as for the service
+(`service_manager.daemon_interpreter`), running `mented_client.cli`, so it
 finds this installation whatever PATH the agent has. Codex starts MCP servers
 with a minimal environment (HOME, PATH, USER, ... but not XDG_RUNTIME_DIR or
 MENTED_*), so its entry names the socket explicitly.
@@ -29,7 +30,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ from mented.paths import home, socket_path
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import write_atomically
 from mented_client.scope import agent_option, check_agent
+from mented_client.service_manager import daemon_interpreter
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -101,8 +102,14 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
 
 
 def server_command(agent: str, socket: str | Path | None = None) -> list[str]:
-    """The command an agent runs to start mented's MCP server."""
-    command = [sys.executable, "-m", "mented_client.cli"]
+    """The command an agent runs to start mented's MCP server.
+
+    Raises:
+        CommandError: this interpreter is a shim script (see `daemon_interpreter`).
+    """
+    # The interpreter the daemon's service would run: mented's packages (and the
+    # MCP SDK) are in its environment, and no pyenv shim is started per session.
+    command = [str(daemon_interpreter()), "-m", "mented_client.cli"]
     if socket:
         command += ["--socket", str(socket)]
     return [*command, "mcp", "--agent", agent]
