@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from mented import __version__
 from mented.actions import ActionTable, TableInForce, check_action, load_table_in_force
+from mented.agents import DEFAULT_AGENT
 from mented.memory import (
     TRIGGER_PREFIX,
     InvalidInputError,
@@ -73,7 +74,6 @@ from mented_client.scope import project_dir as resolve_project_dir
 ReplyT = TypeVar("ReplyT")
 
 SERVER_NAME = "mented"
-DEFAULT_AGENT = "claude-code"
 LIST_LIMIT = 100  # rules per `list_rules` answer by default: enough to find one, not a flood
 
 INSTRUCTIONS = """\
