@@ -4,7 +4,8 @@ Every file mentectl writes outside its own data directory goes through
 `write_atomically`: the reader (an agent starting, systemd reloading) sees the
 old file or the new one, never half of one; a symlinked file (a dotfiles
 checkout) stays a link and its target is updated; and the text is on disk
-before mentectl says it is done.
+before mentectl says it is done. `display_path` is how mentectl names such a
+file to the user.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+
+from mented import paths
 
 BACKUP_SUFFIX = ".mented-bak"
 
@@ -77,3 +80,10 @@ def _replace(path: Path, data: bytes, mode: int) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def display_path(path: Path) -> str:
+    """`path` for people: under the home directory it starts with `~`."""
+    home = str(paths.home())
+    text = str(path)
+    return "~" + text[len(home) :] if text.startswith(home + os.sep) else text

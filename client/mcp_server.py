@@ -163,7 +163,7 @@ def view(memory: Memory) -> RuleView:
         actions=list(memory.actions),
         kind=str(memory.memory_type),
         tags=list(memory.tags),
-        scope=describe_scope(memory),
+        scope=describe_scope(memory.agent, memory.project),
         created=format_time(memory.created_at),
         status="live" if memory.is_live else "superseded",
         supersedes=short_handle(memory.supersedes) if memory.supersedes else None,
@@ -348,7 +348,7 @@ Known actions: {known_text}.""",
             handle=short_handle(memory_id),
             id=memory_id,
             action=name,
-            scope=_scope_text(rule_agent, project),
+            scope=describe_scope(rule_agent, project),
             note=bridge.describe_reach(name, rule_agent, project),
         )
 
@@ -396,7 +396,7 @@ remember_rule instead: only rules are handed to you at the moment of the action.
             id=memory_id,
             kind=str(memory_type),
             tags=list(tags),
-            scope=_scope_text(memory_agent, project),
+            scope=describe_scope(memory_agent, project),
         )
 
     @server.tool(
@@ -543,13 +543,6 @@ Example: forget_rule(rule_id="q3x9k2mz").""",
         )
 
     return server
-
-
-def _scope_text(agent: str | None, project: str | None) -> str:
-    parts = [f"agent={agent}"] if agent else []
-    if project:
-        parts.append(f"project={project}")
-    return " ".join(parts) or "everywhere"
 
 
 def _startup_table(bridge: Bridge) -> TableInForce:

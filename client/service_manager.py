@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mented import paths
 from mented_client import service_files
-from mented_client.files import write_atomically
+from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import is_native_executable
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
@@ -134,25 +134,25 @@ class Manager:
         path.parent.mkdir(parents=True, exist_ok=True)
         previous = path.read_bytes() if path.is_file() else None
         if previous == content:
-            self.done.append(f"kept {_show(path)} (unchanged)")
+            self.done.append(f"kept {display_path(path)} (unchanged)")
             return
         try:
             write_atomically(path, content)
         except OSError as exc:
             raise _command_error(f"cannot write {path}: {exc}") from exc
-        self.done.append(f"{'updated' if previous is not None else 'wrote'} {_show(path)}")
+        self.done.append(f"{'updated' if previous is not None else 'wrote'} {display_path(path)}")
 
     def remove(self, path: Path) -> None:
         try:
             path.unlink()
         except FileNotFoundError:
             return
-        self.done.append(f"removed {_show(path)}")
+        self.done.append(f"removed {display_path(path)}")
 
     def make_private_dir(self, path: Path) -> None:
         if not path.is_dir():
             path.mkdir(mode=0o700, parents=True)
-            self.done.append(f"created {_show(path)}")
+            self.done.append(f"created {display_path(path)}")
 
 
 class Systemd(Manager):
@@ -404,9 +404,3 @@ def no_manager_reason() -> str:
     if shutil.which("systemctl") is None:
         return "no systemctl on PATH"
     return "`systemctl --user` reaches no user service manager (a container?)"
-
-
-def _show(path: Path) -> str:
-    home = str(Path.home())
-    text = str(path)
-    return "~" + text[len(home) :] if text.startswith(home + os.sep) else text

@@ -14,7 +14,6 @@ the default), the shim's fallback when the agent's environment names none.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from mented.agents import AGENTS, Agent
 from mented.protocol import FireRecord, LogReply, LogRequest
 from mented_client.commands.output import CommandError, format_time, print_json
 from mented_client.connection import Client
-from mented_client.files import write_atomically
+from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
@@ -154,12 +153,6 @@ def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
     return agent.settings_path()
 
 
-def _show(path: Path) -> str:
-    home = str(Path.home())
-    text = str(path)
-    return "~" + text[len(home) :] if text.startswith(home + os.sep) else text
-
-
 # ------------------------------------------------------------------------ verbs
 
 
@@ -199,7 +192,7 @@ def run_install(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    where = _show(path)
+    where = display_path(path)
     if outcome == "unchanged":
         print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
     else:
@@ -207,7 +200,7 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"{verb} the mented hook for {agent.title} in {where}.")
         print(f"  runs: {command}")
         if backup:
-            print(f"  previous file saved as {_show(backup)}")
+            print(f"  previous file saved as {display_path(backup)}")
     if agent.install_note and changed:
         print(agent.install_note)
     return 0
@@ -235,11 +228,12 @@ def run_uninstall(args: argparse.Namespace) -> int:
         )
     elif removed:
         entries = "entry" if removed == 1 else "entries"
-        print(f"Removed {removed} mented hook {entries} from {_show(path)}; nothing else changed.")
+        where = display_path(path)
+        print(f"Removed {removed} mented hook {entries} from {where}; nothing else changed.")
         if backup:
-            print(f"  previous file saved as {_show(backup)}")
+            print(f"  previous file saved as {display_path(backup)}")
     else:
-        print(f"No mented hook for {agent.title} in {_show(path)}; nothing changed.")
+        print(f"No mented hook for {agent.title} in {display_path(path)}; nothing changed.")
     return 0
 
 
@@ -328,7 +322,7 @@ def run_status(args: argparse.Namespace) -> int:
     for name, places in report.items():
         print(f"{name} ({AGENTS[name].title})")
         for place in places:
-            where = _show(Path(place.settings))
+            where = display_path(Path(place.settings))
             if place.error:
                 print(f"  {where}: {place.error}")
             elif not place.hooks:

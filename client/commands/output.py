@@ -27,12 +27,11 @@ def print_json(data: Any) -> None:  # noqa: ANN401 - anything msgspec can encode
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
 
 
-def describe_scope(memory: Memory) -> str:
-    parts = []
-    if memory.agent:
-        parts.append(f"agent={memory.agent}")
-    if memory.project:
-        parts.append(f"project={memory.project}")
+def describe_scope(agent: str | None, project: str | None) -> str:
+    """Who sees a memory: `agent=... project=...`, or `everywhere`."""
+    parts = [f"agent={agent}"] if agent else []
+    if project:
+        parts.append(f"project={project}")
     return " ".join(parts) or "everywhere"
 
 
@@ -40,7 +39,8 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
     """One memory as a line (or a block with `verbose`)."""
     state = "" if memory.is_live else f"  [superseded by {memory.superseded_by}]"
     actions = ",".join(memory.actions)
-    head = f"{memory.id}  {actions or memory.memory_type}  ({describe_scope(memory)}){state}"
+    scope = describe_scope(memory.agent, memory.project)
+    head = f"{memory.id}  {actions or memory.memory_type}  ({scope}){state}"
     if not verbose:
         return f"{head}\n    {memory.content}"
     lines = [
@@ -48,7 +48,7 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
         f"content:       {memory.content}",
         f"type:          {memory.memory_type}",
         f"tags:          {', '.join(memory.tags) or '-'}",
-        f"scope:         {describe_scope(memory)}",
+        f"scope:         {scope}",
         f"created_at:    {format_time(memory.created_at)}",
     ]
     if memory.valid_until is not None:
