@@ -61,6 +61,7 @@ import msgspec
 
 from mented import __version__
 from mented.actions import load_action_table
+from mented.agents.pretooluse import pretooluse_event
 from mented.config import Config
 from mented.matcher import Matcher
 from mented.protocol import (
@@ -441,18 +442,16 @@ def _rule_text(number: int, action: str) -> str:
 
 def _event(command: str, tool_use_id: str, session: str = "bench-session") -> bytes:
     """A Claude Code PreToolUse event for a Bash command, as its hook reads it on stdin."""
-    return json.dumps(
-        {
-            "session_id": session,
-            "transcript_path": "/home/dev/.claude/projects/webapp/bench.jsonl",
-            "cwd": CWD,
-            "permission_mode": "default",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": command, "description": "benchmark command"},
-            "tool_use_id": tool_use_id,
-        }
-    ).encode()
+    return pretooluse_event(
+        command,
+        cwd=CWD,
+        session=session,
+        tool_use_id=tool_use_id,
+        # What Claude Code sends besides: the daemon reads past them, as it must.
+        transcript_path="/home/dev/.claude/projects/webapp/bench.jsonl",
+        permission_mode="default",
+        tool_input={"command": command, "description": "benchmark command"},
+    )
 
 
 # ------------------------------------------------------------------- the machine

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from tests.conftest import DaemonProcess
 
 
@@ -206,15 +207,7 @@ def test_status_reports_counts_sizes_latency_and_the_last_hook_fire(
     add(daemon, "git-commit", "single line")
     add(daemon, "git-commit", "no emojis")
     add(daemon, "pr-create", "drafts first")
-    event = json.dumps(
-        {
-            "session_id": "s1",
-            "cwd": "/tmp",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "git commit -m 'fix: x'"},
-        }
-    ).encode()
+    event = pretooluse_event("git commit -m 'fix: x'", cwd="/tmp", session="s1")
     with daemon.client() as client:
         assert b"single line" in client.hook("claude-code", event)
     data = json.loads(daemon.mentectl("status", "--json").stdout)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.memory import short_handle
 from tests.conftest import DaemonProcess
 
@@ -69,22 +70,22 @@ class Agent:
 
     def bash(self, command: str, *, cwd: str = "/home/u/repo", session: str = "session-1") -> bytes:
         """What the agent reads back before running `command` in `cwd`."""
-        return self.run(pre_tool_use("Bash", {"command": command}, cwd=cwd, session=session)).stdout
+        return self.run(pre_tool_use(command, cwd=cwd, session=session)).stdout
 
 
 def pre_tool_use(
-    tool: str, tool_input: dict[str, Any], *, cwd: str, session: str = "session-1"
-) -> dict[str, Any]:
-    return {
-        "session_id": session,
-        "transcript_path": f"/home/u/.claude/projects/repo/{session}.jsonl",
-        "cwd": cwd,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": f"toolu_{next(_tool_use_ids):08d}",
-    }
+    command: str, *, cwd: str = "/home/u/repo", session: str = "session-1", **fields: Any
+) -> bytes:
+    """Claude Code's event before running `command`, each a new tool use (a repeat is muted)."""
+    return pretooluse_event(
+        command,
+        cwd=cwd,
+        session=session,
+        tool_use_id=f"toolu_{next(_tool_use_ids):08d}",
+        transcript_path=f"/home/u/.claude/projects/repo/{session}.jsonl",
+        permission_mode="default",
+        **fields,
+    )
 
 
 def context(out: bytes) -> str:
@@ -114,7 +115,9 @@ def test_the_commit_rule_reaches_the_commit_and_only_the_commit(
     assert "PR descriptions" not in text
     assert "single line" in context(claude.bash(HEREDOC_COMMIT))
     assert claude.bash("git log --oneline -3") == b""
-    edit = pre_tool_use("Edit", {"file_path": "/home/u/repo/git_commit.py"}, cwd="/home/u/repo")
+    edit = pre_tool_use(
+        "", tool_name="Edit", tool_input={"file_path": "/home/u/repo/git_commit.py"}
+    )
     assert claude.run(edit).stdout == b""
 
 
@@ -219,8 +222,7 @@ def test_the_installed_socket_argument_is_used_without_the_environment(
 ) -> None:
     add_rule(daemon, "git-commit", "single line")
     env = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"} | BUDGET_ENV
-    event = pre_tool_use("Bash", {"command": COMMIT}, cwd="/home/u/repo")
-    assert "single line" in context(claude.run(event, env=env).stdout)
+    assert "single line" in context(claude.run(pre_tool_use(COMMIT), env=env).stdout)
 
 
 def test_a_hook_installed_with_the_socket_option_needs_no_environment(
@@ -239,11 +241,10 @@ def test_a_hook_installed_with_the_socket_option_needs_no_environment(
     settings = json.loads((daemon.home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     add_rule(daemon, "git-commit", "single line")
-    event = pre_tool_use("Bash", {"command": COMMIT}, cwd="/home/u/repo")
     result = subprocess.run(
         command,
         shell=True,
-        input=json.dumps(event).encode(),
+        input=pre_tool_use(COMMIT),
         capture_output=True,
         env=without_socket | BUDGET_ENV,
         timeout=30,

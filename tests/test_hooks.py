@@ -13,6 +13,7 @@ import pytest
 
 from mented import hooks
 from mented.actions import load_action_table
+from mented.agents.pretooluse import pretooluse_event
 from mented.config import Config, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
@@ -53,7 +54,7 @@ _use_ids = iter(range(1_000_000))
 
 
 def event(
-    command: str | None = COMMIT,
+    command: str = COMMIT,
     *,
     tool: str = "Bash",
     session: str | None = "session-1",
@@ -62,20 +63,14 @@ def event(
     **extra: Any,
 ) -> bytes:
     """A PreToolUse event as Claude Code sends it (a fresh tool_use_id each call)."""
-    payload: dict[str, Any] = {
-        "session_id": session,
-        "transcript_path": "/home/u/.claude/projects/x/session.jsonl",
-        "cwd": cwd,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": {"command": command, "description": "Commit the fix"},
-        "tool_use_id": tool_use_id or f"toolu_{next(_use_ids):06d}",
+    return pretooluse_event(
+        command,
+        cwd=cwd,
+        session=session,
+        tool_use_id=tool_use_id or f"toolu_{next(_use_ids):06d}",
+        tool_name=tool,
         **extra,
-    }
-    if session is None:
-        del payload["session_id"]
-    return json.dumps(payload).encode()
+    )
 
 
 def context_of(out: bytes) -> str:
@@ -125,7 +120,7 @@ def test_codex_gets_the_same_shape(store: Store) -> None:
     [
         ("claude-code", event("git log --oneline -3")),
         ("claude-code", event("", tool="Bash")),
-        ("claude-code", event(None)),
+        ("claude-code", event(tool_input={"command": None})),
         ("claude-code", event(COMMIT, tool="Edit")),
         ("claude-code", event(COMMIT, hook_event_name="PostToolUse")),
         ("claude-code", b'"not an object"'),

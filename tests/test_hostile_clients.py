@@ -40,6 +40,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -78,16 +79,7 @@ RULE = "Commit messages: one line, conventional prefix, no emojis."
 def hook_event(call: int) -> bytes:
     """A Claude Code `PreToolUse` event for `git commit`; each `call` a distinct tool use
     (the daemon answers a repeated event only once)."""
-    return json.dumps(
-        {
-            "session_id": "s",
-            "cwd": "/x",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "git commit -m x"},
-            "tool_use_id": f"toolu_{call}",
-        }
-    ).encode()
+    return pretooluse_event("git commit -m x", cwd="/x", session="s", tool_use_id=f"toolu_{call}")
 
 
 # Every code a request may legitimately earn; `internal` means a bug.

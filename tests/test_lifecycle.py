@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from mented_client.commands.service import _pid_gone
 from tests.conftest import PYTHON, isolated_env
 
@@ -251,16 +252,9 @@ def test_setup_then_doctor_fires_a_sample_commit_through_the_hook(user: User) ->
 
 
 def _event(n: int) -> bytes:
-    return json.dumps(
-        {
-            "session_id": "restart-test",
-            "tool_use_id": f"toolu_{n}",
-            "cwd": "/",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "git commit -m 'fix: x'"},
-        }
-    ).encode()
+    return pretooluse_event(
+        "git commit -m 'fix: x'", cwd="/", session="restart-test", tool_use_id=f"toolu_{n}"
+    )
 
 
 def _fire(socket: Path, n: int, budget_ms: int = 250) -> subprocess.CompletedProcess[bytes]:

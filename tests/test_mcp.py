@@ -21,6 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import MemoriesReply, RecallRequest
 from mented_client.commands import mcp as mcp_command
 from mented_client.commands.output import CommandError
@@ -68,17 +69,13 @@ def text_of(result: CallToolResult) -> str:
 
 def fire_hook(env: dict[str, str], cwd: Path, n: int, command: str = "git commit -m x") -> str:
     """What the model is shown when Claude Code runs `command` in `cwd` (the real shim)."""
-    event = {
-        "session_id": f"session-{n}",  # a new event each time: a repeat would be de-duplicated
-        "cwd": str(cwd),
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-        "tool_use_id": f"toolu_{n}",
-    }
+    # A new session each time: a repeated event would be de-duplicated.
+    event = pretooluse_event(
+        command, cwd=str(cwd), session=f"session-{n}", tool_use_id=f"toolu_{n}"
+    )
     result = subprocess.run(
         [PYTHON, "-I", "-S", str(installed_shim()), "claude-code"],
-        input=json.dumps(event).encode(),
+        input=event,
         capture_output=True,
         # A generous budget: this test is about which rules fire, not how fast.
         env={"MENTED_SOCKET": env["MENTED_SOCKET"], "MENTED_HOOK_BUDGET_MS": "5000"},

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from mented import listener
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import StatusReply, StatusRequest
 from tests.conftest import DaemonProcess
 from tests.reliability import ConstrainedDaemon, open_descriptors, record_figures, start_refused
@@ -135,7 +136,7 @@ def test_the_daemon_holds_unix_sockets_only(daemon: DaemonProcess) -> None:
     pid = daemon.proc.pid
     with daemon.client() as client:
         client.expect(StatusRequest(), StatusReply)
-        client.hook("claude-code", b'{"tool_name":"Bash","tool_input":{"command":"ls"}}')
+        client.hook("claude-code", pretooluse_event("ls", cwd="/", session="s"))
         # The tables before and after the descriptors: a socket is in one of them.
         unix_before, inet_before = socket_tables(pid)
         ours = socket_inodes(pid)

@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -367,15 +368,7 @@ def test_the_open_files_limit_is_raised_towards_the_hard_limit(short_tmp: Path) 
 def test_a_bad_action_table_on_reload_keeps_the_previous_one_serving(
     daemon: DaemonProcess,
 ) -> None:
-    event = msgspec.json.encode(
-        {
-            "session_id": "s",
-            "cwd": "/tmp",
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "make deploy"},
-        }
-    )
+    event = pretooluse_event("make deploy", cwd="/tmp", session="s")
     daemon.write_config('[[actions.deploy.shapes]]\nprogram = "make"\nsubcommand = ["deploy"]\n')
     daemon.reload()
     with daemon.client() as client:
@@ -388,6 +381,6 @@ def test_a_bad_action_table_on_reload_keeps_the_previous_one_serving(
         client.expect(ReloadRequest(), OkReply)
     assert str(daemon.config_path) in refused.value.message
     assert "deploy" in refused.value.message
-    again = event.replace(b'"session_id":"s"', b'"session_id":"t"')  # not a duplicate delivery
+    again = pretooluse_event("make deploy", cwd="/tmp", session="t")  # not a duplicate delivery
     with daemon.client() as client:
         assert b"deploy on weekdays only" in client.hook("claude-code", again)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mented import paths
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import frame, recv_frame
 from mented_client import shim
 from mented_client.hook_settings import installed_shim, real_interpreter
@@ -26,16 +27,9 @@ SHIM = str(installed_shim())
 BUDGET_MS = 150
 # Wall time allowed beyond the budget: interpreter start-up and exit on a busy machine.
 MARGIN_S = 0.45
-EVENT = json.dumps(
-    {
-        "session_id": "s-1",
-        "cwd": "/home/u/repo",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "git commit -m x"},
-        "tool_use_id": "toolu_1",
-    }
-).encode()
+EVENT = pretooluse_event(
+    "git commit -m x", cwd="/home/u/repo", session="s-1", tool_use_id="toolu_1"
+)
 ANSWER = b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"rules"}}'
 
 

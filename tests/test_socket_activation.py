@@ -10,7 +10,6 @@ does. The unit files pass `systemd-analyze verify` where that command works.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     MemoriesReply,
     RecallRequest,
@@ -48,15 +48,7 @@ needs_socket_activate = pytest.mark.skipif(
     reason="systemd-socket-activate is not installed (Debian: apt-get install systemd)",
 )
 TIMEOUT = 20.0
-COMMIT_EVENT = json.dumps(
-    {
-        "session_id": "s1",
-        "cwd": "/",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "git commit -m x"},
-    }
-).encode()
+COMMIT_EVENT = pretooluse_event("git commit -m x", cwd="/", session="s1")
 
 
 @pytest.fixture

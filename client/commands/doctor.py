@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, print_json
@@ -257,17 +258,9 @@ def check_hooks(target: FireTarget) -> list[Check]:
 
 def sample_event(session: str, cwd: Path) -> bytes:
     """A Claude-style PreToolUse event for a `git commit` (Codex sends the same shape)."""
-    return json.dumps(
-        {
-            "session_id": session,
-            "transcript_path": "",
-            "cwd": str(cwd),
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": SAMPLE_COMMAND},
-            "tool_use_id": f"toolu_{session}",
-        }
-    ).encode()
+    return pretooluse_event(
+        SAMPLE_COMMAND, cwd=str(cwd), session=session, tool_use_id=f"toolu_{session}"
+    )
 
 
 def test_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget) -> Check:

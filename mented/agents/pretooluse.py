@@ -53,6 +53,33 @@ _event_decoder = msgspec.json.Decoder(_PreToolUseEvent)
 _encoder = msgspec.json.Encoder()
 
 
+def pretooluse_event(
+    command: str,
+    *,
+    cwd: str | None,
+    session: str | None,
+    tool_use_id: str | None = None,
+    tool_name: str = "Bash",
+    **fields: object,
+) -> bytes:
+    """The `PreToolUse` event an agent sends on a hook's stdin before running `command`.
+
+    The fields the decoder reads; for `mentectl doctor`, the benchmark and the
+    tests. A field given as None is left out. `fields` adds other top-level
+    fields (e.g. `transcript_path`) or replaces these (e.g. `tool_input`).
+    """
+    event = {
+        "session_id": session,
+        "cwd": cwd,
+        "hook_event_name": EVENT_NAME,
+        "tool_name": tool_name,
+        "tool_input": {"command": command},
+        "tool_use_id": tool_use_id,
+        **fields,
+    }
+    return _encoder.encode({name: value for name, value in event.items() if value is not None})
+
+
 @dataclass(frozen=True, slots=True)
 class ShellCall:
     """A shell command the agent is about to run."""
