@@ -29,6 +29,7 @@ blocking socket client does not stall the stdio loop.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
@@ -60,8 +61,6 @@ from mented.protocol import (
     MemoryReply,
     RecallRequest,
     Request,
-    StatusReply,
-    StatusRequest,
     StoredReply,
     StoreRequest,
     SupersededReply,
@@ -69,9 +68,10 @@ from mented.protocol import (
 )
 from mented_client.commands.output import describe_scope, format_time
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.scope import daemon_table
 from mented_client.scope import project_dir as resolve_project_dir
 
-ReplyT = TypeVar("ReplyT")
+T = TypeVar("T")
 
 SERVER_NAME = "mented"
 LIST_LIMIT = 100  # rules per `list_rules` answer by default: enough to find one, not a flood
@@ -193,14 +193,13 @@ class Bridge:
     agent: str
     cwd: str
 
-    def request(self, message: Request, kind: type[ReplyT], *, timeout: float = 10.0) -> ReplyT:
-        """One request to the daemon, its errors turned into tool errors the model can act on."""
+    def talk(self, exchange: Callable[[Client], T], *, timeout: float = 10.0) -> T:
+        """`exchange` with the daemon on one connection, its errors turned into tool errors."""
         try:
             with Client(
                 self.socket_path, connect_timeout=min(timeout, 2.0), timeout=timeout
             ) as client:
-                reply: ReplyT = client.expect(message, kind)
-                return reply
+                return exchange(client)
         except NotRunningError as exc:
             raise ToolError(
                 f"{exc}. The rules are safe on disk; retry this call once the daemon is up."
@@ -210,10 +209,15 @@ class Bridge:
         except ProtocolError as exc:
             raise ToolError(f"{exc}; is `mentectl status` healthy?") from exc
 
+    def request(self, message: Request, kind: type[T], *, timeout: float = 10.0) -> T:
+        """One request to the daemon, its errors turned into tool errors the model can act on."""
+        reply: T = self.talk(lambda client: client.expect(message, kind), timeout=timeout)
+        return reply
+
     def table_in_force(self, *, timeout: float = 10.0) -> TableInForce:
         """The daemon's action table (read from the config file the daemon uses)."""
-        status = self.request(StatusRequest(), StatusReply, timeout=timeout)
-        return load_table_in_force(Path(status.config) if status.config else None)
+        in_force: TableInForce = self.talk(daemon_table, timeout=timeout)
+        return in_force
 
     def check_action(self, action: str, in_force: TableInForce) -> str:
         """`action` normalized, or a tool error naming the closest known actions."""

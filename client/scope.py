@@ -1,10 +1,13 @@
-"""A rule's scope as a person (`mentectl rule`) or a model (the MCP server) gives it.
+"""What a rule names, as a person (`mentectl rule`) or a model (the MCP server) gives it.
 
 The store takes any agent name and any absolute directory. These checks refuse,
 before anything is stored, the scopes that would make a rule never fire (an
 agent the hook does not serve, a directory that does not exist) or fire
 everywhere (a blank directory read as "no project"). The MCP server turns the
 `InvalidInputError` into a tool error; `mentectl` uses the argparse types below.
+
+The action a rule names is checked against the daemon's action table
+(`daemon_table`), because that is the table the hook matches commands with.
 """
 
 from __future__ import annotations
@@ -12,9 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from mented.actions import TableInForce, load_table_in_force
 from mented.agents import AGENTS
 from mented.memory import InvalidInputError
+from mented.protocol import StatusReply, StatusRequest
+
+if TYPE_CHECKING:
+    from mented_client.connection import Client
 
 
 def check_agent(name: str) -> str:
@@ -31,6 +40,16 @@ def check_agent(name: str) -> str:
         f"unknown agent {name!r}: a rule scoped to it would never fire; "
         f"use one of: {', '.join(sorted(AGENTS))}"
     )
+
+
+def daemon_table(client: Client) -> TableInForce:
+    """The action table of the daemon `client` talks to, loaded from its config file.
+
+    The daemon names the file it was started with (`--config`, `$MENTED_CONFIG`
+    or the default), which need not be the one this process would find.
+    """
+    status = client.expect(StatusRequest(), StatusReply)
+    return load_table_in_force(Path(status.config) if status.config else None)
 
 
 def project_dir(directory: str, *, base: str) -> str:

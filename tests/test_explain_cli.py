@@ -132,6 +132,28 @@ def test_explain_reads_mented_config_from_the_environment(
     assert json.loads(out)["actions"] == ["deploy"]
 
 
+def test_explain_uses_the_config_of_the_running_daemon(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    short_tmp: Path,
+    tmp_path: Path,
+    config: Path,
+) -> None:
+    monkeypatch.setenv("MENTED_CONFIG", str(tmp_path / "none.toml"))  # no `deploy` here
+    daemon = DaemonProcess(short_tmp)
+    daemon.start("--config", str(config))
+    try:
+        argv = ["--socket", str(daemon.socket), "explain", "make deploy"]
+        status, out, _ = run(capsys, *argv)
+        assert status == 0
+        assert f"-> deploy (from {config}): make deploy" in out
+        # Named explicitly, a config file still wins over the daemon's.
+        status, out, _ = run(capsys, *argv, "--config", str(tmp_path / "none.toml"))
+        assert out.startswith("actions: (none)\n")
+    finally:
+        daemon.stop()
+
+
 def test_a_bad_config_is_an_error_naming_file_and_line(
     capsys: pytest.CaptureFixture[str], no_daemon: list[str], tmp_path: Path
 ) -> None:

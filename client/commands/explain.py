@@ -1,11 +1,13 @@
 """`mentectl explain COMMAND` and `mentectl actions`: what the matcher sees, without guessing.
 
-Both work without a daemon: they load the action table from the config file and
-run the same matcher the daemon runs. When a daemon answers, `explain` also shows
-the rules the hook would hand over for the actions found: to one agent
-(`--agent`, default claude-code, as for `mentectl mcp`) running the command in
-one directory (`--cwd`, default the current one), because the hook itself only
-ever answers one agent in one directory.
+Both work without a daemon: they load the action table from a config file and
+run the same matcher the daemon runs. `explain` uses the running daemon's config
+file (the one it was started with, `--config` included) when a daemon answers,
+so that it agrees with the hook; `actions` lists the config file's here. When a
+daemon answers, `explain` also shows the rules the hook would hand over for the
+actions found: to one agent (`--agent`, default claude-code, as for `mentectl
+mcp`) running the command in one directory (`--cwd`, default the current one),
+because the hook itself only ever answers one agent in one directory.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from mented import paths
-from mented.actions import ActionTable, load_table_in_force
+from mented.actions import ActionTable, TableInForce, load_table_in_force
 from mented.agents import DEFAULT_AGENT
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client, NotRunningError
-from mented_client.scope import agent_option, directory_option
+from mented_client.scope import agent_option, daemon_table, directory_option
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from mented.config import Config
@@ -65,7 +67,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="as if the agent ran the command in DIR (default: the current directory); "
         "rules for other projects are left out",
     )
-    _config_option(explain)
+    _config_option(explain, "the running daemon's, else $MENTED_CONFIG, else the per-user path")
     explain.set_defaults(handler=run_explain)
 
     actions = subparsers.add_parser(
@@ -74,20 +76,33 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="list the action table in force and where each action comes from",
         description="Built-in actions, and those the config file adds, extends or switches off.",
     )
-    _config_option(actions)
+    _config_option(actions, "$MENTED_CONFIG, else the per-user config path")
     actions.set_defaults(handler=run_actions)
 
 
-def _config_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help="the config file (default: $MENTED_CONFIG, else the per-user config path)",
-    )
+def _config_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--config", metavar="PATH", help=f"the config file (default: {default})")
 
 
-def _load(explicit: str | None) -> tuple[Config, ActionTable]:
-    config, table, problem = load_table_in_force(paths.config_path(explicit))
+def _load(explicit: str | None) -> TableInForce:
+    """The config file's table: `explicit`, else `$MENTED_CONFIG`, else the default."""
+    return load_table_in_force(paths.config_path(explicit))
+
+
+def _load_as_the_daemon(explicit: str | None, socket: str | None) -> TableInForce:
+    """`explicit`'s table, else the running daemon's (its config file's), else `_load`'s."""
+    if not explicit:
+        try:
+            with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
+                in_force: TableInForce = daemon_table(client)
+                return in_force
+        except NotRunningError:
+            pass  # the file a daemon started here would read
+    return _load(explicit)
+
+
+def _usable(in_force: TableInForce) -> tuple[Config, ActionTable]:
+    config, table, problem = in_force
     if problem:
         # The daemon would not run on this file either: explaining with the
         # built-ins instead would show a table that is nowhere in force.
@@ -102,7 +117,7 @@ def run_explain(args: argparse.Namespace) -> int:
     command = " ".join(args.shell_command)
     if args.shell_command == ["-"]:
         command = sys.stdin.read()
-    config, table = _load(args.config)
+    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     explanation = Matcher(table, cache_size=0).explain(command)
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
@@ -194,7 +209,7 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def run_actions(args: argparse.Namespace) -> int:
-    config, table = _load(args.config)
+    config, table = _usable(_load(args.config))
     if args.json:
         print_json(
             {

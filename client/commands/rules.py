@@ -9,12 +9,11 @@ agent against the agents the hook serves and a project directory for existence
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.actions import check_action, load_table_in_force
+from mented.actions import check_action
 from mented.agents import AGENTS
 from mented.memory import InvalidInputError, Memory, MemoryType, trigger_tag
 from mented.protocol import (
@@ -26,8 +25,6 @@ from mented.protocol import (
     MemoriesReply,
     MemoryReply,
     RecallRequest,
-    StatusReply,
-    StatusRequest,
     StoredReply,
     StoreRequest,
     SupersededReply,
@@ -35,7 +32,7 @@ from mented.protocol import (
 )
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
-from mented_client.scope import agent_option, directory_option, project_option
+from mented_client.scope import agent_option, daemon_table, directory_option, project_option
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -136,8 +133,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 def _checked_action(client: Client, action: str) -> str:
     """`action` normalized, if the daemon's action table has it (see `check_action`)."""
-    status = client.expect(StatusRequest(), StatusReply)
-    in_force = load_table_in_force(Path(status.config) if status.config else None)
+    in_force = daemon_table(client)
     try:
         return check_action(in_force.table, action, problem=in_force.problem)
     except InvalidInputError as exc:
