@@ -154,7 +154,7 @@ class ForgetResult(BaseModel):
     note: str
 
 
-def view(memory: Memory) -> RuleView:
+def rule_view(memory: Memory) -> RuleView:
     """A memory as the tools show it."""
     return RuleView(
         handle=short_handle(memory.id),
@@ -174,7 +174,7 @@ def view(memory: Memory) -> RuleView:
 # ------------------------------------------------------------ the daemon side
 
 
-def listing(table: ActionTable) -> str:
+def describe_actions(table: ActionTable) -> str:
     """The known actions for a tool description: `git-commit` (what it is), ..."""
     if not table.names():
         return "(none: is mented's action table installed?)"
@@ -305,7 +305,8 @@ def make_server(
         cwd=os.path.abspath(cwd or os.getcwd()),  # noqa: PTH100, PTH109 - lexical, like the hook's cwd
     )
     in_force = _startup_table(bridge)
-    known_text = listing(in_force.table)  # with what each action is, where the model picks one
+    # With what each action is, where the model picks one.
+    known_text = describe_actions(in_force.table)
     known_names = ", ".join(in_force.table.names())
     server = MCPServer(
         SERVER_NAME,
@@ -436,7 +437,7 @@ Known actions: {known_names}.""",
             if count
             else f"No rule fires for `{name}` for {bridge.agent} in {where}."
         )
-        return RuleList(rules=[view(m) for m in reply.memories], note=note)
+        return RuleList(rules=[rule_view(m) for m in reply.memories], note=note)
 
     @server.tool(
         title="List all rules",
@@ -472,7 +473,7 @@ list_rules(include_superseded=true) to see replaced versions too.""",
         what = f"for `{name}`" if name else "for all actions"
         more = " (the limit: there may be more)" if count >= limit else ""
         return RuleList(
-            rules=[view(m) for m in reply.memories],
+            rules=[rule_view(m) for m in reply.memories],
             note=f"{count} rule{'s' if count != 1 else ''} {what}{more}, newest first.",
         )
 
@@ -516,7 +517,7 @@ Example: rule_history(rule_id="q3x9k2mz") (any version's handle works).""",
     )
     def rule_history(rule_id: RuleIdArg) -> HistoryResult:
         reply = bridge.request(HistoryRequest(id=rule_id), MemoriesReply)
-        versions = [view(m) for m in reply.memories]
+        versions = [rule_view(m) for m in reply.memories]
         if not versions:
             raise ToolError(f"no history for {rule_id!r}")
         count = len(versions)

@@ -252,7 +252,7 @@ def check_hooks(target: FireTarget) -> list[Check]:
         )
     for command, (agent, timeout) in commands.items():
         seconds = float(timeout) if isinstance(timeout, int | float) else hooks.DEFAULT_TIMEOUT_S
-        checks.append(test_fire(agent, command, seconds, target))
+        checks.append(check_fire(agent, command, seconds, target))
     return checks
 
 
@@ -263,7 +263,7 @@ def sample_event(session: str, cwd: Path) -> bytes:
     )
 
 
-def test_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget) -> Check:
+def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget) -> Check:
     """Run the installed hook command as the agent would, on a sample commit event."""
     link = f"fire {agent.name}"
     session = f"mented-doctor-{os.getpid()}-{time.time_ns()}"

@@ -375,7 +375,7 @@ def _table_span(text: str) -> tuple[int, int] | None:
     return start, end
 
 
-def _without(doc: dict[str, Any]) -> dict[str, Any]:
+def _other_settings(doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` without our table (for comparing everything else)."""
     copy = dict(doc)
     servers = copy.get("mcp_servers")
@@ -430,7 +430,7 @@ def without_codex_server(text: str, path: Path | str = "config.toml") -> str:
     if not text[end:].strip() and text[:start].endswith("\n\n"):
         start -= 1  # the blank line `with_codex_server` put before an appended table
     new = text[:start] + text[end:]
-    if _without(doc) != _without(_parse(new, path)):
+    if _other_settings(doc) != _other_settings(_parse(new, path)):
         raise CommandError(
             f"removing [mcp_servers.{SERVER_NAME}] from {path} would change other settings; "
             "remove it by hand"
@@ -449,7 +449,11 @@ def _check_edit(old: dict[str, Any], new_text: str, command: list[str], path: Pa
             + codex_table(command)
         ) from exc
     entry = _our_entry(new)
-    if entry is None or _entry_command(entry) != command or _without(old) != _without(new):
+    if (
+        entry is None
+        or _entry_command(entry) != command
+        or _other_settings(old) != _other_settings(new)
+    ):
         raise CommandError(
             f"cannot edit {path} safely line by line; add or replace this table by hand:\n"
             + codex_table(command)
