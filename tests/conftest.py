@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -31,6 +32,17 @@ def short_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def nobody() -> pwd.struct_passwd:
+    """The `nobody` account, to act as another user; skips unless we are root and it exists."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    try:
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no 'nobody' user on this machine")
 
 
 def connect_unix(path: Path, timeout: float = 15.0) -> socket.socket:

@@ -178,13 +178,9 @@ def test_truncated_frame_and_mid_request_disconnect_lose_nothing(daemon: DaemonP
     assert [m.id for m in rules] == [kept]
 
 
-def test_other_users_are_refused_by_the_peer_check(daemon: DaemonProcess) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to connect as another uid")
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no 'nobody' user on this machine")
+def test_other_users_are_refused_by_the_peer_check(
+    daemon: DaemonProcess, nobody: pwd.struct_passwd
+) -> None:
     # Open the path up so that only the peer-credential check stands in the way.
     daemon.root.chmod(0o755)
     daemon.socket.parent.chmod(0o755)
@@ -208,29 +204,27 @@ def test_a_stale_socket_file_is_replaced(short_tmp: Path) -> None:
         process.stop()
 
 
-def test_a_second_daemon_on_the_same_socket_is_refused(daemon: DaemonProcess) -> None:
-    second = subprocess.run(
-        [PYTHON, "-m", "mented.daemon", "--data-dir", str(daemon.root / "other-data")],
+def run_second_daemon(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """Start another `mented` in `daemon`'s environment with `args`; wait for it to exit."""
+    return subprocess.run(
+        [PYTHON, "-m", "mented.daemon", *args],
         env=daemon.env,
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
+
+
+def test_a_second_daemon_on_the_same_socket_is_refused(daemon: DaemonProcess) -> None:
+    second = run_second_daemon(daemon, "--data-dir", str(daemon.root / "other-data"))
     assert second.returncode == 1
     assert "already running" in second.stderr
     assert_alive(daemon)
 
 
 def test_a_second_daemon_on_the_same_data_dir_names_the_first(daemon: DaemonProcess) -> None:
-    second = subprocess.run(
-        [PYTHON, "-m", "mented.daemon", "--socket", str(daemon.root / "run2" / "s.sock")],
-        env=daemon.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    second = run_second_daemon(daemon, "--socket", str(daemon.root / "run2" / "s.sock"))
     assert second.returncode == 1
     assert f"pid {daemon.proc.pid}" in second.stderr  # type: ignore[union-attr]
     assert str(daemon.socket) in second.stderr
