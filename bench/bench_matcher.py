@@ -15,22 +15,15 @@ Target: cache-miss median under 1 ms for commands under 1 KiB.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from mented_client.bench import CORPUS
-
-from mented.actions import load_action_table
-from mented.config import Config
-from mented.matcher import Matcher
+from mented_client.bench import CORPUS, summarize, time_matcher
 
 ACCEPTANCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "commands.jsonl"
 SHORT = 1024  # bytes: the target is for commands under 1 KiB
@@ -42,32 +35,13 @@ def corpus() -> list[str]:
     return [command for command in commands if command.strip()]
 
 
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def measure(
-    call: Callable[[str], object], commands: Sequence[str], rounds: int
-) -> dict[str, list[float]]:
-    """Microseconds per call, per command, over `rounds` passes (commands interleaved)."""
-    samples: dict[str, list[float]] = {command: [] for command in commands}
-    clock = time.perf_counter_ns
-    for _ in range(rounds):
-        for command in commands:
-            start = clock()
-            call(command)
-            samples[command].append((clock() - start) / 1000)
-    return samples
-
-
-def summary(label: str, samples: dict[str, list[float]], commands: Sequence[str]) -> str:
-    flat = [value for command in commands for value in samples[command]]
-    if not flat:
+def summary(label: str, samples_ns: Sequence[int], commands: int) -> str:
+    if not samples_ns:
         return f"{label:34} (no commands)"
+    figures = summarize(samples_ns)
     return (
-        f"{label:34} {len(commands):4} commands  median {statistics.median(flat):8.1f} µs"
-        f"  p99 {percentile(flat, 0.99):8.1f} µs  max {max(flat):9.1f} µs"
+        f"{label:34} {commands:4} commands  median {figures.p50_us:8.1f} µs"
+        f"  p99 {figures.p99_us:8.1f} µs  max {figures.max_us:9.1f} µs"
     )
 
 
@@ -82,33 +56,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = corpus()
     short = [c for c in commands if len(c.encode()) < SHORT]
     long = [c for c in commands if len(c.encode()) >= SHORT]
-    table = load_action_table(Config())
-    uncached = Matcher(table, cache_size=0)
-    cached = Matcher(table)
-    for command in commands:  # warm imports, regexes and the cache
-        uncached.actions_in(command)
-        cached.actions_in(command)
+    miss, hit = time_matcher(commands, args.rounds)
 
-    gc.collect()
-    miss = measure(uncached.actions_in, commands, args.rounds)
-    hit = measure(cached.actions_in, commands, args.rounds)
+    def misses_of(group: list[str]) -> list[int]:
+        return [took for command in group for took in miss[command]]
 
     print(
         f"python {platform.python_version()} ({sys.executable}), "
         f"bashlex {metadata.version('bashlex')}, {os.cpu_count()} cpus, "
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {args.rounds} rounds"
     )
-    print(summary("cache miss, commands < 1 KiB", miss, short))
-    print(summary("cache miss, commands >= 1 KiB", miss, long))
-    print(summary("cache miss, all", miss, commands))
-    print(summary("cache hit, all", hit, commands))
+    print(summary("cache miss, commands < 1 KiB", misses_of(short), len(short)))
+    print(summary("cache miss, commands >= 1 KiB", misses_of(long), len(long)))
+    print(summary("cache miss, all", misses_of(commands), len(commands)))
+    print(summary("cache hit, all", hit, len(commands)))
     if args.per_command:
         print("\nmedian cache miss per command, slowest first:")
-        ranked = sorted(commands, key=lambda c: statistics.median(miss[c]), reverse=True)
-        for command in ranked:
+        medians = {command: summarize(miss[command]).p50_us for command in commands}
+        for command in sorted(commands, key=medians.__getitem__, reverse=True):
             shown = command.replace("\n", "\\n")
             shown = shown if len(shown) <= 70 else shown[:69] + "…"
-            print(f"{statistics.median(miss[command]):8.1f} µs  {len(command):5} B  {shown}")
+            print(f"{medians[command]:8.1f} µs  {len(command):5} B  {shown}")
     return 0
 
 

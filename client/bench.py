@@ -729,11 +729,11 @@ def _load_store(
 # -------------------------------------------------------------------- 1. matcher
 
 
-def bench_matcher(plan: Plan, corpus: Sequence[str] = CORPUS) -> MatcherSection:
-    """The matcher alone: every corpus command parsed afresh (miss) and from the cache (hit).
+def time_matcher(corpus: Sequence[str], rounds: int) -> tuple[dict[str, list[int]], list[int]]:
+    """Nanoseconds per call of the matcher over `rounds` passes of `corpus`, commands interleaved.
 
-    bench/bench_matcher.py runs the same measurement over this corpus and the matcher's
-    acceptance rows, command by command, for work on the matcher itself.
+    Returns:
+        Each command's timings parsed afresh (cache miss), and all timings from the cache (hit).
     """
     table = load_action_table(Config())
     uncached = Matcher(table, cache_size=0)
@@ -744,10 +744,20 @@ def bench_matcher(plan: Plan, corpus: Sequence[str] = CORPUS) -> MatcherSection:
     misses: dict[str, list[int]] = {command: [] for command in corpus}
     hits: list[int] = []
     gc.collect()
-    for _ in range(plan.matcher_rounds):
+    for _ in range(rounds):
         for command in corpus:
             misses[command].append(_timed(uncached.actions_in, command))
             hits.append(_timed(cached.actions_in, command))
+    return misses, hits
+
+
+def bench_matcher(plan: Plan, corpus: Sequence[str] = CORPUS) -> MatcherSection:
+    """The matcher alone: every corpus command parsed afresh (miss) and from the cache (hit).
+
+    bench/bench_matcher.py runs the same measurement (`time_matcher`) over this corpus and
+    the matcher's acceptance rows, command by command, for work on the matcher itself.
+    """
+    misses, hits = time_matcher(corpus, plan.matcher_rounds)
     short = [command for command in corpus if len(command.encode()) < 1024]
     long = [command for command in corpus if len(command.encode()) >= 1024]
     slowest = max(short, key=lambda command: summarize(misses[command]).p50_us)
