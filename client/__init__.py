@@ -1,16 +1,34 @@
 """The calling side of mented, installed as `mented_client`.
 
-- `shim.py`      the hook shim the agent spawns per shell command. Standard
-                 library only (and as little of it as possible): it knows the
-                 socket and nothing else. It is run by path, never imported.
-- `connection.py` a small synchronous client for the daemon's socket, for
-                 `mentectl`, editors and scripts.
-- `cli.py`       `mentectl`: parses arguments and hands off to `commands/`,
-                 one module per group of verbs.
-- `bench.py`     `mentectl bench`: runs daemons of its own and measures them.
+General layout, lowest first (imports point up this list, never down it):
 
-Imports point inward: `commands/` use `connection` and `mented.protocol`;
-nothing here imports the daemon's server or store, except `bench.py`, which
-fills its stores directly and times the matcher alone, and is imported only
-when `mentectl bench` runs.
+- `shim.py`            the hook shim the agent spawns per shell command. Standard
+                       library only (and as little of it as possible): it knows the
+                       socket and nothing else. It is run by path, never imported.
+- `connection.py`      a small synchronous client for the daemon's socket, for
+                       `mentectl`, editors and scripts.
+- `errors.py`          `CommandError`: a failure `mentectl` shows as it is.
+- `files.py`           writing the user's files (agent settings, Codex's config,
+                       service units): atomically, through a symlink, with a backup.
+- `hook_settings.py`   the hook's command line and our entry in an agent's JSON
+                       settings, spliced in without rewriting the rest.
+- `service_files.py`   the systemd units and the launchd plist, rendered.
+- `scope.py`           checks on what a rule names (agent, project directory), and
+                       the daemon's action table the action is checked against.
+- `service_manager.py` systemd --user and launchd: install, start, stop; the
+                       interpreter mented runs with.
+- `mcp_server.py`      the MCP server: the agent's tools, a client of the daemon.
+- `bench.py`           `mentectl bench`: runs daemons of its own and measures them.
+- `commands/`          `mentectl`'s verbs, one module per group, and `output.py`,
+                       their shared output helpers.
+- `cli.py`             `mentectl`: parses arguments and hands off to `commands/`.
+
+One import points down: `mcp_server.py` shows memories with `commands/output.py`
+(which imports nothing of the client but `errors.py`), so that the model and
+`mentectl` see the same text. From the daemon's package the client imports the
+shared modules (paths, protocol, memory, config, actions, matcher, agents,
+peercred), never the server or the store, except `bench.py`, which fills its
+stores directly and times the matcher alone. Heavy modules load only for their
+verb: `bench.py` for `mentectl bench`, `mcp_server.py` (and the optional MCP
+SDK) for `mentectl mcp`.
 """

@@ -21,19 +21,12 @@ from pathlib import Path
 
 from mented import paths
 from mented_client import service_files
+from mented_client.errors import CommandError
 from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import is_native_executable
 
 MANAGER_ENV = "MENTED_SERVICE_MANAGER"
 _COMMAND_TIMEOUT_S = 30.0
-
-
-def _command_error(message: str, status: int = 1) -> Exception:
-    # Imported here: mented_client.commands imports this module (a cycle at import time).
-    from mented_client.commands.output import CommandError  # noqa: PLC0415
-
-    error: Exception = CommandError(message, status)
-    return error
 
 
 def daemon_interpreter() -> Path:
@@ -52,7 +45,7 @@ def daemon_interpreter() -> Path:
     in_venv = sys.prefix != sys.base_prefix
     chosen = executable if in_venv else Path(os.path.realpath(executable))
     if not is_native_executable(Path(os.path.realpath(chosen))):
-        raise _command_error(
+        raise CommandError(
             f"{chosen} is a script, not a Python binary (a pyenv or asdf shim?); run mentectl "
             "with the real interpreter, e.g. `$(pyenv which python) -m mented_client.cli ...`"
         )
@@ -119,12 +112,12 @@ class Manager:
                 argv, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT_S, check=False
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise _command_error(f"`{shlex.join(argv)}` failed: {exc}") from exc
+            raise CommandError(f"`{shlex.join(argv)}` failed: {exc}") from exc
         if record:
             self.done.append(f"ran `{shlex.join(argv)}`")
         if check and result.returncode != 0:
             output = (result.stderr or result.stdout).strip()
-            raise _command_error(
+            raise CommandError(
                 f"`{shlex.join(argv)}` exited with status {result.returncode}"
                 + (f": {output}" if output else "")
             )
@@ -139,7 +132,7 @@ class Manager:
         try:
             write_atomically(path, content)
         except OSError as exc:
-            raise _command_error(f"cannot write {path}: {exc}") from exc
+            raise CommandError(f"cannot write {path}: {exc}") from exc
         self.done.append(f"{'updated' if previous is not None else 'wrote'} {display_path(path)}")
 
     def remove(self, path: Path) -> None:
@@ -389,9 +382,7 @@ def detect() -> Manager | None:
     ):
         return Launchd()
     if choice:
-        raise _command_error(
-            f"{MANAGER_ENV}={choice!r}: expected systemd, launchd or none", status=2
-        )
+        raise CommandError(f"{MANAGER_ENV}={choice!r}: expected systemd, launchd or none", status=2)
     return None
 
 

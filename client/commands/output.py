@@ -8,14 +8,17 @@ from typing import Any
 import msgspec
 
 from mented.memory import Memory
+from mented_client.errors import CommandError
 
-
-class CommandError(Exception):
-    """A failure the user can act on; the message says what to do."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
+# CommandError is defined apart from commands/ (see mented_client.errors); commands import it here.
+__all__ = [
+    "CommandError",
+    "describe_scope",
+    "fail",
+    "format_memory",
+    "format_time",
+    "print_json",
+]
 
 
 def fail(message: str, status: int = 1) -> int:
