@@ -135,7 +135,7 @@ def test_reload_applies_a_good_file_and_refuses_a_bad_one(user: User) -> None:
 
 _STUBBORN_DAEMON = """
 import json, os, socket, sys
-from mented.protocol import OkReply, StatusReply, encode
+from mented.protocol import OkReply, StatusReply, encode, recv_frame
 path = sys.argv[1]
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.bind(path)
@@ -144,9 +144,9 @@ print("ready", flush=True)
 while True:
     conn, _ = server.accept()
     with conn:
-        header = conn.recv(4)
-        body = conn.recv(int.from_bytes(header, "big")) if header else b""
-        if not body:
+        try:
+            body = recv_frame(conn)
+        except ConnectionResetError:  # a probe: connected, then closed
             continue
         if json.loads(body)["type"] == "status":
             reply = StatusReply(version="0", pid=os.getpid(), uptime_s=0, socket=path, data_dir="/")
