@@ -317,9 +317,7 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
         # At most 1 MiB per call: `recv(n)` allocates n bytes up front.
         chunk = sock.recv(min(size - len(data), 1 << 20))
         if not chunk:
-            raise IncompleteFrameError(
-                f"the connection closed {len(data)} bytes into a {size}-byte read of a frame"
-            )
+            raise IncompleteFrameError("the other end closed the connection before a whole frame")
         data += chunk
     return bytes(data)
 
