@@ -95,7 +95,13 @@ def split_frames(data: bytes) -> list[bytes]:
 
 def isolated_env(root: Path) -> dict[str, str]:
     """The environment of a user whose home, runtime, data and config are under `root`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "XDG_"))}
+    # The agents' own variables too: with them, `hooks install` would write the real config.
+    agents = {"CLAUDE_CONFIG_DIR", "CODEX_HOME"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MENTED_", "XDG_")) and k not in agents
+    }
     home = root / "home"
     home.mkdir(exist_ok=True)
     env.update(

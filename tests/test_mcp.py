@@ -534,6 +534,8 @@ def test_setup_step_registers_and_doctor_reports_it(
     env = isolated_env(short_tmp) | {"PATH": "/usr/bin:/bin", "MENTED_SERVICE_MANAGER": "none"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):  # as isolated_env leaves them out
+        monkeypatch.delenv(name, raising=False)
     doctor.setup_mcp(argparse.Namespace(agent="codex", socket=None))
     assert "registered the MCP server with Codex" in capsys.readouterr().out
 
