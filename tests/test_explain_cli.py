@@ -150,8 +150,15 @@ def test_explain_uses_the_config_of_the_running_daemon(
         # Named explicitly, a config file still wins over the daemon's.
         status, out, _ = run(capsys, *argv, "--config", str(tmp_path / "none.toml"))
         assert out.startswith("actions: (none)\n")
+        # `actions` lists the daemon's table too, and --json says a daemon answered.
+        status, out, _ = run(capsys, "--socket", str(daemon.socket), "actions", "--json")
+        assert "deploy" in [action["name"] for action in json.loads(out)["actions"]]
+        status, out, _ = run(capsys, "--socket", str(daemon.socket), "explain", "--json", "ls")
+        assert json.loads(out)["daemon"] is True
     finally:
         daemon.stop()
+    status, out, _ = run(capsys, "--socket", str(daemon.socket), "explain", "--json", "ls")
+    assert (json.loads(out)["daemon"], json.loads(out)["rules"]) == (False, None)
 
 
 def test_a_bad_config_is_an_error_naming_file_and_line(

@@ -76,7 +76,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="list the action table in force and where each action comes from",
         description="Built-in actions, and those the config file adds, extends or switches off.",
     )
-    _config_option(actions, "$MENTED_CONFIG, else the per-user config path")
+    _config_option(actions, "the running daemon's, else $MENTED_CONFIG, else the per-user path")
     actions.set_defaults(handler=run_actions)
 
 
@@ -140,10 +140,9 @@ def _rules(
     socket: str | None, actions: tuple[str, ...], *, agent: str, cwd: str, k: int
 ) -> dict[str, list[Memory]] | None:
     """The rules the hook would hand `agent` in `cwd` for each action; None with no daemon."""
-    if not actions:
-        return {}
     try:
         with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
+            client.connect()  # even with no action to ask about: is a daemon there?
             return {
                 action: client.expect(
                     RecallRequest(action=action, agent=agent, cwd=cwd, k=k), MemoriesReply
@@ -209,7 +208,7 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def run_actions(args: argparse.Namespace) -> int:
-    config, table = _usable(_load(args.config))
+    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     if args.json:
         print_json(
             {
