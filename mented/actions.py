@@ -89,6 +89,7 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     shapes: tuple[Shape, ...]
     shape_sources: tuple[str, ...]
+    phrase: str = ""  # how the hook names it to the model; "" for the default
 
 
 class SubcommandSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -130,6 +131,7 @@ class _ActionEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """An `[actions.NAME]` table as written, built-in or the user's."""
 
     description: str | None = None
+    phrase: str | None = None  # e.g. "the pull request you are about to open"
     enabled: bool = True
     replace: bool = False
     shapes: list[Shape] = []
@@ -193,6 +195,17 @@ class ActionTable:
     def descriptions(self) -> Mapping[str, str]:
         """What each action is, by name ("" when neither the built-ins nor the user said)."""
         return self._descriptions
+
+    def phrase_of(self, name: str) -> str:
+        """How the hook names an action to the model, e.g. "the git commit you are about to run".
+
+        The table's `phrase` when it has one, else one made from the name; an
+        action not in force gets the made-up one too.
+        """
+        action = self._actions.get(name)
+        if action is not None and action.phrase:
+            return action.phrase
+        return f"the {name.replace('-', ' ')} you are about to run"
 
     def actions(self) -> tuple[Action, ...]:
         """The effective actions in table order (built-ins first, in file order)."""
@@ -351,6 +364,7 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
         merged[name] = Action(
             name=name,
             description=entry.description or "",
+            phrase=entry.phrase or "",
             source=source,
             shapes=tuple(entry.shapes),
             shape_sources=(source,) * len(entry.shapes),
@@ -371,6 +385,7 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
     merged[name] = Action(
         name=name,
         description=entry.description or existing.description,
+        phrase=entry.phrase or existing.phrase,
         source=action_source,
         shapes=shapes,
         shape_sources=sources,
@@ -398,7 +413,7 @@ def _explain_validation(exc: msgspec.ValidationError) -> str:
     message = str(exc)
     if "unknown field" in message:
         message += (
-            "; an action takes description, enabled, replace and shapes; a shape takes "
+            "; an action takes description, phrase, enabled, replace and shapes; a shape takes "
             "program, subcommand, any_flag, no_flag, min_positionals, "
             "positional_starts_with and options_with_value"
         )
@@ -471,6 +486,7 @@ def _builtin() -> _BuiltinTable:
             Action(
                 name=name,
                 description=entry.description or "",
+                phrase=entry.phrase or "",
                 source=BUILTIN,
                 shapes=tuple(entry.shapes),
                 shape_sources=(BUILTIN,) * len(entry.shapes),

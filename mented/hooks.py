@@ -48,8 +48,9 @@ from mented.memory import short_handle
 from mented.protocol import FireRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
+    from mented.actions import ActionTable
     from mented.agents import ShellCall
     from mented.config import Config
     from mented.matcher import Matcher
@@ -155,7 +156,7 @@ class HookHandler:
                 sections,
                 intro=GATE_INTRO if gate else CONTEXT_INTRO,
                 max_chars=hook.max_context_chars,
-                descriptions=self._matcher.table.descriptions(),
+                table=self._matcher.table,
             )
             if text:
                 mode = "gate" if gate else "context"
@@ -241,13 +242,13 @@ def _event_digest(agent: str, call: ShellCall) -> bytes:
     return hashlib.blake2b(fields, digest_size=16).digest()
 
 
-def describe_action(action: str, description: str | None = None) -> str:
+def describe_action(action: str, phrase: str, description: str | None = None) -> str:
     """An action in words, as the model reads it.
 
-    `git-commit` -> "the git commit you are about to run (git-commit: record changes ...)".
+    `pr-create` -> "the pull request you are about to open (pr-create: open a pull ...)".
     """
     about = f"{action}: {description}" if description else action
-    return f"the {action.replace('-', ' ')} you are about to run ({about})"
+    return f"{phrase} ({about})"
 
 
 def render_rules(
@@ -255,7 +256,7 @@ def render_rules(
     *,
     intro: str,
     max_chars: int,
-    descriptions: Mapping[str, str] | None = None,
+    table: ActionTable | None = None,
 ) -> str:
     """The text handed to the model: `intro`, one section per action, the footer.
 
@@ -265,7 +266,7 @@ def render_rules(
     """
     shown = [len(rules) for _, rules in sections]
     while True:
-        text = _compose(sections, shown, intro, max_chars, descriptions or {})
+        text = _compose(sections, shown, intro, max_chars, table)
         if len(text) <= max_chars:
             return text
         longest = max(range(len(shown)), key=shown.__getitem__)
@@ -279,11 +280,13 @@ def _compose(
     shown: Sequence[int],
     intro: str,
     max_chars: int,
-    descriptions: Mapping[str, str],
+    table: ActionTable | None,
 ) -> str:
     parts = [intro]
     for (action, rules), count in zip(sections, shown, strict=True):
-        lines = [f"Rules for {describe_action(action, descriptions.get(action))}:"]
+        phrase = table.phrase_of(action) if table else f"the {action} you are about to run"
+        description = table.descriptions().get(action) if table else None
+        lines = [f"Rules for {describe_action(action, phrase, description)}:"]
         for rule in rules[:count]:
             content = rule.content.strip().replace("\n", "\n  ")
             lines.append(f"- [{short_handle(rule.id)}] {content}")

@@ -168,6 +168,24 @@ def test_several_actions_give_one_section_each(store: Store) -> None:
     )
     assert text.count("Rules for ") == 2
     assert text.index("single line") < text.index("PR titles")
+    assert "Rules for the git commit you are about to run (git-commit:" in text
+    assert "Rules for the pull request you are about to open (pr-create:" in text
+
+
+def test_the_words_for_an_action_come_from_the_table_and_the_users_config(store: Store) -> None:
+    rule(store, "docker-push", "tag images with the git sha")
+    rule(store, "deploy", "deploy on weekdays only")
+    config = Config(
+        actions={
+            "docker-push": {"phrase": "the image you are about to ship"},
+            "deploy": {"shapes": [{"program": "make", "subcommand": ["deploy"]}]},
+        }
+    )
+    handler = HookHandler(store, make_matcher(config), config)
+    text = context_of(handler.handle("claude-code", event("docker push app:1 && make deploy")))
+    assert "Rules for the image you are about to ship (docker-push:" in text
+    # An action without a phrase is named after itself.
+    assert "Rules for the deploy you are about to run (deploy):" in text
 
 
 def test_k_limits_rules_per_action(store: Store) -> None:
