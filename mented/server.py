@@ -82,10 +82,21 @@ T = TypeVar("T")
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
 _RECV_SIZE = 64 * 1024
+_SMALL_FRAME = 64 * 1024  # frames up to this size are not counted against the buffer limit
 _BUSY_FRAME = encode(
     ErrorReply(code=ErrorCode.BUSY, message="mented serves too many connections; retry shortly")
 )
+_BUSY_RECEIVING_FRAME = encode(
+    ErrorReply(
+        code=ErrorCode.BUSY,
+        message="mented is receiving too many large requests at once; retry shortly",
+    )
+)
 _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
+
+
+class ServerBusyError(Exception):
+    """Too much is being received at once: this request is refused with `busy`."""
 
 
 class StartupError(Exception):
@@ -104,6 +115,8 @@ class ServerOptions:
     connection_idle_s: float | None = None  # None: the config file's value
     request_timeout_s: float = 10.0  # a started frame must be complete within this
     shutdown_grace_s: float = 5.0
+    # Large frames being received at once, all connections together (see _reserve_buffer).
+    buffered_limit_bytes: int = 64 * 1024 * 1024
     handle_signals: bool = True
     on_ready: Callable[[], None] | None = None
     on_stopping: Callable[[], None] | None = None
@@ -141,6 +154,7 @@ class Server:
         self._shutdown = trio.Event()
         self._idle_scopes: set[trio.CancelScope] = set()
         self._connections = 0
+        self._buffered_bytes = 0  # large frames being received, all connections together
         self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
@@ -351,6 +365,9 @@ class Server:
                         encode(ErrorReply(code=ErrorCode.FRAME_TOO_LARGE, message=str(exc)))
                     )
                     return
+                except ServerBusyError:
+                    await stream.send_all(_BUSY_RECEIVING_FRAME)
+                    return
                 if body is None:
                     return
                 started = time.perf_counter()
@@ -372,6 +389,25 @@ class Server:
             sock.close()
             if self._stopping and not self._connections:
                 self._drained.set()
+
+    def _reserve_buffer(self, size: int) -> int:
+        """Count a large frame being received against the daemon-wide buffer limit.
+
+        Each connection may buffer one frame of up to MAX_FRAME; this bounds them all
+        together, so many clients sending large frames at once cannot exhaust memory.
+
+        Returns:
+            The bytes reserved (0 for a small frame), to give back when it is read.
+
+        Raises:
+            ServerBusyError: the limit is reached; the client should retry shortly.
+        """
+        if size <= _SMALL_FRAME:
+            return 0
+        if self._buffered_bytes + size > self.options.buffered_limit_bytes:
+            raise ServerBusyError
+        self._buffered_bytes += size
+        return size
 
     async def _read_frame(self, stream: _SocketStream, buffer: bytearray) -> bytes | None:
         """The next frame's body; None at end of stream, idle timeout or shutdown.
@@ -398,19 +434,24 @@ class Server:
             # The frame is incomplete: wait for the rest, under the request timeout.
             # Most requests arrive in one piece and skip this cancel scope: entering
             # and leaving one costs ~10% of a lookup's round trip (docs/benchmarks.md).
-            with trio.fail_after(self.options.request_timeout_s):
-                while len(buffer) < HEADER.size:
-                    chunk = await stream.receive_some(_RECV_SIZE)
-                    if not chunk:
-                        return None
-                    buffer += chunk
-                end = _frame_end(buffer)
-                assert end is not None
-                while len(buffer) < end:
-                    chunk = await stream.receive_some(max(_RECV_SIZE, end - len(buffer)))
-                    if not chunk:
-                        return None
-                    buffer += chunk
+            reserved = 0
+            try:
+                with trio.fail_after(self.options.request_timeout_s):
+                    while len(buffer) < HEADER.size:
+                        chunk = await stream.receive_some(_RECV_SIZE)
+                        if not chunk:
+                            return None
+                        buffer += chunk
+                    end = _frame_end(buffer)
+                    assert end is not None
+                    reserved = self._reserve_buffer(end)
+                    while len(buffer) < end:
+                        chunk = await stream.receive_some(max(_RECV_SIZE, end - len(buffer)))
+                        if not chunk:
+                            return None
+                        buffer += chunk
+            finally:
+                self._buffered_bytes -= reserved
         body = bytes(buffer[HEADER.size : end])
         del buffer[:end]
         return body

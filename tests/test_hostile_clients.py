@@ -755,3 +755,41 @@ async def test_an_idle_connection_is_closed(quick_server: Server) -> None:
             answer = await stream.receive_some()
             assert isinstance(reply_decoder.decode(split_frames(answer)[0]), StatusReply)
             assert await stream.receive_some() == b""  # closed after 0.5 s of silence
+
+
+def test_many_large_frames_at_once_are_bounded_together(daemon: DaemonProcess) -> None:
+    # 4 MiB announced per connection, 1 byte sent: each holds a reservation of the
+    # daemon-wide 64 MiB for large frames being received.
+    announced = HEADER.pack(MAX_FRAME) + b"{"
+    held: list[socket.socket] = []
+    try:
+        for _ in range(16):
+            sock = connect_unix(daemon.socket)
+            sock.sendall(announced)
+            held.append(sock)
+        time.sleep(0.5)  # let the daemon read each header
+        extra = connect_unix(daemon.socket)
+        held.append(extra)
+        extra.settimeout(10)
+        extra.sendall(announced)
+        told = reply_decoder.decode(recv_frame(extra))
+        assert isinstance(told, ErrorReply)
+        assert told.code == ErrorCode.BUSY
+        assert "too many large requests" in told.message
+    finally:
+        for sock in held:
+            sock.close()
+    # Given back when those connections go: a large request is read again.
+    deadline = time.monotonic() + 5
+    while True:
+        with connect_unix(daemon.socket) as sock:
+            sock.settimeout(10)
+            body = b'{"type":"store","content":"' + b"x" * 100_000 + b'"}'
+            sock.sendall(frame(body))
+            reply = reply_decoder.decode(recv_frame(sock))
+        if not isinstance(reply, ErrorReply) or reply.code != ErrorCode.BUSY:
+            break
+        assert time.monotonic() < deadline, "the reservations were never given back"
+        time.sleep(0.1)
+    assert isinstance(reply, ErrorReply)
+    assert reply.code == ErrorCode.INVALID  # read whole and judged: too long a memory
