@@ -256,7 +256,7 @@ def render_rules(
     *,
     intro: str,
     max_chars: int,
-    table: ActionTable | None = None,
+    table: ActionTable,
 ) -> str:
     """The text handed to the model: `intro`, one section per action, the footer.
 
@@ -280,13 +280,13 @@ def _compose(
     shown: Sequence[int],
     intro: str,
     max_chars: int,
-    table: ActionTable | None,
+    table: ActionTable,
 ) -> str:
     parts = [intro]
+    descriptions = table.descriptions()
     for (action, rules), count in zip(sections, shown, strict=True):
-        phrase = table.phrase_of(action) if table else f"the {action} you are about to run"
-        description = table.descriptions().get(action) if table else None
-        lines = [f"Rules for {describe_action(action, phrase, description)}:"]
+        heading = describe_action(action, table.phrase_of(action), descriptions.get(action))
+        lines = [f"Rules for {heading}:"]
         for rule in rules[:count]:
             content = rule.content.strip().replace("\n", "\n  ")
             lines.append(f"- [{short_handle(rule.id)}] {content}")
