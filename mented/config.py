@@ -7,10 +7,19 @@ One TOML file (see `mented.paths.config_path`). Every section is optional::
     max_context_chars = 4000   # cap on the text injected into the agent's context
     budget_ms = 250            # read only by `mentectl doctor` (see below), not by the hook
     dedupe_seconds = 5         # the same event twice within this long is answered once
-    gate_session_ttl_s = 43200 # gate mode forgets a session this long after its last answer
+    session_ttl_s = 43200      # a session's memory of what it was handed expires this long
+                               # after its last hook (was `gate_session_ttl_s`, still read)
 
     [delivery]
-    git-commit = "gate"        # "context" (default) or "gate"
+    default = "before"         # "before" (the default) or "context", for every action
+    git-push = "context"       # per action: overrides the default
+
+A delivery of `before` makes the rules reach the model before the command runs:
+through the agent's context channel where that arrives before the tool runs,
+else by stopping the first matching command of a session once, with the rules
+as the reason (see mented.delivery). `context` never stops a command: the
+rules ride along as extra context, which Claude Code and Codex show the model
+after the command ran. `gate`, the old name of `before`, is still read.
 
     [daemon]
     idle_timeout_s = 0         # with socket activation: exit after this long idle (0 = never)
@@ -36,7 +45,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-DeliveryMode = Literal["context", "gate"]
+DeliveryMode = Literal["before", "context"]
+_DELIVERY_NAMES: dict[str, DeliveryMode] = {
+    "before": "before",
+    "context": "context",
+    "gate": "before",
+}
+DEFAULT_DELIVERY_KEY = "default"  # the `[delivery]` key that sets the mode of every action
 
 
 class ConfigError(Exception):
@@ -51,7 +66,7 @@ class HookSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Only `mentectl doctor`'s threshold: the shim reads no config (MENTED_HOOK_BUDGET_MS).
     budget_ms: Annotated[int, msgspec.Meta(ge=10, le=10_000)] = 250
     dedupe_seconds: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 5.0
-    gate_session_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 12 * 3600
+    session_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=30 * 86_400)] = 12 * 3600
 
 
 class DaemonSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -60,13 +75,23 @@ class DaemonSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     connection_idle_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 60.0
 
 
+class DeliverySettings(msgspec.Struct, kw_only=True):
+    """How rules reach the model: a mode for every action, and per-action overrides."""
+
+    default: DeliveryMode = "before"
+    actions: dict[str, DeliveryMode] = msgspec.field(default_factory=dict)
+
+    def mode_of(self, action: str) -> DeliveryMode:
+        return self.actions.get(action, self.default)
+
+
 class Config(msgspec.Struct, kw_only=True):
     """The settings in force. `actions` is the raw `[actions]` table for mented.actions."""
 
     path: Path | None = None
     hook: HookSettings = msgspec.field(default_factory=HookSettings)
     daemon: DaemonSettings = msgspec.field(default_factory=DaemonSettings)
-    delivery: dict[str, DeliveryMode] = msgspec.field(default_factory=dict)
+    delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
     actions: dict[str, Any] = msgspec.field(default_factory=dict)
     text: str = ""
 
@@ -110,20 +135,15 @@ def load_config(path: Path | None) -> Config:
     doc, text = read_toml(path)
     sections: dict[str, Any] = {}
     for name, kind in (("hook", HookSettings), ("daemon", DaemonSettings)):
+        section = doc.get(name, {})
+        if name == "hook" and isinstance(section, dict):
+            section = _renamed(section, path, text)
         try:
-            sections[name] = msgspec.convert(doc.get(name, {}), kind)
+            sections[name] = msgspec.convert(section, kind)
         except msgspec.ValidationError as exc:
-            line = line_of(text, f"[{name}]")
-            where = f"{path}:{line}" if line else str(path)
-            raise ConfigError(f"{where}: bad [{name}] section: {exc}") from exc
-    try:
-        delivery = msgspec.convert(doc.get("delivery", {}), dict[str, DeliveryMode])
-    except msgspec.ValidationError as exc:
-        line = line_of(text, "[delivery]")
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(
-            f'{where}: bad [delivery] section: {exc}; each action maps to "context" or "gate"'
-        ) from exc
+            raise ConfigError(
+                f"{_where(path, text, f'[{name}]')}: bad [{name}] section: {exc}"
+            ) from exc
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise ConfigError(f"{path}: `actions` must be a table of actions, see docs/actions.md")
@@ -131,7 +151,47 @@ def load_config(path: Path | None) -> Config:
         path=path,
         hook=sections["hook"],
         daemon=sections["daemon"],
-        delivery={name.strip().lower(): mode for name, mode in delivery.items()},
+        delivery=_delivery(doc.get("delivery", {}), path, text),
         actions=actions,
         text=text,
     )
+
+
+def _where(path: Path, text: str, needle: str) -> str:
+    line = line_of(text, needle)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _renamed(hook: dict[str, Any], path: Path, text: str) -> dict[str, Any]:
+    """`[hook]` with the old name `gate_session_ttl_s` read as `session_ttl_s`."""
+    if "gate_session_ttl_s" not in hook:
+        return hook
+    if "session_ttl_s" in hook:
+        raise ConfigError(
+            f"{_where(path, text, 'gate_session_ttl_s')}: [hook] sets both `session_ttl_s` and "
+            "its old name `gate_session_ttl_s`; keep `session_ttl_s` only"
+        )
+    renamed = dict(hook)
+    renamed["session_ttl_s"] = renamed.pop("gate_session_ttl_s")
+    return renamed
+
+
+def _delivery(section: object, path: Path, text: str) -> DeliverySettings:
+    """`[delivery]`: `default = MODE` and `ACTION = MODE` lines, old `gate` read as `before`."""
+    where = _where(path, text, "[delivery]")
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: `delivery` must be a table of ACTION = MODE lines")
+    settings = DeliverySettings()
+    for key, value in section.items():
+        mode = _DELIVERY_NAMES.get(value) if isinstance(value, str) else None
+        if mode is None:
+            raise ConfigError(
+                f"{_where(path, text, key)}: bad [delivery] value {key} = {value!r}; "
+                'each line maps an action (or `default`) to "before" or "context"'
+            )
+        name = key.strip().lower()
+        if name == DEFAULT_DELIVERY_KEY:
+            settings.default = mode
+        else:
+            settings.actions[name] = mode
+    return settings

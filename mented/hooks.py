@@ -1,35 +1,37 @@
 """A hook request end to end: agent event -> shell command -> actions -> rules -> stdout bytes.
 
 `HookHandler.handle` runs on the daemon's trio thread for every shell command
-an agent runs, so it does only in-memory work and store reads (microseconds),
-and it never raises: any failure is silence (empty stdout), because a hook
-must never get in the way of the command.
+an agent runs, so it does only in-memory work, store reads (microseconds) and,
+when a session is handed something new, one unsynced write to the session
+memory (tens of microseconds). It never raises: any failure is silence (empty
+stdout), because a hook must never get in the way of the command.
 
-What the model reads is one text with a section per action the command
-performs, rules newest first, each with the short handle that `mentectl rule
-show` / `supersede` accept. It is capped (`[hook] max_context_chars`); whole
-rules are left out, oldest first, and the text says how many.
+Delivery: before the action, once (`[delivery]` in the config file; the words
+are in mented.handover, the session memory in mented.sessions):
 
-Delivery (`[delivery]` in the config file, per action):
-
-- `context` (default): the text rides along as extra context. Claude Code
-  shows it to the model next to the tool result, i.e. after the command ran.
-- `gate`: the first matching command of a session -- and the first one after
-  that action's rules changed -- is denied with the rules as the reason, and the
-  model runs it again once it follows them; later ones get `context`. An
-  action counts as shown only once an answer carrying its rules went out. The
-  per-session memory of this is bounded and expires (`gate_session_ttl_s`
-  after the last answer for it).
-  An event without a session id always gets `context`: without one, a deny
-  could repeat forever.
+- A command whose rules the session has not been handed yet gets them in full.
+  With delivery `before` (the default) on an agent that shows hook context only
+  after the tool ran (Claude Code, Codex), the command is stopped once with the
+  rules as the reason: the model reads them before it runs, and runs it again.
+  With `context`, or on an agent whose context arrives before the tool runs,
+  they ride along as extra context.
+- A later command whose rules were all handed over gets a one-line pointer; it
+  is never stopped again. A rule added or superseded since goes alone, naming
+  the rule it replaces, and may stop the command once more.
+- A stop happens only once the session memory has recorded it: when the
+  memory cannot be written, when the event has no session id, the rules go as
+  context instead, so that nothing -- a restart, a lost session, a failure --
+  can stop the same rules twice.
+- `SessionStart` with source `compact` or `clear` forgets the session: the
+  model no longer has the rules, so the next matching command hands them over.
 
 The same event delivered twice within `[hook] dedupe_seconds` (a hook
 registered both in settings and in a plugin) is answered once. Events are
 remembered by a 16-byte digest, not by their command (up to the shim's 1 MiB).
 
 Every command that names an action is recorded in a bounded in-memory log
-(`mentectl log`): mode `context` or `gate` when rules were handed over, `none`
-when no rule was visible to that agent in that directory.
+(`mentectl log`), with how its rules were delivered and why; every field that
+comes from the event is cut to a bound there.
 """
 
 from __future__ import annotations
@@ -37,76 +39,80 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.agents import AGENTS
+from mented.agents import AGENTS, ContextEmptied
+from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.memory import short_handle
 from mented.protocol import FireRecord
+from mented.sessions import SessionKey, SessionMemoryError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from mented.actions import ActionTable
-    from mented.agents import ShellCall
+    from mented.agents import Agent, ShellCall
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
+    from mented.sessions import SessionMemory
     from mented.store import Store
 
 FIRE_LOG_SIZE = 500
-MAX_GATE_ENTRIES = 4096  # (agent, session, action) triples remembered for gate mode
 MAX_RECENT_EVENTS = 1024  # events remembered for de-duplication
-MAX_LOGGED_COMMAND = 1000  # characters of a command kept in the fire log
+MAX_SESSIONS_COUNTED = 4096  # sessions in the "characters per session" average of `status`
+# Cuts of what the fire log keeps of an event's own fields (the shim passes up to 1 MiB).
+MAX_LOGGED_COMMAND = 1000
+MAX_LOGGED_CWD = 1024
+MAX_LOGGED_SESSION = 128
 
-RULE_ORDER = "Rules are listed newest first; when two rules conflict, the newest one wins."
-CONTEXT_INTRO = f"The user's rules for this command, from mented. {RULE_ORDER}"
-GATE_INTRO = (
-    "mented stopped this command once, so that the user's rules reach you before it runs. "
-    f"Run it again once it follows them. {RULE_ORDER}"
-)
-FOOTER = (
-    "The handle in brackets names a rule; when the user changes their mind, the mented "
-    'MCP tool `supersede_rule` (or `mentectl rule supersede HANDLE "new text"`) replaces it.'
-)
-
-
-@dataclass(slots=True)
-class _GateState:
-    rule_ids: tuple[str, ...]  # the rules the deny showed; another set means deny again
-    expires: float
+# Why rules went (or did not go) the way they did, as `mentectl log` shows it.
+WHY_NEW = "first time in this session"
+WHY_CHANGED = "rules new or changed since this session was handed them"
+WHY_HANDED = "this session already has them"
+WHY_NO_RULES = "no rule visible to this agent here"
+WHY_NO_SESSION = "no session id: cannot tell what the model has"
+WHY_NO_MEMORY = "session memory unavailable"
+WHY_CONTEXT = "delivery is `context`"
+WHY_TOO_LONG = "not even the headings fit `max_context_chars`"
 
 
 class HookHandler:
     """Answers `hook` requests and keeps the log of recent fires."""
 
-    def __init__(self, store: Store, matcher: Matcher, config: Config) -> None:
+    def __init__(
+        self,
+        store: Store,
+        matcher: Matcher,
+        config: Config,
+        sessions: SessionMemory | None = None,
+    ) -> None:
+        """`sessions`: the session memory; None (it could not be opened) means
+        every command gets its rules as context, and nothing is ever stopped."""
         self._store = store
         self._matcher = matcher
         self._config = config
+        self._sessions = sessions
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
-        self._gate: OrderedDict[tuple[str, str, str], _GateState] = OrderedDict()
         self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
+        self._chars: OrderedDict[bytes, int] = OrderedDict()  # session digest -> chars handed
+        self._chars_total = 0
         self._failures_logged: set[str] = set()
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         """Use a new action table and settings from the next request on."""
         self._matcher = matcher
         self._config = config
+        if self._sessions is not None:
+            self._sessions.ttl_s = config.hook.session_ttl_s
 
     def handle(self, agent: str, event: bytes) -> bytes:
         """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises."""
         try:
             return self._handle(agent, event)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
-            kind = type(exc).__name__
-            if kind not in self._failures_logged:  # once per kind: this runs per command
-                self._failures_logged.add(kind)
-                log.warning("hook_failed", agent=agent, error=repr(exc), exc_info=True)
+            self._log_failure_once(exc, agent=agent)
             return b""
 
     def recent_fires(self, n: int) -> list[FireRecord]:
@@ -122,7 +128,19 @@ class HookHandler:
         """The last fire that handed rules to an agent."""
         return self._last_fire
 
+    def chars_per_session(self) -> tuple[float | None, int]:
+        """Characters of rules handed over per session on average, and over how many sessions."""
+        if not self._chars:
+            return None, 0
+        return self._chars_total / len(self._chars), len(self._chars)
+
     # ---------------------------------------------------------------- internals
+
+    def _log_failure_once(self, exc: Exception, **fields: object) -> None:
+        kind = type(exc).__name__
+        if kind not in self._failures_logged:  # once per kind: this runs per command
+            self._failures_logged.add(kind)
+            log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
     def _handle(self, agent: str, event: bytes) -> bytes:
         started = time.perf_counter()
@@ -132,6 +150,9 @@ class HookHandler:
         call = adapter.decode(event)
         if call is None:
             return b""
+        if isinstance(call, ContextEmptied):
+            self._forget_session(SessionKey(agent, call.session))
+            return b""
         actions = self._matcher.actions_in(call.command)
         if not actions:
             return b""
@@ -139,51 +160,154 @@ class HookHandler:
         event_key = _event_digest(agent, call)
         if self._seen_recently(event_key, now):
             return b""
-        hook = self._config.hook
-        sections: list[tuple[str, list[Memory]]] = []
-        for action in actions:
-            rules = self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=hook.k)
-            if rules:
-                sections.append((action, rules))
-        out = b""
-        mode = "none"
-        if sections:
-            gate = any(
-                self._gate_due(agent, call.session, action, rules, now)
-                for action, rules in sections
-            )
-            text = render_rules(
-                sections,
-                intro=GATE_INTRO if gate else CONTEXT_INTRO,
-                max_chars=hook.max_context_chars,
-                table=self._matcher.table,
-            )
-            if text:
-                mode = "gate" if gate else "context"
-                out = adapter.render_deny(text) if gate else adapter.render_context(text)
-                self._remember(event_key, now)
-                # Only now have the rules gone out. Every gated action is marked,
-                # even when another one decided the deny: the answer shows all of them.
-                for action, rules in sections:
-                    self._gate_shown(agent, call.session, action, rules, now)
-        self._record(
-            FireRecord(
-                time=time.time(),
-                agent=agent,
-                session=call.session,
-                cwd=call.cwd,
-                command=call.command[:MAX_LOGGED_COMMAND],
-                actions=list(actions),
-                rule_ids=[rule.id for _, rules in sections for rule in rules],
-                mode=mode,
-                latency_us=(time.perf_counter() - started) * 1e6,
-            )
-        )
+        k = self._config.hook.k
+        visible = [
+            (action, rules)
+            for action in actions
+            if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
+        ]
+        out, fire = self._deliver(adapter, call, visible)
+        if out:
+            self._remember(event_key, now)
+        fire.actions = list(actions)
+        fire.latency_us = (time.perf_counter() - started) * 1e6
+        self._record(fire)
         return out
+
+    def _deliver(
+        self, adapter: Agent, call: ShellCall, visible: list[tuple[str, list[Memory]]]
+    ) -> tuple[bytes, FireRecord]:
+        """The answer for a command with these visible rules, and its log record."""
+        fire = FireRecord(
+            time=time.time(),
+            agent=adapter.name,
+            session=_cut(call.session, MAX_LOGGED_SESSION),
+            cwd=_cut(call.cwd, MAX_LOGGED_CWD),
+            command=_cut(call.command, MAX_LOGGED_COMMAND) or "",
+            rule_ids=[rule.id for _, rules in visible for rule in rules],
+            mode="none",
+            delivery="none",
+            why=WHY_NO_RULES,
+        )
+        if not visible:
+            return b"", fire
+        key = SessionKey(adapter.name, call.session) if call.session else None
+        handed, unremembered = self._handed(key)
+        new = [
+            Section(
+                action,
+                fresh,
+                {
+                    rule.id: short_handle(rule.supersedes)
+                    for rule in fresh
+                    if rule.supersedes and rule.supersedes in handed
+                },
+            )
+            for action, rules in visible
+            if (fresh := [rule for rule in rules if rule.id not in handed])
+        ]
+        if not new:
+            # Everything here was handed over in this session: a pointer, never a stop.
+            assert key is not None  # an empty memory hands nothing over
+            self._touch(key)
+            text = render_pointer(
+                [(action, [short_handle(rule.id) for rule in rules]) for action, rules in visible]
+            )
+            fire.mode, fire.delivery, fire.why, fire.chars = (
+                "context",
+                "pointer",
+                WHY_HANDED,
+                len(text),
+            )
+            self._count_chars(key, len(text))
+            return adapter.render_context(text), fire
+        wants_before = any(
+            self._config.delivery.mode_of(section.action) == "before" for section in new
+        )
+        stop = wants_before and adapter.context_arrives == "after" and unremembered is None
+        rendered = self._render(adapter, new, stop=stop, earlier=bool(handed))
+        if not rendered:
+            fire.why = WHY_TOO_LONG
+            return b"", fire
+        if key is not None and unremembered is None:
+            try:
+                self._sessions_or_raise().add(key, [rule.id for s in new for rule in s.rules])
+            except SessionMemoryError as exc:
+                self._log_failure_once(exc, agent=adapter.name)
+                unremembered = WHY_NO_MEMORY
+                if stop:  # unrecorded, the stop could come again: say it as context instead
+                    stop = False
+                    rendered = self._render(adapter, new, stop=False, earlier=bool(handed))
+        fire.mode = "stop" if stop else "context"
+        fire.delivery = "full"
+        fire.full_ids = rendered.shown_ids
+        fire.chars = len(rendered.text)
+        if unremembered is not None:
+            fire.why = unremembered
+        elif not wants_before:
+            fire.why = WHY_CONTEXT
+        elif not stop:
+            fire.why = f"{adapter.title} shows hook context before the tool runs"
+        else:
+            fire.why = WHY_CHANGED if handed else WHY_NEW
+        if key is not None:
+            self._count_chars(key, fire.chars)
+        if stop:
+            return adapter.render_deny(rendered.text), fire
+        return adapter.render_context(rendered.text), fire
+
+    def _render(self, adapter: Agent, new: list[Section], *, stop: bool, earlier: bool) -> Handover:
+        before = stop or adapter.context_arrives == "before"
+        return render_rules(
+            new,
+            moment="before" if before else "after",
+            max_chars=self._config.hook.max_context_chars,
+            table=self._matcher.table,
+            earlier=earlier,
+        )
+
+    def _sessions_or_raise(self) -> SessionMemory:
+        if self._sessions is None:
+            raise SessionMemoryError(WHY_NO_MEMORY)
+        return self._sessions
+
+    def _handed(self, key: SessionKey | None) -> tuple[set[str], str | None]:
+        """The rule ids this session was handed, and why it cannot be remembered (None: it can)."""
+        if key is None:
+            return set(), WHY_NO_SESSION
+        try:
+            return self._sessions_or_raise().handed(key), None
+        except SessionMemoryError as exc:
+            self._log_failure_once(exc, agent=key.agent)
+            return set(), WHY_NO_MEMORY
+
+    def _touch(self, key: SessionKey) -> None:
+        try:
+            self._sessions_or_raise().touch(key)
+        except SessionMemoryError as exc:
+            self._log_failure_once(exc, agent=key.agent)
+
+    def _forget_session(self, key: SessionKey) -> None:
+        """The agent emptied the model's context: hand everything over again from now on."""
+        try:
+            known = self._sessions_or_raise().forget(key)
+        except SessionMemoryError as exc:
+            self._log_failure_once(exc, agent=key.agent)
+            return
+        log.info("session_context_emptied", agent=key.agent, known=known)
+
+    def _count_chars(self, key: SessionKey, chars: int) -> None:
+        digest = key.digest
+        self._chars[digest] = self._chars.get(digest, 0) + chars
+        self._chars.move_to_end(digest)
+        self._chars_total += chars
+        while len(self._chars) > MAX_SESSIONS_COUNTED:
+            _, dropped = self._chars.popitem(last=False)
+            self._chars_total -= dropped
 
     def _record(self, fire: FireRecord) -> None:
         self._fires.append(fire)
-        if fire.mode != "none":
+        if fire.delivery != "none":
             self._last_fire = fire
 
     def _seen_recently(self, key: bytes, now: float) -> bool:
@@ -201,102 +325,15 @@ class HookHandler:
         while len(self._recent) > MAX_RECENT_EVENTS:
             self._recent.popitem(last=False)
 
-    def _gated(self, session: str | None, action: str) -> bool:
-        # Without a session a deny could repeat forever: such events get context.
-        return session is not None and self._config.delivery.get(action, "context") == "gate"
 
-    def _gate_due(
-        self, agent: str, session: str | None, action: str, rules: Sequence[Memory], now: float
-    ) -> bool:
-        """Whether `action` must be denied now: its rules were not shown in this session yet."""
-        if not self._gated(session, action):
-            return False
-        state = self._gate.get((agent, session or "", action))
-        return state is None or state.expires <= now or state.rule_ids != tuple(r.id for r in rules)
-
-    def _gate_shown(
-        self, agent: str, session: str | None, action: str, rules: Sequence[Memory], now: float
-    ) -> None:
-        """Remember that an answer carrying `action`'s rules went out in this session."""
-        if not self._gated(session, action):
-            return
-        key = (agent, session or "", action)
-        rule_ids = tuple(rule.id for rule in rules)
-        self._gate[key] = _GateState(
-            rule_ids=rule_ids, expires=now + self._config.hook.gate_session_ttl_s
-        )
-        self._gate.move_to_end(key)
-        while self._gate:
-            oldest_key, oldest = next(iter(self._gate.items()))
-            if len(self._gate) <= MAX_GATE_ENTRIES and oldest.expires > now:
-                break
-            del self._gate[oldest_key]
-
-
-# ------------------------------------------------------------------- rendering
+def _cut(text: str | None, limit: int) -> str | None:
+    """`text` cut to `limit` characters for the log, saying so."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
 def _event_digest(agent: str, call: ShellCall) -> bytes:
     """What makes two deliveries the same event, in 16 bytes (a command runs to 1 MiB)."""
     fields = msgspec.json.encode((agent, call.session, call.tool_use_id, call.cwd, call.command))
     return hashlib.blake2b(fields, digest_size=16).digest()
-
-
-def describe_action(action: str, phrase: str, description: str | None = None) -> str:
-    """An action in words, as the model reads it.
-
-    `pr-create` -> "the pull request you are about to open (pr-create: open a pull ...)".
-    """
-    about = f"{action}: {description}" if description else action
-    return f"{phrase} ({about})"
-
-
-def render_rules(
-    sections: Sequence[tuple[str, Sequence[Memory]]],
-    *,
-    intro: str,
-    max_chars: int,
-    table: ActionTable,
-) -> str:
-    """The text handed to the model: `intro`, one section per action, the footer.
-
-    Within `max_chars`: whole rules are left out, the oldest of the longest
-    section first, and each section says how many it lost. Empty when not even
-    the headings fit.
-    """
-    shown = [len(rules) for _, rules in sections]
-    while True:
-        text = _compose(sections, shown, intro, max_chars, table)
-        if len(text) <= max_chars:
-            return text
-        longest = max(range(len(shown)), key=shown.__getitem__)
-        if shown[longest] == 0:
-            return ""
-        shown[longest] -= 1
-
-
-def _compose(
-    sections: Sequence[tuple[str, Sequence[Memory]]],
-    shown: Sequence[int],
-    intro: str,
-    max_chars: int,
-    table: ActionTable,
-) -> str:
-    parts = [intro]
-    descriptions = table.descriptions()
-    for (action, rules), count in zip(sections, shown, strict=True):
-        heading = describe_action(action, table.phrase_of(action), descriptions.get(action))
-        lines = [f"Rules for {heading}:"]
-        for rule in rules[:count]:
-            content = rule.content.strip().replace("\n", "\n  ")
-            lines.append(f"- [{short_handle(rule.id)}] {content}")
-        left_out = len(rules) - count
-        if left_out:
-            noun = "rule" if left_out == 1 else "rules"
-            lines.append(
-                f"({left_out} older {noun} for `{action}` left out to stay within "
-                f"{max_chars} characters; `mentectl rule list --action {action}` shows them.)"
-            )
-        parts.append("\n".join(lines))
-    parts.append(FOOTER)
-    return "\n\n".join(parts)

@@ -165,7 +165,14 @@ class _Reply(msgspec.Struct, tag_field="type", kw_only=True):
 
 
 class FireRecord(msgspec.Struct, kw_only=True):
-    """One hook fire, as kept in the daemon's bounded log."""
+    """One hook fire, as kept in the daemon's bounded log.
+
+    `rule_ids` are the rules visible for the command; `delivery` says what of
+    them reached the model: `full` (the text of `full_ids`), `pointer` (one line
+    naming rules the session already had) or `none`; `mode` how: `stop` (the
+    command was stopped once, with the rules as the reason), `context`, or
+    `none`; `why` says why, in words; `chars` counts what was handed over.
+    """
 
     time: float
     agent: str
@@ -175,6 +182,10 @@ class FireRecord(msgspec.Struct, kw_only=True):
     actions: list[str] = []
     rule_ids: list[str] = []
     mode: str = "context"
+    delivery: str = "full"
+    why: str = ""
+    chars: int = 0
+    full_ids: list[str] = []
     latency_us: float = 0.0
 
 
@@ -194,6 +205,9 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     p50_us: float | None = None
     p99_us: float | None = None
     last_hook_fire: FireRecord | None = None
+    # Characters of rules handed to the model per agent session, on average since start.
+    hook_chars_per_session: float | None = None
+    hook_sessions: int = 0
     config: str | None = None
     # Set while the config file on disk is invalid: the daemon runs on the previous one.
     config_error: str | None = None

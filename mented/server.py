@@ -75,6 +75,7 @@ from mented.protocol import (
     encode,
     frame,
 )
+from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import ConflictError, NotFoundError, Store, StoreError
 
 T = TypeVar("T")
@@ -164,6 +165,7 @@ class Server:
         self.store: Store
         self.matcher: Matcher
         self.hooks: HookHandler
+        self.sessions: SessionMemory | None = None
 
     # ---------------------------------------------------------------- start-up
 
@@ -187,7 +189,8 @@ class Server:
                 f"cannot use the data directory {opts.data_dir}: {exc.strerror or exc}; "
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
-        self.hooks = HookHandler(self.store, self.matcher, self.config)
+        self.sessions = _open_sessions(opts.data_dir, self.config)
+        self.hooks = HookHandler(self.store, self.matcher, self.config, self.sessions)
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -209,6 +212,9 @@ class Server:
                 remove_socket_if_ours(self.options.socket_path, self._socket_identity)
         if hasattr(self, "store"):
             self.store.close()
+        if self.sessions is not None:
+            self.sessions.close()
+            self.sessions = None
         self._release_lock()
 
     def _release_lock(self) -> None:
@@ -620,6 +626,7 @@ class Server:
     def status(self) -> StatusReply:
         self._check_config_on_disk()
         stats = self.store.stats()
+        chars_per_session, sessions = self.hooks.chars_per_session()
         return StatusReply(
             version=__version__,
             pid=os.getpid(),
@@ -635,6 +642,8 @@ class Server:
             p50_us=self.stats.percentile(0.5),
             p99_us=self.stats.percentile(0.99),
             last_hook_fire=self.hooks.last_fire,
+            hook_chars_per_session=chars_per_session,
+            hook_sessions=sessions,
             config=str(self.options.config_path) if self.options.config_path else None,
             config_error=self.config_error,
             socket_activated=self.options.inherited_socket is not None,
@@ -729,6 +738,16 @@ def _capture(call: Callable[[], T]) -> T | _Failed:
             link.__traceback__ = None
             link = link.__cause__ or link.__context__
         return _Failed(exc)
+
+
+def _open_sessions(data_dir: Path, config: Config) -> SessionMemory | None:
+    """The session memory; None when it cannot be opened (then no command is ever
+    stopped: without it, nothing would keep a stop from coming twice)."""
+    try:
+        return SessionMemory(data_dir / "sessions", ttl_s=config.hook.session_ttl_s)
+    except SessionMemoryError as exc:
+        log.error("sessions_unavailable", error=str(exc))
+        return None
 
 
 def _try_open_spare() -> int | None:

@@ -10,7 +10,7 @@ and read one JSON object from its stdout. We answer either extra context::
 
     {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "..."}}
 
-or, in gate mode, a deny that reaches the model before the command runs::
+or a deny that stops the command and reaches the model before it runs::
 
     {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                             "permissionDecision": "deny", "permissionDecisionReason": "..."}}
@@ -18,6 +18,11 @@ or, in gate mode, a deny that reaches the model before the command runs::
 Nothing else: no `decision`, no `continue`, never `allow` (the hook never
 approves anything). Sources: Claude Code's hooks reference and Codex's
 `pre-tool-use.command.{input,output}.schema.json`.
+
+The same command line also runs on `SessionStart`, whose `source` says why a
+session (re)starts: `compact` and `clear` mean the model's context was emptied,
+so what mented handed over in that session is gone from it. It is answered with
+silence.
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from mented import paths
 
 EVENT_NAME = "PreToolUse"
+SESSION_START = "SessionStart"
+# `SessionStart` sources after which the model no longer has what it was handed.
+CONTEXT_EMPTIED = frozenset({"compact", "clear"})
 
 
 class _ToolInput(msgspec.Struct):
@@ -47,6 +55,7 @@ class _PreToolUseEvent(msgspec.Struct):
     tool_name: str | None = None
     tool_input: _ToolInput | None = None
     tool_use_id: str | None = None
+    source: str | None = None  # SessionStart: startup, resume, clear, compact
 
 
 _event_decoder = msgspec.json.Decoder(_PreToolUseEvent)
@@ -90,6 +99,13 @@ class ShellCall:
     tool_use_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ContextEmptied:
+    """The agent compacted or cleared the model's context in `session`."""
+
+    session: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class PreToolUseAgent:
     """An agent that speaks the shared `PreToolUse` shape.
@@ -103,6 +119,8 @@ class PreToolUseAgent:
         settings_name: the user-level hook settings file, in that directory.
         project_settings_file: the hook settings file inside a project directory.
         install_note: what to tell the user after installing, if anything.
+        context_arrives: when the model reads a hook's extra context: "after" the
+            tool ran (both agents put it next to the tool's result) or "before".
     """
 
     name: str
@@ -113,15 +131,20 @@ class PreToolUseAgent:
     settings_name: str
     project_settings_file: str
     install_note: str | None = None
+    context_arrives: Literal["before", "after"] = "after"
 
     # ------------------------------------------------------------ event and output
 
-    def decode(self, event: bytes) -> ShellCall | None:
-        """The shell command in `event`, or None when it is not one we act on."""
+    def decode(self, event: bytes) -> ShellCall | ContextEmptied | None:
+        """The shell command in `event`, a context emptied, or None when we do not act on it."""
         try:
             decoded = _event_decoder.decode(event)
         # msgspec gives up on very deep nesting with RecursionError, not DecodeError.
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        if decoded.hook_event_name == SESSION_START:
+            if decoded.source in CONTEXT_EMPTIED and decoded.session_id:
+                return ContextEmptied(session=decoded.session_id)
             return None
         if decoded.hook_event_name not in (None, EVENT_NAME):
             return None

@@ -1,0 +1,177 @@
+"""The words the model reads: the rules for a command, in full or as a one-line pointer.
+
+Two moments, two sets of words, each true for its delivery:
+
+- `before` (the command was stopped once, or the agent shows context before the
+  tool runs): "Run it again once it follows them".
+- `after` (extra context, which the agent shows next to the tool's result):
+  "the command that just ran falls under these rules; if it broke one, correct it".
+
+Each rule keeps its short handle, so that the model and the user can supersede
+it; a rule that replaces one handed over earlier in the session says which.
+The text stays within `max_chars`: a rule longer than its share is cut with a
+pointer to `mentectl rule show`, then whole rules are left out, the oldest of
+the longest section first, and the section says how many. Lengths are worked
+out per line first and the text is composed once: linear in what is rendered.
+
+A later command whose rules the session already has gets `pointer`: one line
+of at most `MAX_POINTER_CHARS` naming the actions and the handles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from mented.memory import short_handle
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mented.actions import ActionTable
+    from mented.memory import Memory
+
+Moment = Literal["before", "after"]
+
+MAX_POINTER_CHARS = 120
+
+INTRO: dict[Moment, str] = {
+    "before": (
+        "mented stopped this command once, before it ran, so that you read the user's rules "
+        "for it first. Run it again once it follows them; it will not be stopped again for "
+        "these rules."
+    ),
+    "after": (
+        "The command that just ran falls under the user's rules below (from mented). "
+        "If it broke one, correct it."
+    ),
+}
+EARLIER = "The rules you were shown earlier in this session still apply, unless replaced here."
+FOOTER = (
+    "Newest first; when two conflict, the newest wins. To change a rule when the user asks: "
+    'the mented MCP tool `supersede_rule`, or `mentectl rule supersede HANDLE "new text"`.'
+)
+_CUT = " … (cut; `mentectl rule show {handle}` shows it whole)"
+_LEFT_OUT = (
+    "({n} older {noun} for `{action}` left out to stay within {max_chars} characters; "
+    "`mentectl rule list --action {action}` shows them.)"
+)
+_MIN_RULE_CHARS = 80  # a rule is cut no shorter than this; below, it is left out instead
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One action's rules to hand over, newest first.
+
+    `replaced` maps a rule's id to the handle of the rule it replaces, when
+    that one was handed over earlier in the session.
+    """
+
+    action: str
+    rules: Sequence[Memory]
+    replaced: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """The text, and which rules went in it whole or cut (the rest were left out)."""
+
+    text: str
+    shown_ids: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+
+def render_rules(
+    sections: Sequence[Section],
+    *,
+    moment: Moment,
+    max_chars: int,
+    table: ActionTable,
+    earlier: bool = False,
+) -> Handover:
+    """The full text for `sections`, within `max_chars` (empty when not even headings fit).
+
+    `earlier`: the session was handed other rules before, which still apply.
+    """
+    intro = INTRO[moment] + (" " + EARLIER if earlier else "")
+    headings = [_heading(section.action, moment, table) for section in sections]
+    notes = [
+        _LEFT_OUT.format(n=999, noun="rules", action=s.action, max_chars=max_chars)
+        for s in sections
+    ]
+    # Fixed parts: intro, headings, footer, and the blank lines between parts.
+    fixed = len(intro) + len(FOOTER) + sum(len(h) for h in headings) + 2 * (len(sections) + 1)
+    room = max_chars - fixed
+    if room <= 0:
+        return Handover(text="", shown_ids=[])
+    per_rule = max(_MIN_RULE_CHARS, room // max(1, sum(len(s.rules) for s in sections)))
+    lines = [
+        [_rule_line(rule, section.replaced, per_rule) for rule in section.rules]
+        for section in sections
+    ]
+    shown = [len(section_lines) for section_lines in lines]
+    total = sum(len(line) + 1 for section_lines in lines for line in section_lines)
+    # Leave out whole rules, oldest of the longest section first, until they fit
+    # with the notes that say so. Each step is O(sections): linear overall.
+    while (
+        total + sum(len(notes[i]) + 1 for i, s in enumerate(sections) if shown[i] < len(s.rules))
+        > room
+    ):
+        longest = max(range(len(shown)), key=shown.__getitem__)
+        if shown[longest] == 0:
+            return Handover(text="", shown_ids=[])
+        shown[longest] -= 1
+        total -= len(lines[longest][shown[longest]]) + 1
+    parts = [intro]
+    shown_ids: list[str] = []
+    for section, heading, section_lines, count in zip(
+        sections, headings, lines, shown, strict=True
+    ):
+        body = [heading, *section_lines[:count]]
+        shown_ids.extend(rule.id for rule in section.rules[:count])
+        left_out = len(section.rules) - count
+        if left_out:
+            noun = "rule" if left_out == 1 else "rules"
+            body.append(
+                _LEFT_OUT.format(n=left_out, noun=noun, action=section.action, max_chars=max_chars)
+            )
+        parts.append("\n".join(body))
+    parts.append(FOOTER)
+    return Handover(text="\n\n".join(parts), shown_ids=shown_ids)
+
+
+def render_pointer(handles: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """One line (<= MAX_POINTER_CHARS) saying the rules shown earlier still apply.
+
+    `handles`: per action, the handles of its rules the session already has.
+    """
+    named = "; ".join(f"{action} " + " ".join(f"[{h}]" for h in hs) for action, hs in handles)
+    line = f"mented: the rules shown earlier still apply to this command: {named}."
+    if len(line) <= MAX_POINTER_CHARS:
+        return line
+    return line[: MAX_POINTER_CHARS - 2].rsplit(" ", 1)[0] + " …"
+
+
+def _heading(action: str, moment: Moment, table: ActionTable) -> str:
+    description = table.descriptions().get(action)
+    if moment == "before":
+        # The table's phrase speaks of the command about to run: true only before it.
+        about = f"{action}: {description}" if description else action
+        return f"Rules for {table.phrase_of(action)} ({about}):"
+    return f"Rules for {action} ({description}):" if description else f"Rules for {action}:"
+
+
+def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
+    handle = short_handle(rule.id)
+    head = f"- [{handle}] "
+    old = replaced.get(rule.id)
+    if old:
+        head += f"(replaces [{old}]) "
+    content = rule.content.strip().replace("\n", "\n  ")  # its own lines, under its bullet
+    room = max_chars - len(head)
+    if len(content) > room:
+        cut = _CUT.format(handle=handle)
+        content = content[: max(0, room - len(cut))].rstrip() + cut
+    return head + content

@@ -1,0 +1,204 @@
+"""What each agent session was handed: the memory behind "before the action, once".
+
+Per (agent, session id) the daemon remembers the rule versions whose text went
+to the model in that session (or that a stop told it about). A later command
+whose rules were all handed over gets a one-line pointer instead of the text,
+and is never stopped again; a rule added or superseded since is new, and goes
+alone. When the agent compacts or clears its context, the session is forgotten:
+what it was handed is no longer in front of the model.
+
+The memory outlives the daemon: a restart must never stop the same rules twice
+in a session. It lives in a small LMDB environment of its own in the data
+directory (`sessions/`), opened without fsync: a write costs tens of
+microseconds on the hook path, survives a crash of the daemon (the page cache
+holds it), and is lost only with the machine, when the agent's session is gone
+too. It is kept apart from the store of memories, which syncs every write and
+holds nothing that expires.
+
+Bounded and expiring: an entry expires `ttl_s` after the last change to it (or
+the last hook that found it nearer its end than its start), and past
+`max_sessions` entries the ones nearest to expiry go first. The key is a
+16-byte digest of (agent, session id): a session id is whatever the event
+carried, up to a megabyte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import lmdb
+import msgspec
+
+from mented.log import log
+
+MAX_SESSIONS = 4096
+MAX_RULES_PER_SESSION = 2048  # rule versions remembered per session; the oldest go first
+_MAP_SIZE = 64 << 20  # 4096 sessions x 2048 ids x 27 bytes would be 226 MiB: the bound
+# above is far past real use; a full map drops the oldest sessions (see _make_room)
+
+
+class _Session(msgspec.Struct, array_like=True):
+    expires: float  # wall-clock seconds: the memory outlives the daemon
+    rule_ids: list[str]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Session)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """One agent session. `digest` is what is stored."""
+
+    agent: str
+    session: str
+
+    @property
+    def digest(self) -> bytes:
+        fields = msgspec.json.encode((self.agent, self.session))
+        return hashlib.blake2b(fields, digest_size=16).digest()
+
+
+class SessionMemoryError(Exception):
+    """The session memory cannot be read or written: deliver without stopping."""
+
+
+class SessionMemory:
+    """The rule versions handed over per session, bounded, expiring, kept across restarts."""
+
+    def __init__(self, directory: Path, *, ttl_s: float, max_sessions: int = MAX_SESSIONS) -> None:
+        """Open (or create) the memory in `directory`.
+
+        Raises:
+            SessionMemoryError: the directory or its LMDB files cannot be used.
+        """
+        self.ttl_s = ttl_s
+        self._max_sessions = max_sessions
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._env = lmdb.open(
+                str(directory),
+                map_size=_MAP_SIZE,
+                max_dbs=0,
+                sync=False,
+                metasync=False,
+                lock=True,
+                readahead=False,
+            )
+        except (OSError, lmdb.Error) as exc:
+            raise SessionMemoryError(
+                f"cannot open the session memory in {directory}: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        self._env.close()
+
+    def handed(self, key: SessionKey) -> set[str]:
+        """The rule ids handed over in this session (empty when it is new or expired).
+
+        Raises:
+            SessionMemoryError: the memory cannot be read.
+        """
+        entry = self._get(key.digest)
+        if entry is None or entry.expires <= time.time():
+            return set()
+        return set(entry.rule_ids)
+
+    def add(self, key: SessionKey, rule_ids: list[str]) -> None:
+        """Remember that `rule_ids` went to the model in this session; refresh its expiry.
+
+        Raises:
+            SessionMemoryError: the memory cannot be written (the caller must not
+                stop the command then: nothing would keep it from stopping it again).
+        """
+        now = time.time()
+        digest = key.digest
+        entry = self._get(digest)
+        known = [] if entry is None or entry.expires <= now else entry.rule_ids
+        merged = list(dict.fromkeys([*known, *rule_ids]))[-MAX_RULES_PER_SESSION:]
+        self._put(digest, _Session(expires=now + self.ttl_s, rule_ids=merged), now)
+
+    def touch(self, key: SessionKey) -> None:
+        """Keep an active session from expiring; writes only once half its time is gone."""
+        now = time.time()
+        digest = key.digest
+        entry = self._get(digest)
+        if entry is None or entry.expires <= now or entry.expires - now > self.ttl_s / 2:
+            return
+        self._put(digest, _Session(expires=now + self.ttl_s, rule_ids=entry.rule_ids), now)
+
+    def forget(self, key: SessionKey) -> bool:
+        """Forget the session (its context was compacted or cleared). Whether it was known.
+
+        Raises:
+            SessionMemoryError: the memory cannot be written.
+        """
+        try:
+            with self._env.begin(write=True) as txn:
+                return bool(txn.delete(key.digest))
+        except lmdb.Error as exc:
+            raise SessionMemoryError(f"cannot write the session memory: {exc}") from exc
+
+    def __len__(self) -> int:
+        return int(self._env.stat()["entries"])
+
+    # ---------------------------------------------------------------- internals
+
+    def _get(self, digest: bytes) -> _Session | None:
+        try:
+            with self._env.begin() as txn:
+                raw = txn.get(digest)
+        except lmdb.Error as exc:
+            raise SessionMemoryError(f"cannot read the session memory: {exc}") from exc
+        if raw is None:
+            return None
+        try:
+            return _decoder.decode(raw)
+        except msgspec.DecodeError:
+            return None  # an unreadable entry is a session we know nothing of
+
+    def _put(self, digest: bytes, entry: _Session, now: float) -> None:
+        value = _encoder.encode(entry)
+        for attempt in range(2):
+            try:
+                with self._env.begin(write=True) as txn:
+                    txn.put(digest, value)
+                    if txn.stat(self._env.open_db())["entries"] > self._max_sessions:
+                        self._make_room(txn, now, keep=digest)
+            except lmdb.MapFullError:
+                if attempt:
+                    raise SessionMemoryError("the session memory is full") from None
+                with self._env.begin(write=True) as txn:
+                    self._make_room(txn, now, keep=digest, target=self._max_sessions // 2)
+            except lmdb.Error as exc:
+                raise SessionMemoryError(f"cannot write the session memory: {exc}") from exc
+            else:
+                return
+
+    def _make_room(
+        self, txn: lmdb.Transaction, now: float, *, keep: bytes, target: int | None = None
+    ) -> None:
+        """Drop expired sessions, then those nearest to expiry, down to `target` entries."""
+        target = self._max_sessions if target is None else target
+        by_expiry: list[tuple[float, bytes]] = []
+        for digest, raw in txn.cursor():
+            try:
+                expires = _decoder.decode(raw).expires
+            except msgspec.DecodeError:
+                expires = 0.0
+            if digest != keep:
+                by_expiry.append((expires, bytes(digest)))
+        by_expiry.sort()
+        entries = len(by_expiry) + 1
+        dropped = 0
+        for expires, digest in by_expiry:
+            if entries <= target and expires > now:
+                break
+            txn.delete(digest)
+            entries -= 1
+            dropped += 1
+        if dropped:
+            log.info("sessions_dropped", dropped=dropped, kept=entries)
