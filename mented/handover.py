@@ -106,7 +106,8 @@ def render_rules(
     room = max_chars - fixed
     if room <= 0:
         return Handover(text="", shown_ids=[])
-    per_rule = max(_MIN_RULE_CHARS, room // max(1, sum(len(s.rules) for s in sections)))
+    # A rule longer than the room is cut to it (with a pointer to the whole text).
+    per_rule = max(_MIN_RULE_CHARS, room - max(len(note) + 1 for note in notes))
     lines = [
         [_rule_line(rule, section.replaced, per_rule) for rule in section.rules]
         for section in sections
@@ -169,7 +170,8 @@ def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
     old = replaced.get(rule.id)
     if old:
         head += f"(replaces [{old}]) "
-    content = rule.content.strip().replace("\n", "\n  ")  # its own lines, under its bullet
+    # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand.
+    content = rule.content[: 2 * max_chars].strip().replace("\n", "\n  ")  # lines under the bullet
     room = max_chars - len(head)
     if len(content) > room:
         cut = _CUT.format(handle=handle)

@@ -229,23 +229,20 @@ class HookHandler:
         if not rendered:
             fire.why = WHY_TOO_LONG
             return b"", fire
-        if key is not None and unremembered is None:
-            try:
-                self._sessions_or_raise().add(key, [rule.id for s in new for rule in s.rules])
-            except SessionMemoryError as exc:
-                self._log_failure_once(exc, agent=adapter.name)
-                unremembered = WHY_NO_MEMORY
-                if stop:  # unrecorded, the stop could come again: say it as context instead
-                    stop = False
-                    rendered = self._render(adapter, new, stop=False, earlier=bool(handed))
+        handed_now = [rule.id for section in new for rule in section.rules]
+        if key is not None and unremembered is None and not self._hand_over(key, handed_now):
+            unremembered = WHY_NO_MEMORY
+            if stop:  # unrecorded, the stop could come again: say it as context instead
+                stop = False
+                rendered = self._render(adapter, new, stop=False, earlier=bool(handed))
         fire.mode = "stop" if stop else "context"
         fire.delivery = "full"
         fire.full_ids = rendered.shown_ids
         fire.chars = len(rendered.text)
-        if unremembered is not None:
-            fire.why = unremembered
-        elif not wants_before:
+        if not wants_before:
             fire.why = WHY_CONTEXT
+        elif unremembered is not None:
+            fire.why = unremembered
         elif not stop:
             fire.why = f"{adapter.title} shows hook context before the tool runs"
         else:
@@ -266,31 +263,43 @@ class HookHandler:
             earlier=earlier,
         )
 
-    def _sessions_or_raise(self) -> SessionMemory:
-        if self._sessions is None:
-            raise SessionMemoryError(WHY_NO_MEMORY)
-        return self._sessions
-
     def _handed(self, key: SessionKey | None) -> tuple[set[str], str | None]:
         """The rule ids this session was handed, and why it cannot be remembered (None: it can)."""
         if key is None:
             return set(), WHY_NO_SESSION
+        if self._sessions is None:
+            return set(), WHY_NO_MEMORY  # said once, when it failed to open
         try:
-            return self._sessions_or_raise().handed(key), None
+            return self._sessions.handed(key), None
         except SessionMemoryError as exc:
             self._log_failure_once(exc, agent=key.agent)
             return set(), WHY_NO_MEMORY
 
-    def _touch(self, key: SessionKey) -> None:
+    def _hand_over(self, key: SessionKey, rule_ids: list[str]) -> bool:
+        """Record that `rule_ids` went to the model in this session; whether that worked."""
+        if self._sessions is None:
+            return False
         try:
-            self._sessions_or_raise().touch(key)
+            self._sessions.add(key, rule_ids)
+        except SessionMemoryError as exc:
+            self._log_failure_once(exc, agent=key.agent)
+            return False
+        return True
+
+    def _touch(self, key: SessionKey) -> None:
+        if self._sessions is None:
+            return
+        try:
+            self._sessions.touch(key)
         except SessionMemoryError as exc:
             self._log_failure_once(exc, agent=key.agent)
 
     def _forget_session(self, key: SessionKey) -> None:
         """The agent emptied the model's context: hand everything over again from now on."""
+        if self._sessions is None:
+            return
         try:
-            known = self._sessions_or_raise().forget(key)
+            known = self._sessions.forget(key)
         except SessionMemoryError as exc:
             self._log_failure_once(exc, agent=key.agent)
             return

@@ -72,7 +72,9 @@ def test_explain_json(
     assert document["actions"] == ["git-commit", "pr-create"]
     assert document["parser"] == "bashlex"
     assert [c["program"] for c in document["commands"]] == ["git", "gh"]
-    assert document["commands"][0]["matches"] == [{"action": "git-commit", "shape": "git commit"}]
+    assert document["commands"][0]["matches"] == [
+        {"action": "git-commit", "shape": "git commit (without --dry-run)"}
+    ]
     assert document["daemon"] is False
     assert document["rules"] is None
 
@@ -178,7 +180,10 @@ def test_actions_lists_the_table_and_where_each_action_comes_from(
 ) -> None:
     status, out, _ = run(capsys, "actions", "--config", str(config))
     assert status == 0
-    assert "git-commit  [built-in]  record changes to the repository\n    git commit\n" in out
+    assert (
+        "git-commit  [built-in]  record changes to the repository\n    git commit (without --dry-run)\n"
+        in out
+    )
     assert f"deploy  [{config}]  roll out\n    make deploy" in out
     assert f"docker-push  [switched off in {config}]" in out
 

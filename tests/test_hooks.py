@@ -14,10 +14,11 @@ import pytest
 from mented import hooks
 from mented.actions import load_action_table
 from mented.agents.pretooluse import pretooluse_event
-from mented.config import Config, HookSettings
+from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import MemoryType, short_handle
+from mented.sessions import SessionMemory
 from mented.store import Store
 
 
@@ -37,10 +38,29 @@ def store(tmp_path: Path) -> Iterator[Store]:
         opened.close()
 
 
-def handler_for(store: Store, **settings: Any) -> HookHandler:
-    delivery = settings.pop("delivery", {})
-    config = Config(hook=HookSettings(**settings), delivery=delivery)
-    return HookHandler(store, make_matcher(config), config)
+@pytest.fixture
+def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
+    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def delivery_of(default: str = "before", **actions: str) -> DeliverySettings:
+    return DeliverySettings(default=default, actions=actions)  # type: ignore[arg-type]
+
+
+def handler_for(
+    store: Store,
+    sessions: SessionMemory | None = None,
+    *,
+    delivery: DeliverySettings | None = None,
+    **settings: Any,
+) -> HookHandler:
+    """A handler on the default config but for `settings`; `context` delivery unless given."""
+    config = Config(hook=HookSettings(**settings), delivery=delivery or delivery_of("context"))
+    return HookHandler(store, make_matcher(config), config, sessions)
 
 
 def rule(store: Store, action: str, text: str, **scope: Any) -> str:
@@ -102,8 +122,12 @@ def test_commit_rules_come_back_newest_first_with_handles(store: Store) -> None:
     newer = rule(store, "git-commit", "no emojis in commit messages")
     rule(store, "pr-create", "PR titles follow the commit convention")
     text = context_of(handler_for(store).handle("claude-code", event(COMMIT)))
-    assert "git commit you are about to run" in text
-    assert "newest one wins" in text
+    # Context reaches Claude Code's model after the command ran: the words say so.
+    assert text.startswith("The command that just ran falls under the user's rules")
+    assert "If it broke one, correct it." in text
+    assert "about to run" not in text
+    assert "Rules for git-commit (record changes to the repository):" in text
+    assert "the newest wins" in text
     assert f"[{short_handle(newer)}] no emojis" in text
     assert text.index(short_handle(newer)) < text.index(short_handle(older))
     assert "PR titles" not in text
@@ -160,11 +184,13 @@ def test_a_commit_without_rules_is_silent_but_logged(store: Store) -> None:
     assert handler.last_fire is None
 
 
-def test_several_actions_give_one_section_each(store: Store) -> None:
+def test_several_actions_give_one_section_each(store: Store, sessions: SessionMemory) -> None:
     rule(store, "git-commit", "commit messages: single line")
     rule(store, "pr-create", "PR titles follow the commit convention")
-    text = context_of(
-        handler_for(store).handle("claude-code", event("git commit -m x && gh pr create --fill"))
+    text = deny_reason_of(
+        handler_for(store, sessions, delivery=delivery_of()).handle(
+            "claude-code", event("git commit -m x && gh pr create --fill")
+        )
     )
     assert text.count("Rules for ") == 2
     assert text.index("single line") < text.index("PR titles")
@@ -172,7 +198,9 @@ def test_several_actions_give_one_section_each(store: Store) -> None:
     assert "Rules for the pull request you are about to open (pr-create:" in text
 
 
-def test_the_words_for_an_action_come_from_the_table_and_the_users_config(store: Store) -> None:
+def test_the_words_for_an_action_come_from_the_table_and_the_users_config(
+    store: Store, sessions: SessionMemory
+) -> None:
     rule(store, "docker-push", "tag images with the git sha")
     rule(store, "deploy", "deploy on weekdays only")
     config = Config(
@@ -181,8 +209,8 @@ def test_the_words_for_an_action_come_from_the_table_and_the_users_config(store:
             "deploy": {"shapes": [{"program": "make", "subcommand": ["deploy"]}]},
         }
     )
-    handler = HookHandler(store, make_matcher(config), config)
-    text = context_of(handler.handle("claude-code", event("docker push app:1 && make deploy")))
+    handler = HookHandler(store, make_matcher(config), config, sessions)
+    text = deny_reason_of(handler.handle("claude-code", event("docker push app:1 && make deploy")))
     assert "Rules for the image you are about to ship (docker-push:" in text
     # An action without a phrase is named after itself.
     assert "Rules for the deploy you are about to run (deploy):" in text
@@ -197,8 +225,8 @@ def test_k_limits_rules_per_action(store: Store) -> None:
 def test_the_size_cap_drops_whole_old_rules_and_says_so(store: Store) -> None:
     for n in range(6):
         rule(store, "git-commit", f"rule {n}: " + "x" * 300)
-    text = context_of(handler_for(store, max_context_chars=1200).handle("claude-code", event()))
-    assert len(text) <= 1200
+    text = context_of(handler_for(store, max_context_chars=1400).handle("claude-code", event()))
+    assert len(text) <= 1400
     assert "rule 5: " in text  # the newest survives
     assert "rule 0: " not in text
     kept = sum(f"rule {n}: " + "x" * 300 in text for n in range(6))
@@ -285,97 +313,20 @@ def test_dedupe_memory_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch)
     assert handler.handle("claude-code", first) != b""  # forgotten: the memory holds 3
 
 
-# ---------------------------------------------------------------------- gate
-
-
-def test_gate_denies_once_per_session_then_gives_context(store: Store) -> None:
+def test_the_action_is_described_as_the_table_in_force_describes_it(
+    store: Store, sessions: SessionMemory
+) -> None:
     rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"})
-    reason = deny_reason_of(handler.handle("claude-code", event(session="a")))
-    assert "single line" in reason
-    assert "Run it again once it follows them" in reason
-    assert "single line" in context_of(handler.handle("claude-code", event(session="a")))
-    assert deny_reason_of(handler.handle("claude-code", event(session="b")))
-    assert [f.mode for f in handler.recent_fires(3)] == ["gate", "context", "gate"]
-
-
-def test_gate_denies_again_after_the_rules_changed(store: Store) -> None:
-    old = rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"})
-    deny_reason_of(handler.handle("claude-code", event()))
-    context_of(handler.handle("claude-code", event()))
-    store.supersede(old, "commit messages: single line, conventional prefix")
-    assert "conventional prefix" in deny_reason_of(handler.handle("claude-code", event()))
-    context_of(handler.handle("claude-code", event()))
-
-
-def test_a_deny_that_could_not_be_sent_does_not_count_as_shown(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"}, max_context_chars=20)
-    assert handler.handle("claude-code", event()) == b""  # not even a heading fits
-    config = Config(delivery={"git-commit": "gate"})
-    handler.reconfigure(make_matcher(config), config)
-    # The rules never reached the model: this is still the first time.
-    assert "single line" in deny_reason_of(handler.handle("claude-code", event()))
-    assert "single line" in context_of(handler.handle("claude-code", event()))
-
-
-def test_gate_is_per_action(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    rule(store, "pr-create", "PR titles follow the commit convention")
-    handler = handler_for(store, delivery={"pr-create": "gate"})
-    context_of(handler.handle("claude-code", event("git commit -m x")))
-    reason = deny_reason_of(handler.handle("claude-code", event("git commit -m x && gh pr create")))
-    assert "PR titles" in reason
-    assert "single line" in reason  # the deny shows every rule for the command
-    context_of(handler.handle("claude-code", event("gh pr create --fill")))
-
-
-def test_gate_without_a_session_gives_context(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"})
-    context_of(handler.handle("claude-code", event(session=None)))
-
-
-def test_gate_memory_expires(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"}, gate_session_ttl_s=0)
-    deny_reason_of(handler.handle("claude-code", event()))
-    deny_reason_of(handler.handle("claude-code", event()))
-
-
-def test_gate_memory_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hooks, "MAX_GATE_ENTRIES", 3)
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store, delivery={"git-commit": "gate"})
-    deny_reason_of(handler.handle("claude-code", event(session="first")))
-    for n in range(3):
-        deny_reason_of(handler.handle("claude-code", event(session=f"other-{n}")))
-    # "first" was pushed out: denied again rather than remembered forever.
-    deny_reason_of(handler.handle("claude-code", event(session="first")))
-
-
-def test_the_action_is_described_as_the_table_in_force_describes_it(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store)
-    text = context_of(handler.handle("claude-code", event()))
+    handler = handler_for(store, sessions, delivery=delivery_of())
+    text = deny_reason_of(handler.handle("claude-code", event(session="a")))
     assert (
         "the git commit you are about to run (git-commit: record changes to the repository)" in text
     )
     config = Config(actions={"git-commit": {"description": "a commit to our monorepo"}})
     handler.reconfigure(make_matcher(config), config)
-    assert "(git-commit: a commit to our monorepo)" in context_of(
-        handler.handle("claude-code", event())
+    assert "(git-commit: a commit to our monorepo)" in deny_reason_of(
+        handler.handle("claude-code", event(session="b"))
     )
-
-
-def test_reconfigure_switches_delivery(store: Store) -> None:
-    rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store)
-    context_of(handler.handle("claude-code", event()))
-    config = Config(delivery={"git-commit": "gate"})
-    handler.reconfigure(make_matcher(config), config)
-    deny_reason_of(handler.handle("claude-code", event()))
 
 
 # ----------------------------------------------------------------- fire log
@@ -391,6 +342,8 @@ def test_fires_are_logged_newest_first_with_why(store: Store) -> None:
     assert newest.agent == "codex"
     assert (oldest.agent, oldest.session, oldest.cwd) == ("claude-code", "s", "/r")
     assert (oldest.actions, oldest.rule_ids, oldest.mode) == (["git-commit"], [rule_id], "context")
+    assert (oldest.delivery, oldest.full_ids, oldest.why) == ("full", [rule_id], hooks.WHY_CONTEXT)
+    assert oldest.chars > len("commit messages: single line")
     assert oldest.latency_us > 0
     assert handler.last_fire == newest
     assert handler.recent_fires(1) == [newest]
