@@ -18,7 +18,7 @@ from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import MemoryType, short_handle
-from mented.sessions import SessionMemory
+from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import Store
 
 
@@ -313,6 +313,209 @@ def test_dedupe_memory_is_bounded(store: Store, monkeypatch: pytest.MonkeyPatch)
     assert handler.handle("claude-code", first) != b""  # forgotten: the memory holds 3
 
 
+# ------------------------------------------------- delivery: before the action, once
+
+
+def stopping(store: Store, sessions: SessionMemory, **settings: Any) -> HookHandler:
+    """A handler on the default delivery (`before`)."""
+    return handler_for(store, sessions, delivery=delivery_of(), **settings)
+
+
+def test_by_default_the_first_matching_command_is_stopped_once_then_passes(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule_id = rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    reason = deny_reason_of(handler.handle("claude-code", event(session="a")))
+    assert "single line" in reason
+    assert f"[{short_handle(rule_id)}]" in reason
+    assert "before it ran" in reason
+    assert "Run it again once it follows them" in reason
+    # The retry, and every later commit of the session: one short line, never a stop.
+    for _ in range(5):
+        pointer = context_of(handler.handle("claude-code", event(session="a")))
+        assert len(pointer) <= 120
+        assert "single line" not in pointer
+        assert f"[{short_handle(rule_id)}]" in pointer
+        assert "git-commit" in pointer
+    # Another session is stopped once too.
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event(session="b")))
+    fires = handler.recent_fires(10)
+    assert [(f.mode, f.delivery) for f in reversed(fires)] == [
+        ("stop", "full"),
+        *[("context", "pointer")] * 5,
+        ("stop", "full"),
+    ]
+    assert fires[-1].why == hooks.WHY_NEW
+    assert fires[1].why == hooks.WHY_HANDED
+
+
+def test_the_full_text_goes_once_per_session(store: Store, sessions: SessionMemory) -> None:
+    for n in range(6):
+        rule(store, "git-commit", f"rule {n}: " + "x" * 200)
+    handler = stopping(store, sessions)
+    outputs = [handler.handle("claude-code", event(session="s")) for _ in range(10)]
+    full = deny_reason_of(outputs[0])
+    pointers = [context_of(out) for out in outputs[1:]]
+    assert all(len(p) <= 120 for p in pointers)
+    assert sum(len(p) for p in pointers) + len(full) <= len(full) + 9 * 120
+    assert handler.chars_per_session() == (len(full) + sum(len(p) for p in pointers), 1)
+
+
+def test_commands_that_do_not_perform_the_action_are_not_stopped(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "git-push", "push only to your fork")
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    for command in ("git push --dry-run origin main", 'echo "git commit"', "ls -la"):
+        assert handler.handle("claude-code", event(command)) == b""
+
+
+def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
+    store: Store, sessions: SessionMemory
+) -> None:
+    kept = rule(store, "git-commit", "commit messages: single line")
+    old = rule(store, "git-commit", "squash before merging")
+    handler = stopping(store, sessions)
+    deny_reason_of(handler.handle("claude-code", event()))
+    context_of(handler.handle("claude-code", event()))
+    new, _ = store.supersede(old, "rebase, never squash")
+    reason = deny_reason_of(handler.handle("claude-code", event()))
+    assert (
+        f"[{short_handle(new.id)}] (replaces [{short_handle(old)}]) rebase, never squash" in reason
+    )
+    assert "squash before merging" not in reason
+    assert "single line" not in reason  # the session has it
+    assert "shown earlier in this session still apply" in reason
+    added = rule(store, "git-commit", "sign your commits")
+    reason = deny_reason_of(handler.handle("claude-code", event()))
+    assert "sign your commits" in reason
+    assert "replaces" not in reason
+    assert "rebase, never squash" not in reason
+    pointer = context_of(handler.handle("claude-code", event()))
+    assert all(short_handle(i) in pointer for i in (kept, new.id, added))
+    assert short_handle(old) not in pointer
+    assert handler.recent_fires(1)[0].why == hooks.WHY_HANDED
+
+
+def test_context_delivery_never_stops_and_says_the_command_ran(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    rule(store, "pr-create", "PR titles follow the commit convention")
+    handler = handler_for(
+        store, sessions, delivery=delivery_of("before", **{"git-commit": "context"})
+    )
+    text = context_of(handler.handle("claude-code", event("git commit -m x")))
+    assert text.startswith("The command that just ran")
+    assert "single line" in text
+    assert len(context_of(handler.handle("claude-code", event("git commit -m x")))) <= 120
+    # pr-create keeps the default: stopped once.
+    reason = deny_reason_of(handler.handle("claude-code", event("gh pr create --fill")))
+    assert "PR titles" in reason
+
+
+def test_no_session_id_means_context_every_time_and_never_a_stop(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    for _ in range(3):
+        assert "single line" in context_of(handler.handle("claude-code", event(session=None)))
+    assert {f.why for f in handler.recent_fires(3)} == {hooks.WHY_NO_SESSION}
+
+
+def test_without_a_session_memory_nothing_is_ever_stopped(store: Store) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store, None, delivery=delivery_of())
+    assert "single line" in context_of(handler.handle("claude-code", event()))
+    assert handler.recent_fires(1)[0].why == hooks.WHY_NO_MEMORY
+
+
+def test_a_memory_that_fails_to_record_means_context_not_a_stop(
+    store: Store, sessions: SessionMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+
+    def broken(*args: Any) -> None:
+        raise SessionMemoryError("cannot write the session memory: disk on fire")
+
+    monkeypatch.setattr(sessions, "add", broken)
+    for _ in range(2):
+        text = context_of(handler.handle("claude-code", event()))
+        assert text.startswith("The command that just ran")
+    assert handler.recent_fires(1)[0].why == hooks.WHY_NO_MEMORY
+
+
+def test_a_daemon_restart_does_not_stop_the_same_rules_again(store: Store, tmp_path: Path) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    first = SessionMemory(tmp_path / "sessions", ttl_s=3600)
+    deny_reason_of(stopping(store, first).handle("claude-code", event()))
+    first.close()
+    again = SessionMemory(tmp_path / "sessions", ttl_s=3600)
+    try:
+        pointer = context_of(stopping(store, again).handle("claude-code", event()))
+    finally:
+        again.close()
+    assert "single line" not in pointer
+
+
+def test_compacting_the_context_hands_the_rules_over_again(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    deny_reason_of(handler.handle("claude-code", event(session="s")))
+    context_of(handler.handle("claude-code", event(session="s")))
+    for source, forgets in (("resume", False), ("startup", False), ("compact", True)):
+        started = {"hook_event_name": "SessionStart", "session_id": "s", "source": source}
+        assert handler.handle("claude-code", json.dumps(started).encode()) == b""
+        out = handler.handle("claude-code", event(session="s"))
+        assert ("permissionDecision" in json.loads(out)["hookSpecificOutput"]) == forgets
+    context_of(handler.handle("claude-code", event(session="s")))
+    cleared = {"hook_event_name": "SessionStart", "session_id": "s", "source": "clear"}
+    handler.handle("codex", json.dumps(cleared).encode())  # another agent's session: kept
+    context_of(handler.handle("claude-code", event(session="s")))
+    handler.handle("claude-code", json.dumps(cleared).encode())
+    deny_reason_of(handler.handle("claude-code", event(session="s")))
+
+
+def test_a_stop_that_could_not_be_sent_does_not_count_as_handed_over(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions, max_context_chars=200)
+    assert handler.handle("claude-code", event()) == b""  # not even a heading fits
+    assert handler.recent_fires(1)[0].why == hooks.WHY_TOO_LONG
+    config = Config(delivery=delivery_of())
+    handler.reconfigure(make_matcher(config), config)
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event()))
+
+
+def test_rules_left_out_for_room_do_not_stop_the_command_again(
+    store: Store, sessions: SessionMemory
+) -> None:
+    for n in range(6):
+        rule(store, "git-commit", f"rule {n}: " + "x" * 300)
+    handler = stopping(store, sessions, max_context_chars=1400)
+    reason = deny_reason_of(handler.handle("claude-code", event()))
+    assert "left out" in reason
+    assert len(context_of(handler.handle("claude-code", event()))) <= 120
+    fire = handler.recent_fires(2)[1]
+    assert 0 < len(fire.full_ids) < len(fire.rule_ids) == 6
+
+
+def test_reconfigure_switches_delivery(store: Store, sessions: SessionMemory) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store, sessions)
+    context_of(handler.handle("claude-code", event(session="a")))
+    config = Config(delivery=delivery_of("before"))
+    handler.reconfigure(make_matcher(config), config)
+    deny_reason_of(handler.handle("claude-code", event(session="b")))
+
+
 def test_the_action_is_described_as_the_table_in_force_describes_it(
     store: Store, sessions: SessionMemory
 ) -> None:
@@ -380,3 +583,20 @@ def test_a_failing_store_means_silence(store: Store) -> None:
     handler = HookHandler(BrokenStore(), make_matcher(config), config)  # type: ignore[arg-type]
     assert handler.handle("claude-code", event()) == b""
     assert handler.handle("claude-code", event()) == b""
+
+
+def test_the_fire_log_keeps_only_a_cut_of_each_event_field(store: Store) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store)
+    huge = "s" * 1_000_000
+    handler.handle(
+        "claude-code", event("git commit -m '" + "m" * 100_000 + "'", session=huge, cwd="/" + huge)
+    )
+    (fire,) = handler.recent_fires(1)
+    assert fire.session is not None
+    assert fire.cwd is not None
+    assert len(fire.session) < 200
+    assert len(fire.cwd) < 1100
+    assert len(fire.command) < 1100
+    assert fire.session.endswith("more characters)")
+    assert len(msgspec.json.encode(fire)) < 4000
