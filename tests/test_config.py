@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.config import ConfigError, load_config
+from mented.config import ConfigError, DeliverySettings, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -19,19 +19,37 @@ def test_a_missing_file_means_the_defaults(tmp_path: Path) -> None:
     config = load_config(tmp_path / "absent.toml")
     assert config.hook.k == 6
     assert config.hook.budget_ms == 250
-    assert config.delivery == {}
+    assert config.delivery == DeliverySettings(default="before", actions={})
+    assert config.delivery.mode_of("git-commit") == "before"
 
 
 def test_values_are_read(tmp_path: Path) -> None:
     config = load_config(
         write(
             tmp_path,
-            '[hook]\nk = 3\n\n[delivery]\nGit-Commit = "gate"\n\n[daemon]\nidle_timeout_s = 60\n',
+            '[hook]\nk = 3\n\n[delivery]\ndefault = "context"\nGit-Commit = "before"\n\n'
+            "[daemon]\nidle_timeout_s = 60\n",
         )
     )
     assert config.hook.k == 3
-    assert config.delivery == {"git-commit": "gate"}
+    assert config.delivery.mode_of("git-commit") == "before"
+    assert config.delivery.mode_of("pr-create") == "context"
     assert config.daemon.idle_timeout_s == 60
+
+
+def test_a_config_of_the_previous_version_still_works(tmp_path: Path) -> None:
+    # 0.1 had `gate` per action (context was the default) and `gate_session_ttl_s`.
+    config = load_config(
+        write(tmp_path, '[hook]\ngate_session_ttl_s = 600\n\n[delivery]\ngit-push = "gate"\n')
+    )
+    assert config.delivery.mode_of("git-push") == "before"
+    assert config.hook.session_ttl_s == 600
+
+
+def test_the_old_and_new_name_of_one_setting_together_are_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "[hook]\nsession_ttl_s = 60\ngate_session_ttl_s = 600\n")
+    with pytest.raises(ConfigError, match=f"{path}:3: .*keep `session_ttl_s` only"):
+        load_config(path)
 
 
 @pytest.mark.parametrize(
@@ -55,9 +73,11 @@ def test_values_that_would_silence_the_hook_are_refused_with_file_and_line(
     assert field in str(error.value)
 
 
-def test_bad_delivery_mode_says_what_is_allowed(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match='"context" or "gate"'):
-        load_config(write(tmp_path, '[delivery]\ngit-commit = "loud"\n'))
+@pytest.mark.parametrize("line", ['git-commit = "loud"', 'default = "stopped"', "default = 1"])
+def test_bad_delivery_mode_says_what_is_allowed(tmp_path: Path, line: str) -> None:
+    path = write(tmp_path, f"[delivery]\n{line}\n")
+    with pytest.raises(ConfigError, match=f'{path}:2: bad .*"before" or "context"'):
+        load_config(path)
 
 
 def test_not_toml_and_absurd_nesting_are_config_errors(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ EOF
 BUDGET_ENV = {"MENTED_HOOK_BUDGET_MS": "3000"}
 PYTHON = sys.executable
 _tool_use_ids = count()
+_sessions = count()
 
 
 class Agent:
@@ -68,8 +69,13 @@ class Agent:
         assert result.stderr == b""
         return result
 
-    def bash(self, command: str, *, cwd: str = "/home/u/repo", session: str = "session-1") -> bytes:
-        """What the agent reads back before running `command` in `cwd`."""
+    def bash(self, command: str, *, cwd: str = "/home/u/repo", session: str | None = None) -> bytes:
+        """What the agent reads back before running `command` in `cwd`.
+
+        Each call is a new session unless one is named: a session is handed its
+        rules in full once, then a pointer.
+        """
+        session = session or f"session-{next(_sessions)}"
         return self.run(pre_tool_use(command, cwd=cwd, session=session)).stdout
 
 
@@ -89,9 +95,15 @@ def pre_tool_use(
 
 
 def context(out: bytes) -> str:
-    doc = json.loads(out)
-    assert set(doc["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
-    text: str = doc["hookSpecificOutput"]["additionalContext"]
+    """The rules text of an answer: a stop's reason or the extra context, nothing else."""
+    specific = json.loads(out)["hookSpecificOutput"]
+    if "permissionDecision" in specific:
+        assert set(specific) == {"hookEventName", "permissionDecision", "permissionDecisionReason"}
+        assert specific["permissionDecision"] == "deny"
+        reason: str = specific["permissionDecisionReason"]
+        return reason
+    assert set(specific) == {"hookEventName", "additionalContext"}
+    text: str = specific["additionalContext"]
     return text
 
 
@@ -183,26 +195,47 @@ def test_agent_and_project_scopes(daemon: DaemonProcess, claude: Agent, tmp_path
     assert "project rule" not in outside
 
 
-def test_gate_mode_denies_once_per_session_then_passes_with_context(
+def test_by_default_a_session_is_stopped_once_then_gets_one_line(
     daemon: DaemonProcess, claude: Agent
 ) -> None:
     add_rule(daemon, "git-commit", "commit messages: single line")
-    daemon.write_config('[delivery]\ngit-commit = "gate"\n')
-    daemon.reload()
 
     first = json.loads(claude.bash(COMMIT, session="s-1"))["hookSpecificOutput"]
     assert first["permissionDecision"] == "deny"
     assert "single line" in first["permissionDecisionReason"]
     assert "Run it again once it follows them" in first["permissionDecisionReason"]
-    assert "single line" in context(claude.bash(COMMIT, session="s-1"))
-    assert "single line" in context(claude.bash(COMMIT, session="s-1"))
+    for _ in range(2):  # the retry, and a later commit
+        pointer = json.loads(claude.bash(COMMIT, session="s-1"))["hookSpecificOutput"]
+        assert set(pointer) == {"hookEventName", "additionalContext"}
+        assert len(pointer["additionalContext"]) <= 120
+    # The daemon restarts: the session still has the rules; no second stop.
+    daemon.stop()
+    daemon.start()
+    assert "single line" not in context(claude.bash(COMMIT, session="s-1"))
     other = json.loads(claude.bash(COMMIT, session="s-2"))["hookSpecificOutput"]
     assert other["permissionDecision"] == "deny"
 
     fires = json.loads(daemon.mentectl("log", "-n", "10", "--json").stdout)["fires"]
-    assert [fire["mode"] for fire in fires] == ["gate", "context", "context", "gate"]
+    assert [(fire["mode"], fire["delivery"]) for fire in fires] == [
+        ("stop", "full"),
+        ("context", "pointer"),
+    ]
     assert fires[0]["session"] == "s-2"
     assert fires[0]["actions"] == ["git-commit"]
+    text = daemon.mentectl("log").stdout
+    assert "stopped once" in text
+    assert "first time in this session" in text
+    assert "this session already has them" in text
+
+
+def test_context_delivery_hands_the_rules_over_after_the_command(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    add_rule(daemon, "git-commit", "commit messages: single line")
+    daemon.write_config('[delivery]\ndefault = "context"\n')
+    daemon.reload()
+    out = json.loads(claude.bash(COMMIT, session="s-1"))["hookSpecificOutput"]
+    assert out["additionalContext"].startswith("The command that just ran")
 
 
 def test_the_fire_log_says_what_fired_and_why(daemon: DaemonProcess, claude: Agent) -> None:

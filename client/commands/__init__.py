@@ -1,5 +1,15 @@
 """`mentectl` verbs, one module per group. Each module has `register(subparsers, common)`."""
 
-from mented_client.commands import bench, doctor, explain, hooks, mcp, rules, service, status
+from mented_client.commands import (
+    bench,
+    doctor,
+    explain,
+    hooks,
+    log,
+    mcp,
+    rules,
+    service,
+    status,
+)
 
-COMMAND_MODULES = (status, rules, explain, hooks, service, doctor, mcp, bench)
+COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench)

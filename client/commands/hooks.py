@@ -1,4 +1,4 @@
-"""`mentectl hooks ...` (install, uninstall, status, command) and `mentectl log`.
+"""`mentectl hooks ...`: install, uninstall, status, command.
 
 The installed hook runs the stdlib-only shim with the real interpreter::
 
@@ -22,9 +22,7 @@ import msgspec
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented.protocol import FireRecord, LogReply, LogRequest
-from mented_client.commands.output import CommandError, format_time, print_json
-from mented_client.connection import Client
+from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
@@ -100,12 +98,6 @@ def register(
     command.add_argument("agent", choices=agents)
     command.add_argument("--python", metavar="PATH", help="the interpreter the hook runs with")
     command.set_defaults(handler=run_command)
-
-    log = subparsers.add_parser(
-        "log", parents=[common], help="recent hook fires: which command, which rules, how fast"
-    )
-    log.add_argument("-n", type=int, default=20, metavar="N", help="how many (default: 20)")
-    log.set_defaults(handler=run_log)
 
 
 def _settings_options(parser: argparse.ArgumentParser) -> None:
@@ -343,31 +335,3 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         print(command)
     return 0
-
-
-def run_log(args: argparse.Namespace) -> int:
-    with Client(args.socket) as client:
-        reply = client.expect(LogRequest(n=max(0, args.n)), LogReply)
-    if args.json:
-        print_json({"fires": msgspec.to_builtins(reply.fires)})
-        return 0
-    if not reply.fires:
-        print("no hook fires yet")
-    for fire in reply.fires:
-        print(format_fire(fire))
-    return 0
-
-
-def format_fire(fire: FireRecord) -> str:
-    """One fire as two or three lines for people."""
-    rules = len(fire.rule_ids)
-    head = (
-        f"{format_time(fire.time)}  {fire.agent}  {fire.mode:<7}  {','.join(fire.actions)}  "
-        f"{rules} rule{'' if rules == 1 else 's'}  {fire.latency_us:.0f} us"
-    )
-    lines = [head, f"    $ {fire.command}"]
-    where = f"    in {fire.cwd or '?'}" + (f", session {fire.session}" if fire.session else "")
-    lines.append(where)
-    if fire.rule_ids:
-        lines.append(f"    rules: {' '.join(fire.rule_ids)}")
-    return "\n".join(lines)

@@ -70,6 +70,17 @@ def _micros(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} µs"
 
 
+def _handed(status: StatusReply) -> str:
+    """Characters of rules handed to the model per agent session, on average."""
+    if status.hook_chars_per_session is None:
+        return "no rules handed to an agent since the daemon started"
+    sessions = status.hook_sessions
+    return (
+        f"{status.hook_chars_per_session:.0f} characters of rules per agent session on average "
+        f"({sessions} session{'' if sessions == 1 else 's'} since the daemon started)"
+    )
+
+
 def render_status(status: StatusReply) -> str:
     fire = status.last_hook_fire
     last = (
@@ -95,6 +106,7 @@ def render_status(status: StatusReply) -> str:
             f"p99 {_micros(status.p99_us)}",
         ),
         ("last hook", last),
+        ("handed", _handed(status)),
     ]
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
