@@ -61,7 +61,7 @@ import msgspec
 
 from mented import __version__
 from mented.actions import load_action_table
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.config import Config
 from mented.matcher import Matcher
 from mented.protocol import (
@@ -440,12 +440,17 @@ def _rule_text(number: int, action: str) -> str:
     return f"{_RULE_TEXTS[number % len(_RULE_TEXTS)]} (rule {number} for {action})"
 
 
-def _event(command: str, tool_use_id: str, session: str = "bench-session") -> bytes:
-    """A Claude Code PreToolUse event for a Bash command, as its hook reads it on stdin."""
+def _event(command: str, tool_use_id: str, session: str | None = None) -> bytes:
+    """A Claude Code PreToolUse event for a Bash command, as its hook reads it on stdin.
+
+    Each event is a session of its own: the first matching command of a session
+    is handed every rule (later ones get a one-line pointer), and that is the
+    answer measured.
+    """
     return pretooluse_event(
         command,
         cwd=CWD,
-        session=session,
+        session=session or f"bench-{tool_use_id}",
         tool_use_id=tool_use_id,
         # What Claude Code sends besides: the daemon reads past them, as it must.
         transcript_path="/home/dev/.claude/projects/webapp/bench.jsonl",
@@ -856,12 +861,10 @@ def _spawn(argv: Sequence[str], stdin: bytes, env: dict[str, str]) -> tuple[int,
 
 def _has_commit_rules(stdout: bytes) -> bool:
     """Whether the hook handed the agent every commit rule of `_hook_store`."""
-    try:
-        document = json.loads(stdout)
-        context = document["hookSpecificOutput"]["additionalContext"]
-    except (ValueError, KeyError, TypeError):
-        return False
-    return all(_rule_text(n, "git-commit") in context for n in range(RULES_PER_REPLY))
+    text = text_of_answer(stdout)
+    return text is not None and all(
+        _rule_text(n, "git-commit") in text for n in range(RULES_PER_REPLY)
+    )
 
 
 @dataclass(frozen=True)
@@ -907,7 +910,7 @@ def bench_hook(plan: Plan, root: Path, daemon: Daemon, progress: Progress) -> Ho
     for case in HOOK_CASES:
         samples[case.name] = []
     for case in HOOK_CASES:  # warm the daemon's caches and the page cache; not counted
-        _spawn(hook_argv, _event(case.command, "toolu_warmup"), base_env)
+        _spawn(hook_argv, _event(case.command, "toolu_warmup", f"warmup-{case.name}"), base_env)
     rng = random.Random(6)  # noqa: S311 - order shuffling, not cryptography
     runs: list[_SpawnCase | None] = [None, *HOOK_CASES]  # None: the bare interpreter
     for index in range(plan.hook_rounds):
@@ -919,7 +922,7 @@ def bench_hook(plan: Plan, root: Path, daemon: Daemon, progress: Progress) -> Ho
                 took, _ = _spawn(bare_argv, _event(HOOK_CASES[1].command, event_id), base_env)
                 samples["bare"].append(took)
                 continue
-            event = _event(run.command, event_id)
+            event = _event(run.command, event_id, session=f"bench-{event_id}-{run.name}")
             took, out = _spawn(hook_argv, event, base_env if run.daemon_up else down_env)
             if _has_commit_rules(out) != run.expect_output or (out and not run.expect_output):
                 wanted = f"all {RULES_PER_REPLY} rules" if run.expect_output else "silence"

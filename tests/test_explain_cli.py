@@ -181,8 +181,8 @@ def test_actions_lists_the_table_and_where_each_action_comes_from(
     status, out, _ = run(capsys, "actions", "--config", str(config))
     assert status == 0
     assert (
-        "git-commit  [built-in]  record changes to the repository\n    git commit (without --dry-run)\n"
-        in out
+        "git-commit  [built-in]  record changes to the repository\n"
+        "    git commit (without --dry-run)\n" in out
     )
     assert f"deploy  [{config}]  roll out\n    make deploy" in out
     assert f"docker-push  [switched off in {config}]" in out

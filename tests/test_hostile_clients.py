@@ -40,7 +40,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -79,7 +79,9 @@ RULE = "Commit messages: one line, conventional prefix, no emojis."
 def hook_event(call: int) -> bytes:
     """A Claude Code `PreToolUse` event for `git commit`; each `call` a distinct tool use
     (the daemon answers a repeated event only once)."""
-    return pretooluse_event("git commit -m x", cwd="/x", session="s", tool_use_id=f"toolu_{call}")
+    return pretooluse_event(
+        "git commit -m x", cwd="/x", session=f"s-{call}", tool_use_id=f"toolu_{call}"
+    )
 
 
 # Every code a request may legitimately earn; `internal` means a bug.
@@ -473,7 +475,8 @@ def test_slow_and_idle_clients_do_not_starve_the_hook(daemon: DaemonProcess) -> 
         for call in range(10):
             out, elapsed = run_shim(daemon, call)
             # An empty answer would mean the shim gave up at its deadline.
-            context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+            context = text_of_answer(out)
+            assert context is not None
             assert RULE in context
             times.append(elapsed)
             time.sleep(0.2)  # pace the calls: the slow clients drip on meanwhile

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented_client.commands.service import _pid_gone
 from tests.conftest import PYTHON, isolated_env
 
@@ -253,7 +253,7 @@ def test_setup_then_doctor_fires_a_sample_commit_through_the_hook(user: User) ->
 
 def _event(n: int) -> bytes:
     return pretooluse_event(
-        "git commit -m 'fix: x'", cwd="/", session="restart-test", tool_use_id=f"toolu_{n}"
+        "git commit -m 'fix: x'", cwd="/", session=f"restart-test-{n}", tool_use_id=f"toolu_{n}"
     )
 
 
@@ -301,13 +301,15 @@ def test_restarts_while_hooks_fire_are_silent_gaps_and_lose_no_rule(user: User) 
         assert result.returncode == 0
         assert result.stderr == b""
         if result.stdout:  # an answer is whole: every rule, in the agent's format
-            context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+            context = text_of_answer(result.stdout)
+            assert context is not None
             assert all(rule in context for rule in RULES), context
     answered = sum(bool(result.stdout) for result in results)
     assert answered, f"none of {len(results)} hook calls was answered"
 
     final = _fire(user.socket, 10**6, budget_ms=3000)
-    context = json.loads(final.stdout)["hookSpecificOutput"]["additionalContext"]
+    context = text_of_answer(final.stdout)
+    assert context is not None
     assert all(rule in context for rule in RULES)
     listed = user.ok("rule", "list", "--action", "git-commit")
     assert all(rule in listed for rule in RULES)

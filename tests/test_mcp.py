@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.protocol import MemoriesReply, RecallRequest
 from mented_client.commands import mcp as mcp_command
 from mented_client.commands.output import CommandError
@@ -84,8 +84,7 @@ def fire_hook(env: dict[str, str], cwd: Path, n: int, command: str = "git commit
     )
     if not result.stdout:
         return ""
-    context: str = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    return context
+    return text_of_answer(result.stdout) or ""
 
 
 @pytest.fixture

@@ -89,6 +89,22 @@ def pretooluse_event(
     return _encoder.encode({name: value for name, value in event.items() if value is not None})
 
 
+def text_of_answer(output: bytes) -> str | None:
+    """The text a hook answer hands the model: a stop's reason or the extra context.
+
+    The reverse of `render_context`/`render_deny`, for `mentectl doctor`, the
+    benchmark and the tests; None when `output` is neither.
+    """
+    try:
+        specific = msgspec.json.decode(output).get("hookSpecificOutput", {})
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    if not isinstance(specific, dict):
+        return None
+    text = specific.get("permissionDecisionReason", specific.get("additionalContext"))
+    return text if isinstance(text, str) else None
+
+
 @dataclass(frozen=True, slots=True)
 class ShellCall:
     """A shell command the agent is about to run."""
