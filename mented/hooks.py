@@ -221,11 +221,13 @@ class HookHandler:
             )
             self._count_chars(key, len(text))
             return adapter.render_context(text), fire
+        # Whether this command's rules were partly handed over before (not other actions').
+        earlier = any(rule.id in handed for _, rules in visible for rule in rules)
         wants_before = any(
             self._config.delivery.mode_of(section.action) == "before" for section in new
         )
         stop = wants_before and adapter.context_arrives == "after" and unremembered is None
-        rendered = self._render(adapter, new, stop=stop, earlier=bool(handed))
+        rendered = self._render(adapter, new, stop=stop, earlier=earlier)
         if not rendered:
             fire.why = WHY_TOO_LONG
             return b"", fire
@@ -234,7 +236,7 @@ class HookHandler:
             unremembered = WHY_NO_MEMORY
             if stop:  # unrecorded, the stop could come again: say it as context instead
                 stop = False
-                rendered = self._render(adapter, new, stop=False, earlier=bool(handed))
+                rendered = self._render(adapter, new, stop=False, earlier=earlier)
         fire.mode = "stop" if stop else "context"
         fire.delivery = "full"
         fire.full_ids = rendered.shown_ids
@@ -246,7 +248,7 @@ class HookHandler:
         elif not stop:
             fire.why = f"{adapter.title} shows hook context before the tool runs"
         else:
-            fire.why = WHY_CHANGED if handed else WHY_NEW
+            fire.why = WHY_CHANGED if earlier else WHY_NEW
         if key is not None:
             self._count_chars(key, fire.chars)
         if stop:
