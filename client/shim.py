@@ -165,8 +165,11 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
 def main() -> None:
     try:
         out = run(sys.argv, posix.environ)
-        # Disarm the backstop first: half an answer on stdout is worse than none.
-        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        # The backstop stays armed through the write: a stdout pipe that the agent
+        # does not read takes at most its buffer (64 KiB on Linux, less on macOS),
+        # then blocks the write for good. An answer is cut only if the pipe has no
+        # room for it at the deadline, in practice when the agent is not reading;
+        # a cut answer is not JSON, so no agent acts on it.
         view = memoryview(out)
         while view:
             view = view[posix.write(1, view) :]

@@ -430,3 +430,34 @@ def test_a_socket_served_by_another_user_gets_nothing_and_prints_nothing(
         assert result.stdout == b""
         with pytest.raises(NotRunningError, match="not by you"):
             Client(path).expect(StatusRequest(), StatusReply)
+
+
+def test_a_large_answer_to_a_stdout_nobody_reads_ends_within_the_budget(
+    short_tmp: Path,
+) -> None:
+    # Over a pipe's 64 KiB buffer (Linux's default; macOS's is smaller), under MAX_REPLY.
+    large = b'{"hookSpecificOutput":"' + b"x" * (256 << 10) + b'"}'
+    assert len(large) < shim.MAX_REPLY
+    with fake_daemon(short_tmp, answers(frame(large))) as server:
+        read_end, write_end = os.pipe()  # the agent holds the read end and never reads it
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [PYTHON, "-I", "-S", SHIM, "claude-code"],
+                stdin=subprocess.PIPE,
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env={"MENTED_SOCKET": str(server.path), "MENTED_HOOK_BUDGET_MS": str(BUDGET_MS)},
+            )
+            os.close(write_end)
+            try:
+                proc.communicate(EVENT, timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            wall = time.monotonic() - started
+        finally:
+            os.close(read_end)
+        assert len(server.requests) == 1, "the shim should have had its answer"
+    assert proc.returncode == 0
+    assert wall < BUDGET_MS / 1000 + MARGIN_S
