@@ -220,3 +220,67 @@ def test_status_reports_counts_sizes_latency_and_the_last_hook_fire(
     text = daemon.mentectl("status").stdout
     assert "3 (3 live rules for 2 actions)" in text
     assert "claude-code: git-commit" in text
+
+
+# ------------------------------------------- what reaches the terminal is text
+
+# What a terminal acts on instead of showing, each with the escape mentectl shows.
+TERMINAL_CONTROLS = {
+    "\x1b[2J": "\\x1b[2J",  # ESC: clear the screen
+    "\x1b]52;c;aGVsbG8=\x07": "\\x1b]52;c;aGVsbG8=\\x07",  # OSC 52: write the clipboard
+    "\x07": "\\x07",  # BEL
+    "\r": "\\r",  # CR: overwrite the line
+    "\u202e": "\\u202e",  # RLO: show the rest right to left
+    "\u2066": "\\u2066",  # LRI, another bidi control
+    "\x9b": "\\x9b",  # CSI in one C1 character
+}
+HOSTILE = " ".join(f"<{raw}>" for raw in TERMINAL_CONTROLS)
+
+
+def assert_escaped(out: str, *, what: str) -> None:
+    for raw, escaped in TERMINAL_CONTROLS.items():
+        assert raw not in out, f"{what} printed {raw!r} raw"
+        assert f"<{escaped}>" in out, f"{what} did not show {raw!r} as {escaped}"
+
+
+def test_rule_text_reaches_the_terminal_escaped_and_keeps_its_lines(
+    daemon: DaemonProcess,
+) -> None:
+    rule_id = add(daemon, "git-commit", f"first line {HOSTILE}\nsecond line\tend")
+    for argv in (["rule", "list"], ["rule", "list", "--action", "git-commit"]):
+        out = daemon.mentectl(*argv).stdout
+        assert_escaped(out, what=" ".join(argv))
+        assert "\nsecond line\tend\n" in out
+    out = daemon.mentectl("rule", "show", rule_id).stdout
+    assert_escaped(out, what="rule show")
+    assert "\nsecond line\tend\n" in out
+    out = daemon.mentectl("rule", "history", rule_id).stdout
+    assert_escaped(out, what="rule history")
+    # --json stays exact: the same text comes back.
+    assert listed(daemon) == [f"first line {HOSTILE}\nsecond line\tend"]
+    shown = daemon.mentectl("rule", "show", rule_id, "--json").stdout
+    assert "\x1b" not in shown
+    assert json.loads(shown)["content"] == f"first line {HOSTILE}\nsecond line\tend"
+
+
+def test_explain_shows_the_command_and_the_rules_escaped(daemon: DaemonProcess) -> None:
+    add(daemon, "git-commit", f"first line {HOSTILE}\nsecond line")
+    out = daemon.mentectl("explain", f"git commit -m 'x{HOSTILE}' --author=\x1b[2J").stdout
+    assert "-> git-commit" in out
+    assert_escaped(out, what="explain")
+    assert out.count("\\x1b[2J") == 3, "the quoted word, the bare word and the rule"
+    assert "\n  second line\n" in out  # its own line, indented under its rule
+
+
+def test_log_shows_what_came_with_the_event_escaped(daemon: DaemonProcess) -> None:
+    add(daemon, "git-commit", "single line")
+    command = f"git commit -m 'x{HOSTILE}'\necho second line"
+    event = pretooluse_event(command, cwd=f"/tmp/{HOSTILE}", session=f"s1\nforged {HOSTILE}")
+    with daemon.client() as client:
+        assert b"single line" in client.hook("claude-code", event)
+    out = daemon.mentectl("log").stdout
+    assert_escaped(out, what="log")
+    assert "\necho second line\n" in out, "a command keeps its own lines"
+    assert "session s1\\nforged" in out, "a session id stays on its line"
+    fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    assert (fires[0]["command"], fires[0]["cwd"]) == (command, f"/tmp/{HOSTILE}")

@@ -249,3 +249,20 @@ def test_explain_refuses_an_unknown_agent(
         main([*no_daemon, "explain", "--agent", "claude", "git commit"])
     assert exited.value.code == 2
     assert "unknown agent 'claude'" in capsys.readouterr().err
+
+
+def test_actions_shows_what_the_config_file_says_with_control_characters_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[actions.deploy]\ndescription = "roll out\\u001b]52;c;aGk=\\u0007\\u202e now"\n'
+        'shapes = [{ program = "make", subcommand = ["deploy"] }]\n',
+        encoding="utf-8",
+    )
+    status, out, _ = run(capsys, "actions", "--config", str(config))
+    assert status == 0
+    assert f"deploy  [{config}]  roll out\\x1b]52;c;aGk=\\x07\\u202e now\n" in out
+    status, out, _ = run(capsys, "actions", "--json", "--config", str(config))
+    assert json.loads(out)["actions"][-1]["description"] == "roll out\x1b]52;c;aGk=\x07\u202e now"
+    assert "\x1b" not in out

@@ -30,7 +30,7 @@ from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
 from mented_client.commands import hooks, mcp
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
     answering,
@@ -390,9 +390,11 @@ def print_checks(checks: list[Check]) -> None:
     marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "--  "}
     width = max(len(check.link) for check in checks)
     for check in checks:
-        print(f"{marks[check.state]}  {check.link:<{width}}  {check.detail}")
+        # A detail quotes what was found: a settings file's command, the daemon's words.
+        detail = escape_controls(check.detail, keep_lines=False)
+        print(f"{marks[check.state]}  {check.link:<{width}}  {detail}")
         if check.fix and check.state != "ok":
-            print(f"      {'':<{width}}  fix: {check.fix}")
+            print(f"      {'':<{width}}  fix: {escape_controls(check.fix, keep_lines=False)}")
     failed = sum(check.state == "fail" for check in checks)
     if failed:
         print(f"{failed} link{'s' if failed != 1 else ''} broken: see the fix under each FAIL.")
@@ -468,7 +470,7 @@ def setup_mcp(args: argparse.Namespace) -> None:
     except CommandError as exc:
         # Optional: the hook hands rules over without it, so setup goes on.
         message = f"not registered: {exc}"
-    print("\n".join(f"  {line}" for line in message.splitlines()))
+    print("\n".join(f"  {line}" for line in escape_controls(message).split("\n")))
 
 
 # The steps of `mentectl setup`, in order: a title and a function of the parsed

@@ -25,7 +25,12 @@ from mented.agents import DEFAULT_AGENT
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
-from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.commands.output import (
+    CommandError,
+    escape_controls,
+    format_memory,
+    print_json,
+)
 from mented_client.connection import Client, NotRunningError
 from mented_client.scope import agent_option, daemon_table, directory_option
 
@@ -163,7 +168,7 @@ def render_explanation(explanation: Explanation, table: ActionTable) -> str:
     for number, command in enumerate(explanation.commands, start=1):
         lines.append("")
         lines.extend(_render_command(number, command, table))
-    return "\n".join(lines)
+    return _one_line_each(lines)
 
 
 def _render_command(number: int, command: SimpleCommand, table: ActionTable) -> list[str]:
@@ -187,11 +192,22 @@ def _render_command(number: int, command: SimpleCommand, table: ActionTable) -> 
 def render_rules(rules: dict[str, list[Memory]] | None, *, agent: str, cwd: str) -> str:
     if rules is None:
         return "rules: the daemon is not running, so the rules are not shown"
-    lines = [f"as the hook hands them to {agent} running the command in {cwd}:"]
+    lines = [
+        escape_controls(
+            f"as the hook hands them to {agent} running the command in {cwd}:", keep_lines=False
+        )
+    ]
     for action, memories in rules.items():
-        lines.append(f"rules for {action}: {len(memories) or 'none'}")
+        lines.append(
+            f"rules for {escape_controls(action, keep_lines=False)}: {len(memories) or 'none'}"
+        )
         lines.extend("  " + format_memory(memory).replace("\n", "\n  ") for memory in memories)
     return "\n".join(lines)
+
+
+def _one_line_each(lines: list[str]) -> str:
+    """`lines` joined, each kept to one line: what they quote is the command's or the config's."""
+    return "\n".join(escape_controls(line, keep_lines=False) for line in lines)
 
 
 def _show_word(word: str) -> str:
@@ -246,4 +262,4 @@ def render_actions(table: ActionTable) -> str:
             lines.append(f"    {shape.describe()}{origin}")
     for name, source in table.disabled().items():
         lines.append(f"{name}  [switched off in {source}]")
-    return "\n".join(lines)
+    return _one_line_each(lines)

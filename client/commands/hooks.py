@@ -22,7 +22,7 @@ import msgspec
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
@@ -314,16 +314,17 @@ def run_status(args: argparse.Namespace) -> int:
     for name, places in report.items():
         print(f"{name} ({AGENTS[name].title})")
         for place in places:
-            where = display_path(Path(place.settings))
+            where = escape_controls(display_path(Path(place.settings)), keep_lines=False)
             if place.error:
-                print(f"  {where}: {place.error}")
+                print(f"  {where}: {escape_controls(place.error)}")
             elif not place.hooks:
                 print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
             for hook in place.hooks:
-                print(f"  {where}: installed, {'; '.join(hook.problems) or 'ok'}")
-                print(f"    runs: {hook.command}")
+                problems = escape_controls("; ".join(hook.problems), keep_lines=False)
+                print(f"  {where}: installed, {problems or 'ok'}")
+                print(f"    runs: {escape_controls(hook.command, keep_lines=False)}")
                 fallback = hook.socket or "the agent's $MENTED_SOCKET, else the default"
-                print(f"    socket: {fallback}")
+                print(f"    socket: {escape_controls(fallback, keep_lines=False)}")
     return 1 if broken else 0
 
 

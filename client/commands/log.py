@@ -7,7 +7,7 @@ import argparse
 import msgspec
 
 from mented.protocol import FireRecord, LogReply, LogRequest
-from mented_client.commands.output import format_time, print_json
+from mented_client.commands.output import escape_controls, format_time, print_json
 from mented_client.connection import Client
 
 # How the rules went, in words: (mode, delivery) as the daemon records them.
@@ -78,7 +78,7 @@ def _columns(fire: FireRecord) -> tuple[str, ...]:
         rules = f"{len(fire.full_ids)} of {visible}"
     return (
         format_time(fire.time),
-        fire.agent,
+        escape_controls(fire.agent, keep_lines=False),  # it came with the event
         delivered(fire),
         ",".join(fire.actions),
         rules,
@@ -88,10 +88,11 @@ def _columns(fire: FireRecord) -> tuple[str, ...]:
 
 
 def _details(fire: FireRecord) -> list[str]:
+    # The command, cwd and session came with the event; only a command has lines.
     where = f"    in {fire.cwd or '?'}" + (f", session {fire.session}" if fire.session else "")
-    lines = [f"    $ {fire.command}", where]
+    lines = [f"    $ {escape_controls(fire.command)}", escape_controls(where, keep_lines=False)]
     if fire.why:
-        lines.append(f"    why: {fire.why}")
+        lines.append(f"    why: {escape_controls(fire.why, keep_lines=False)}")
     if fire.rule_ids:
         lines.append(f"    rules: {' '.join(fire.rule_ids)}")
     return lines

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from mented.agents import AGENTS, DEFAULT_AGENT, claude_code, codex
 from mented.memory import InvalidInputError
 from mented.paths import home, socket_path
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import write_atomically
 from mented_client.scope import agent_option, check_agent
 from mented_client.service_manager import daemon_interpreter
@@ -536,7 +536,7 @@ def run_install(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"agent": args.target, "message": message})
     else:
-        print(message)
+        print(escape_controls(message))
     return 0
 
 
@@ -545,7 +545,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"agent": args.target, "message": message})
     else:
-        print(message)
+        print(escape_controls(message))
     return 0
 
 
@@ -555,5 +555,5 @@ def run_status(args: argparse.Namespace) -> int:
         print_json([asdict(r) | {"ok": r.ok} for r in registrations])
     else:
         for registration in registrations:
-            print(registration.describe())
+            print(escape_controls(registration.describe()))
     return 0

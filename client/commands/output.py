@@ -1,19 +1,30 @@
-"""Shared output helpers for `mentectl` commands: JSON or text, errors to stderr."""
+"""Shared output helpers for `mentectl` commands: JSON or text, errors to stderr.
+
+Text from users and events (rule content, commands, directories, session ids,
+settings and config files) goes through `escape_controls` before it reaches the
+terminal: a rule is written by whoever can reach the daemon, an agent included,
+and a terminal acts on some characters instead of showing them.
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+import unicodedata
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from mented.memory import Memory
 from mented_client.errors import CommandError
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 # CommandError is defined apart from commands/ (see mented_client.errors); commands import it here.
 __all__ = [
     "CommandError",
     "describe_scope",
+    "escape_controls",
     "fail",
     "format_memory",
     "format_time",
@@ -22,12 +33,90 @@ __all__ = [
 
 
 def fail(message: str, status: int = 1) -> int:
-    print(f"mentectl: {message}", file=sys.stderr)
+    # Error messages quote what was refused: an id, a file's content, the daemon's words.
+    print(f"mentectl: {escape_controls(message)}", file=sys.stderr)
     return status
 
 
 def print_json(data: Any) -> None:  # noqa: ANN401 - anything msgspec can encode
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
+    text = msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
+    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+
+
+# ------------------------------------------------------- terminal control characters
+
+# The characters a terminal may act on instead of showing, by Unicode category:
+# controls (Cc: ESC starts sequences such as OSC 52, which writes the clipboard;
+# BEL rings; CR and BS overwrite what is shown; the C1 set, CSI among it), format
+# characters (Cf: the bidi overrides and isolates such as RLO, which reorder a line,
+# and the zero-width and tag characters, which hide text), line and paragraph
+# separators (Zl, Zp) and lone surrogates (Cs, which stdout cannot even encode).
+# The interpreter's Unicode database decides what is in each category, not a list
+# kept here; no library does this without a terminal toolkit behind it (and rich,
+# for one, strips only a few C0 codes), so a translate table it is.
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _is_terminal_control(char: str) -> bool:
+    return unicodedata.category(char) in _CONTROL_CATEGORIES
+
+
+def _python_escape(code: int) -> str:
+    """The escape Python's repr() writes: \\r, \\n, \\x1b, \\u202e, \\U000e0041."""
+    named = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+    if code in named:
+        return named[code]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _json_escape(code: int) -> str:
+    """The same character as a JSON string escape (a surrogate pair past U+FFFF)."""
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
+class _EscapeTable(dict[int, str]):
+    """A `str.translate` table filled on first sight of each character."""
+
+    def __init__(self, escape: Callable[[int], str], keep: str) -> None:
+        super().__init__()
+        self.escape = escape
+        self.keep = frozenset(map(ord, keep))
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        shown = char
+        if code not in self.keep and _is_terminal_control(char):
+            shown = self.escape(code)
+        self[code] = shown
+        return shown
+
+
+_TEXT_ESCAPES = _EscapeTable(_python_escape, keep="\n\t")
+_LINE_ESCAPES = _EscapeTable(_python_escape, keep="\t")
+# In JSON these characters can only stand inside strings (JSON's own whitespace is
+# kept), where an escape decodes to the same text: the output stays exact JSON.
+_JSON_ESCAPES = _EscapeTable(_json_escape, keep="\n\t\r ")
+
+
+def escape_controls(text: str, *, keep_lines: bool = True) -> str:
+    """`text` as a terminal can show it: each control character as its escape.
+
+    Backslashes are left alone: this is for reading, and `--json` gives the exact text.
+
+    Args:
+        text: text that came from a user or an event.
+        keep_lines: keep newlines (the text's own lines, as in a rule); False for a
+            value shown within one line (a session id, a directory), so that it
+            cannot pass for lines of the output.
+    """
+    if text.isprintable():  # the common case, at C speed
+        return text
+    return text.translate(_TEXT_ESCAPES if keep_lines else _LINE_ESCAPES)
 
 
 def describe_scope(agent: str | None, project: str | None) -> str:
@@ -39,27 +128,32 @@ def describe_scope(agent: str | None, project: str | None) -> str:
 
 
 def format_memory(memory: Memory, *, verbose: bool = False) -> str:
-    """One memory as a line (or a block with `verbose`)."""
+    """One memory as a line (or a block with `verbose`), control characters escaped."""
     state = "" if memory.is_live else f"  [superseded by {memory.superseded_by}]"
     actions = ",".join(memory.actions)
     scope = describe_scope(memory.agent, memory.project)
-    head = f"{memory.id}  {actions or memory.memory_type}  ({scope}){state}"
+    content = escape_controls(memory.content)  # a rule's own lines stay lines
     if not verbose:
-        return f"{head}\n    {memory.content}"
-    lines = [
-        f"id:            {memory.id}",
-        f"content:       {memory.content}",
-        f"type:          {memory.memory_type}",
-        f"tags:          {', '.join(memory.tags) or '-'}",
-        f"scope:         {scope}",
-        f"created_at:    {format_time(memory.created_at)}",
-    ]
+        head = f"{memory.id}  {actions or memory.memory_type}  ({scope}){state}"
+        return f"{escape_controls(head, keep_lines=False)}\n    {content}"
+    fields = {
+        "id": memory.id,
+        "type": memory.memory_type,
+        "tags": ", ".join(memory.tags) or "-",
+        "scope": scope,
+        "created_at": format_time(memory.created_at),
+    }
     if memory.valid_until is not None:
-        lines.append(f"valid_until:   {format_time(memory.valid_until)}")
+        fields["valid_until"] = format_time(memory.valid_until)
     if memory.supersedes:
-        lines.append(f"supersedes:    {memory.supersedes}")
+        fields["supersedes"] = memory.supersedes
     if memory.superseded_by:
-        lines.append(f"superseded_by: {memory.superseded_by}")
+        fields["superseded_by"] = memory.superseded_by
+    lines = [
+        f"{name + ':':<15}{escape_controls(value, keep_lines=False)}"
+        for name, value in fields.items()
+    ]
+    lines.insert(1, f"{'content:':<15}{content}")
     return "\n".join(lines)
 
 

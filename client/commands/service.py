@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from mented import paths
 from mented.protocol import OkReply, ReloadRequest, ShutdownRequest, StatusReply
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.status import fetch_status
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import (
@@ -419,7 +419,7 @@ def run_reload(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"reloaded": True, "message": reply.message})
     else:
-        print(f"mented: {reply.message}")
+        print(f"mented: {escape_controls(reply.message)}")
     return 0
 
 

@@ -8,7 +8,7 @@ import msgspec
 
 from mented import paths
 from mented.protocol import StatusReply, StatusRequest
-from mented_client.commands.output import fail, format_time, print_json
+from mented_client.commands.output import escape_controls, fail, format_time, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
 
@@ -110,4 +110,7 @@ def render_status(status: StatusReply) -> str:
     ]
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
-    return "\n".join(f"{name + ':':<11}{value}" for name, value in rows)
+    # The last fire's agent came with an event; the paths and the config error are files'.
+    return "\n".join(
+        f"{name + ':':<11}{escape_controls(value, keep_lines=False)}" for name, value in rows
+    )
