@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import msgspec
 
 from mented.config import Config, ConfigError, line_of, load_config
+from mented.edits import path_pattern_problem
 from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
 
 if TYPE_CHECKING:
@@ -90,6 +91,16 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     shapes: tuple[Shape, ...]
     shape_sources: tuple[str, ...]
     phrase: str = ""  # how the hook names it to the model; "" for the default
+    tools: tuple[str, ...] = ()  # MCP tools that perform it: "server/tool" globs
+    paths: tuple[str, ...] = ()  # file edits that perform it: .gitignore-style patterns
+
+    def triggers(self) -> tuple[str, ...]:
+        """Every trigger, as a person would write it: shapes, `tool ...`, `edit ...`."""
+        return (
+            *(shape.describe() for shape in self.shapes),
+            *(f"MCP tool {tool}" for tool in self.tools),
+            *(f"file edit {path}" for path in self.paths),
+        )
 
 
 class SubcommandSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -135,6 +146,8 @@ class _ActionEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     enabled: bool = True
     replace: bool = False
     shapes: list[Shape] = []
+    tools: list[str] = []
+    paths: list[str] = []
 
 
 class _BuiltinFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -356,10 +369,11 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
                 f"{where}: action {raw_name!r}: `replace = true` only applies to a built-in "
                 "action; remove it for a new action"
             )
-        if not entry.shapes:
+        if not (entry.shapes or entry.tools or entry.paths):
             raise ConfigError(
-                f"{where}: action {raw_name!r} has no shapes; add e.g. "
-                'shapes = [{ program = "make", subcommand = ["deploy"] }]'
+                f"{where}: action {raw_name!r} has no shapes, tools or paths; add e.g. "
+                'shapes = [{ program = "make", subcommand = ["deploy"] }], '
+                'tools = ["github/create_deployment"] or paths = ["deploy/**"]'
             )
         merged[name] = Action(
             name=name,
@@ -368,19 +382,24 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
             source=source,
             shapes=tuple(entry.shapes),
             shape_sources=(source,) * len(entry.shapes),
+            tools=tuple(entry.tools),
+            paths=tuple(entry.paths),
         )
         return
     if entry.replace:
         shapes, sources = tuple(entry.shapes), (source,) * len(entry.shapes)
+        tools, paths = tuple(entry.tools), tuple(entry.paths)
         action_source = source
     else:
         shapes = existing.shapes + tuple(entry.shapes)
         sources = existing.shape_sources + (source,) * len(entry.shapes)
+        tools = existing.tools + tuple(t for t in entry.tools if t not in existing.tools)
+        paths = existing.paths + tuple(p for p in entry.paths if p not in existing.paths)
         action_source = existing.source
-    if not shapes:
+    if not (shapes or tools or paths):
         raise ConfigError(
-            f"{where}: action {raw_name!r}: `replace = true` with no shapes leaves the action "
-            "unable to fire; use `enabled = false` to switch it off"
+            f"{where}: action {raw_name!r}: `replace = true` with no shapes, tools or paths "
+            "leaves the action unable to fire; use `enabled = false` to switch it off"
         )
     merged[name] = Action(
         name=name,
@@ -389,6 +408,8 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
         source=action_source,
         shapes=shapes,
         shape_sources=sources,
+        tools=tools,
+        paths=paths,
     )
 
 
@@ -406,14 +427,40 @@ def _convert_entry(raw: Any, where: str, raw_name: str) -> _ActionEntry:  # noqa
         problem = _shape_problem(shape)
         if problem:
             raise ConfigError(f"{where}: action {raw_name!r}, shape {number}: {problem}")
+    problem = _trigger_problem(entry.tools, entry.paths)
+    if problem:
+        raise ConfigError(f"{where}: action {raw_name!r}: {problem}")
     return entry
+
+
+def _trigger_problem(tools: Iterable[str], paths: Iterable[str]) -> str | None:
+    """What is wrong with an action's tool and path triggers, or None."""
+    for tool in tools:
+        server, _, name = tool.partition("/")
+        if not server or not name or "/" in name or any(ch.isspace() for ch in tool):
+            return (
+                f"tool {tool!r} must be SERVER/TOOL, the MCP server's name and the tool's, "
+                "either may be a glob: 'github/create_pull_request', '*/merge_pull_request'"
+            )
+    for path in paths:
+        if not path.strip() or path.startswith("!"):
+            return (
+                f"path {path!r} must be a pattern of the files whose edits perform the action, "
+                "as in .gitignore, relative to the project root: 'db/migrations/**', "
+                "'CHANGELOG.md'"
+            )
+        problem = path_pattern_problem(path)
+        if problem:
+            return f"path {path!r}: {problem}"
+    return None
 
 
 def _explain_validation(exc: msgspec.ValidationError) -> str:
     message = str(exc)
     if "unknown field" in message:
         message += (
-            "; an action takes description, phrase, enabled, replace and shapes; a shape takes "
+            "; an action takes description, phrase, enabled, replace, shapes, tools and paths; "
+            "a shape takes "
             "program, subcommand, any_flag, no_flag, min_positionals, "
             "positional_starts_with and options_with_value"
         )
@@ -482,6 +529,9 @@ def _builtin() -> _BuiltinTable:
             problem = _shape_problem(shape)
             if problem:
                 raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
+        problem = _trigger_problem(entry.tools, entry.paths)
+        if problem:
+            raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
         actions.append(
             Action(
                 name=name,
@@ -490,6 +540,8 @@ def _builtin() -> _BuiltinTable:
                 source=BUILTIN,
                 shapes=tuple(entry.shapes),
                 shape_sources=(BUILTIN,) * len(entry.shapes),
+                tools=tuple(entry.tools),
+                paths=tuple(entry.paths),
             )
         )
     return _BuiltinTable(

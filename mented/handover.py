@@ -37,12 +37,12 @@ MAX_POINTER_CHARS = 120
 
 INTRO: dict[Moment, str] = {
     "before": (
-        "mented stopped this command once, before it ran, so that you read the user's rules "
+        "mented stopped this {what} once, before it ran, so that you read the user's rules "
         "for it first. Run it again once it follows them; it will not be stopped again for "
         "these rules."
     ),
     "after": (
-        "The command that just ran falls under the user's rules below (from mented). "
+        "The {what} that just ran falls under the user's rules below (from mented). "
         "If it broke one, correct it."
     ),
 }
@@ -83,19 +83,21 @@ class Handover:
         return bool(self.text)
 
 
-def render_rules(
+def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
     sections: Sequence[Section],
     *,
     moment: Moment,
     max_chars: int,
     table: ActionTable,
     earlier: bool = False,
+    what: str = "command",
 ) -> Handover:
     """The full text for `sections`, within `max_chars` (empty when not even headings fit).
 
     `earlier`: the session was handed other rules before, which still apply.
+    `what`: what was stopped or ran: "command", "tool call", "file edit".
     """
-    intro = INTRO[moment] + (" " + EARLIER if earlier else "")
+    intro = INTRO[moment].format(what=what) + (" " + EARLIER if earlier else "")
     headings = [_heading(section.action, moment, table) for section in sections]
     notes = [
         _LEFT_OUT.format(n=999, noun="rules", action=s.action, max_chars=max_chars)

@@ -1,7 +1,9 @@
-"""A hook request end to end: agent event -> shell command -> actions -> rules -> stdout bytes.
+"""A hook request end to end: agent event -> tool call -> actions -> rules -> stdout bytes.
 
-`HookHandler.handle` runs on the daemon's trio thread for every shell command
-an agent runs, so it does only in-memory work, store reads (microseconds) and,
+A tool call is a shell command (actions named by mented.matcher), an MCP tool
+(mented.tool_triggers) or a file edit (mented.edits); the rest is the same for all.
+`HookHandler.handle` runs on the daemon's trio thread for every tool call the
+agent's hook is registered for, so it does only in-memory work, store reads (microseconds) and,
 when a session is handed something new, one unsynced write to the session
 memory (tens of microseconds). It never raises: any failure is silence (empty
 stdout), because a hook must never get in the way of the command.
@@ -44,14 +46,16 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mented.agents import AGENTS, ContextEmptied
+from mented.edits import EditMatcher
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.memory import short_handle
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
+from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
-    from mented.agents import Agent, ShellCall
+    from mented.agents import Agent, ToolCall
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
@@ -91,6 +95,8 @@ class HookHandler:
         every command gets its rules as context, and nothing is ever stopped."""
         self._store = store
         self._matcher = matcher
+        self._tools = ToolMatcher(matcher.table)
+        self._edits = EditMatcher(matcher.table)
         self._config = config
         self._sessions = sessions
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
@@ -103,6 +109,8 @@ class HookHandler:
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         """Use a new action table and settings from the next request on."""
         self._matcher = matcher
+        self._tools = ToolMatcher(matcher.table)
+        self._edits = EditMatcher(matcher.table)
         self._config = config
         if self._sessions is not None:
             self._sessions.ttl_s = config.hook.session_ttl_s
@@ -153,7 +161,7 @@ class HookHandler:
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
-        actions = self._matcher.actions_in(call.command)
+        actions = self._actions_of(call)
         if not actions:
             return b""
         now = time.monotonic()
@@ -174,8 +182,16 @@ class HookHandler:
         self._record(fire)
         return out
 
+    def _actions_of(self, call: ToolCall) -> tuple[str, ...]:
+        """The actions a tool call performs: by its command, MCP tool, or the files it edits."""
+        if call.command:
+            return self._matcher.actions_in(call.command)
+        if call.mcp_tool:
+            return self._tools.actions_for(call.mcp_tool)
+        return self._edits.actions_for(call.edited, call.cwd)
+
     def _deliver(
-        self, adapter: Agent, call: ShellCall, visible: list[tuple[str, list[Memory]]]
+        self, adapter: Agent, call: ToolCall, visible: list[tuple[str, list[Memory]]]
     ) -> tuple[bytes, FireRecord]:
         """The answer for a command with these visible rules, and its log record."""
         fire = FireRecord(
@@ -183,7 +199,7 @@ class HookHandler:
             agent=adapter.name,
             session=_cut(call.session, MAX_LOGGED_SESSION),
             cwd=_cut(call.cwd, MAX_LOGGED_CWD),
-            command=_cut(call.command, MAX_LOGGED_COMMAND) or "",
+            command=_cut(call.describe(), MAX_LOGGED_COMMAND) or "",
             rule_ids=[rule.id for _, rules in visible for rule in rules],
             mode="none",
             delivery="none",
@@ -227,7 +243,7 @@ class HookHandler:
             self._config.delivery.mode_of(section.action) == "before" for section in new
         )
         stop = wants_before and adapter.context_arrives == "after" and unremembered is None
-        rendered = self._render(adapter, new, stop=stop, earlier=earlier)
+        rendered = self._render(adapter, call, new, stop=stop, earlier=earlier)
         if not rendered:
             fire.why = WHY_TOO_LONG
             return b"", fire
@@ -236,7 +252,7 @@ class HookHandler:
             unremembered = WHY_NO_MEMORY
             if stop:  # unrecorded, the stop could come again: say it as context instead
                 stop = False
-                rendered = self._render(adapter, new, stop=False, earlier=earlier)
+                rendered = self._render(adapter, call, new, stop=False, earlier=earlier)
         fire.mode = "stop" if stop else "context"
         fire.delivery = "full"
         fire.full_ids = rendered.shown_ids
@@ -255,7 +271,9 @@ class HookHandler:
             return adapter.render_deny(rendered.text), fire
         return adapter.render_context(rendered.text), fire
 
-    def _render(self, adapter: Agent, new: list[Section], *, stop: bool, earlier: bool) -> Handover:
+    def _render(
+        self, adapter: Agent, call: ToolCall, new: list[Section], *, stop: bool, earlier: bool
+    ) -> Handover:
         before = stop or adapter.context_arrives == "before"
         return render_rules(
             new,
@@ -263,6 +281,7 @@ class HookHandler:
             max_chars=self._config.hook.max_context_chars,
             table=self._matcher.table,
             earlier=earlier,
+            what=call.kind_in_words(),
         )
 
     def _handed(self, key: SessionKey | None) -> tuple[set[str], str | None]:
@@ -344,7 +363,7 @@ def _cut(text: str | None, limit: int) -> str | None:
     return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-def _event_digest(agent: str, call: ShellCall) -> bytes:
+def _event_digest(agent: str, call: ToolCall) -> bytes:
     """What makes two deliveries the same event, in 16 bytes (a command runs to 1 MiB)."""
-    fields = msgspec.json.encode((agent, call.session, call.tool_use_id, call.cwd, call.command))
+    fields = msgspec.json.encode((agent, call.session, call.tool_use_id, call.cwd, call.describe()))
     return hashlib.blake2b(fields, digest_size=16).digest()

@@ -26,6 +26,7 @@ BUILT_INS = [
     "git-push-force",
     "git-rebase",
     "git-tag",
+    "issue-create",
     "package-install",
     "package-publish",
     "pr-create",
@@ -53,7 +54,7 @@ def test_the_built_in_actions_are_exactly_the_documented_ones() -> None:
     assert table.disabled() == {}
 
 
-def test_every_built_in_action_has_a_description_and_a_shape() -> None:
+def test_every_built_in_action_has_a_description_and_a_shape() -> None:  # and maybe tools
     for action in load_action_table(Config()).actions():
         assert action.description, action.name
         assert action.shapes, action.name
@@ -263,3 +264,45 @@ def test_descriptions_come_from_the_table_and_the_config_file(tmp_path: Path) ->
     assert descriptions["git-commit"] == "our commit"
     assert descriptions["pr-create"]  # built-ins describe themselves
     assert set(descriptions) == set(table.names())
+
+
+# ------------------------------------------------------- tool and path triggers
+
+
+def test_actions_can_be_performed_by_mcp_tools_and_file_edits(tmp_path: Path) -> None:
+    table = table_from(
+        tmp_path,
+        '[actions.db-migration]\ndescription = "change the database schema"\n'
+        'paths = ["**/migrations/**"]\n\n'
+        '[actions.pr-create]\ntools = ["forge/open_change"]\n',
+    )
+    migration = next(a for a in table.actions() if a.name == "db-migration")
+    assert (migration.shapes, migration.tools, migration.paths) == ((), (), ("**/migrations/**",))
+    assert migration.triggers() == ("file edit **/migrations/**",)
+    pr = next(a for a in table.actions() if a.name == "pr-create")
+    assert pr.tools == ("*/create_pull_request", "*/create_merge_request", "forge/open_change")
+    assert "MCP tool forge/open_change" in pr.triggers()
+    assert "gh pr create" in pr.triggers()
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ('tools = ["create_pull_request"]', "must be SERVER/TOOL"),
+        ('tools = ["github/a/b"]', "must be SERVER/TOOL"),
+        ('paths = [""]', "must be a pattern of the files"),
+        ('paths = ["!keep.sql"]', "must be a pattern of the files"),
+    ],
+)
+def test_bad_tool_and_path_triggers_name_file_line_and_action(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    message = error_from(tmp_path, f"[actions.deploy]\n{line}\n")
+    assert f"{tmp_path / 'config.toml'}:1" in message
+    assert "'deploy'" in message
+    assert said in message
+
+
+def test_an_action_with_no_trigger_at_all_is_refused(tmp_path: Path) -> None:
+    message = error_from(tmp_path, '[actions.deploy]\ndescription = "x"\n')
+    assert "has no shapes, tools or paths" in message

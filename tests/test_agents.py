@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.agents import AGENTS, ShellCall
+from mented.agents import AGENTS, ToolCall
 from mented_client.commands.hooks import DEFAULT_TIMEOUT_S
 
 # Shaped like the events Claude Code and Codex send (Codex: pre-tool-use.command.input schema).
@@ -41,8 +41,9 @@ CODEX_EVENT = {
 
 def test_claude_code_event_decodes_to_the_shell_call() -> None:
     call = AGENTS["claude-code"].decode(json.dumps(CLAUDE_EVENT).encode())
-    assert call == ShellCall(
+    assert call == ToolCall(
         command=CLAUDE_EVENT["tool_input"]["command"],  # type: ignore[index]
+        tool="Bash",
         cwd="/home/u/repo",
         session="abc123",
         tool_use_id="toolu_01ABC",
@@ -59,15 +60,18 @@ def test_codex_event_decodes_to_the_shell_call() -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"tool_name": "Edit", "tool_input": {"file_path": "/repo/git_commit.py"}},
-        {"tool_name": "Read"},
+        {"tool_name": "Read", "tool_input": {"file_path": "/repo/git_commit.py"}},
+        {"tool_name": "Edit", "tool_input": {}},
+        {"tool_name": "Edit", "tool_input": {"file_path": 5}},
+        {"tool_name": "mcp__github", "tool_input": {}},
+        {"tool_name": "mcp____create_issue", "tool_input": {}},
         {"hook_event_name": "PostToolUse"},
         {"tool_input": {"command": "   "}},
         {"tool_input": {}},
         {"tool_input": None},
     ],
 )
-def test_events_that_are_not_a_shell_command(change: dict[str, object]) -> None:
+def test_events_that_are_no_tool_call_we_act_on(change: dict[str, object]) -> None:
     event = {**CLAUDE_EVENT, **change}
     assert AGENTS["claude-code"].decode(json.dumps(event).encode()) is None
 
@@ -81,7 +85,44 @@ def test_undecodable_events(raw: bytes) -> None:
 
 def test_missing_optional_fields_are_fine() -> None:
     call = AGENTS["codex"].decode(b'{"tool_name": "Bash", "tool_input": {"command": "ls"}}')
-    assert call == ShellCall(command="ls", cwd=None, session=None, tool_use_id=None)
+    assert call == ToolCall(command="ls", tool="Bash")
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "edited"),
+    [
+        (
+            "Edit",
+            {"file_path": "/repo/db/migrations/1.sql", "old_string": "a"},
+            "/repo/db/migrations/1.sql",
+        ),
+        ("Write", {"file_path": "CHANGELOG.md", "content": "x"}, "CHANGELOG.md"),
+        ("MultiEdit", {"file_path": "/r/a.py", "edits": []}, "/r/a.py"),
+        ("NotebookEdit", {"notebook_path": "/r/n.ipynb"}, "/r/n.ipynb"),
+    ],
+)
+def test_claude_code_file_edits_decode_to_the_files_they_write(
+    tool: str, tool_input: dict[str, object], edited: str
+) -> None:
+    event = {**CLAUDE_EVENT, "tool_name": tool, "tool_input": tool_input}
+    call = AGENTS["claude-code"].decode(json.dumps(event).encode())
+    assert call == ToolCall(
+        edited=(edited,), tool=tool, cwd="/home/u/repo", session="abc123", tool_use_id="toolu_01ABC"
+    )
+    assert call.kind_in_words() == "file edit"
+
+
+def test_an_mcp_tool_decodes_to_server_and_tool_whatever_its_input() -> None:
+    event = {
+        **CLAUDE_EVENT,
+        "tool_name": "mcp__github__create_pull_request",
+        "tool_input": {"owner": "o", "repo": "r", "title": "t", "command": 42},
+    }
+    call = AGENTS["claude-code"].decode(json.dumps(event).encode())
+    assert call is not None
+    assert call.mcp_tool == "github/create_pull_request"
+    assert call.describe() == "MCP tool github/create_pull_request"
+    assert call.kind_in_words() == "tool call"
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

@@ -600,3 +600,49 @@ def test_the_fire_log_keeps_only_a_cut_of_each_event_field(store: Store) -> None
     assert len(fire.command) < 1100
     assert fire.session.endswith("more characters)")
     assert len(msgspec.json.encode(fire)) < 4000
+
+
+# ------------------------------------------------------- MCP tools and file edits
+
+
+def test_an_mcp_tool_that_opens_a_pull_request_gets_the_pr_rules(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule(store, "pr-create", "PR titles follow the commit convention")
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    payload = event(tool="mcp__github__create_pull_request", tool_input={"title": "x", "body": "y"})
+    reason = deny_reason_of(handler.handle("claude-code", payload))
+    assert reason.startswith("mented stopped this tool call once")
+    assert "PR titles" in reason
+    assert "single line" not in reason
+    (fire,) = handler.recent_fires(1)
+    assert fire.command == "MCP tool github/create_pull_request"
+    assert fire.actions == ["pr-create"]
+    # The same rules through `gh pr create` later in the session: the session has them.
+    assert len(context_of(handler.handle("claude-code", event("gh pr create --fill")))) <= 120
+    reading = event(tool="mcp__github__list_pull_requests", tool_input={})
+    assert handler.handle("claude-code", reading) == b""
+
+
+def test_an_edit_under_migrations_gets_the_migration_rules(
+    store: Store, sessions: SessionMemory, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    rule(store, "db-migration", "migrations are append-only; never edit an applied one")
+    config = Config(
+        delivery=delivery_of(),
+        actions={"db-migration": {"description": "change the schema", "paths": ["migrations/"]}},
+    )
+    handler = HookHandler(store, make_matcher(config), config, sessions)
+    edit = event(
+        tool="Edit",
+        cwd=str(repo),
+        tool_input={"file_path": str(repo / "db/migrations/0042.sql"), "old_string": "a"},
+    )
+    reason = deny_reason_of(handler.handle("claude-code", edit))
+    assert reason.startswith("mented stopped this file edit once")
+    assert "append-only" in reason
+    other = event(tool="Write", cwd=str(repo), tool_input={"file_path": "src/app.py"})
+    assert handler.handle("claude-code", other) == b""

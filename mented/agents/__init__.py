@@ -13,7 +13,7 @@ assumed where none is named.
 from __future__ import annotations
 
 from mented.agents import claude_code, codex
-from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, ShellCall
+from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, ToolCall
 
 Agent = PreToolUseAgent
 
@@ -22,4 +22,4 @@ AGENTS: dict[str, Agent] = {agent.name: agent for agent in (claude_code.AGENT, c
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
 DEFAULT_AGENT = claude_code.AGENT.name
 
-__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "ShellCall"]
+__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "ToolCall"]

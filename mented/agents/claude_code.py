@@ -18,4 +18,5 @@ AGENT = PreToolUseAgent(
     config_dir_name=".claude",
     settings_name="settings.json",
     project_settings_file=".claude/settings.json",
+    edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
 )

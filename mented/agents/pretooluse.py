@@ -42,8 +42,13 @@ SESSION_START = "SessionStart"
 CONTEXT_EMPTIED = frozenset({"compact", "clear"})
 
 
-class _ToolInput(msgspec.Struct):
+class _ShellInput(msgspec.Struct):
     command: str | None = None
+
+
+class _EditInput(msgspec.Struct):
+    file_path: str | None = None  # Edit, Write, MultiEdit
+    notebook_path: str | None = None  # NotebookEdit
 
 
 class _PreToolUseEvent(msgspec.Struct):
@@ -53,12 +58,16 @@ class _PreToolUseEvent(msgspec.Struct):
     session_id: str | None = None
     cwd: str | None = None
     tool_name: str | None = None
-    tool_input: _ToolInput | None = None
+    # Decoded by the tool's kind (msgspec takes no union with Raw: absent reads as null).
+    tool_input: msgspec.Raw = msgspec.Raw(b"null")
     tool_use_id: str | None = None
     source: str | None = None  # SessionStart: startup, resume, clear, compact
 
 
 _event_decoder = msgspec.json.Decoder(_PreToolUseEvent)
+_shell_decoder = msgspec.json.Decoder(_ShellInput)
+_edit_decoder = msgspec.json.Decoder(_EditInput)
+_MCP_PREFIX = "mcp__"  # Claude Code and Codex name an MCP tool mcp__SERVER__TOOL
 _encoder = msgspec.json.Encoder()
 
 
@@ -105,14 +114,31 @@ def text_of_answer(output: bytes) -> str | None:
     return text if isinstance(text, str) else None
 
 
-@dataclass(frozen=True, slots=True)
-class ShellCall:
-    """A shell command the agent is about to run."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A tool call the agent is about to make: one of a shell command, an MCP tool, a file edit."""
 
-    command: str
-    cwd: str | None
-    session: str | None
-    tool_use_id: str | None
+    command: str = ""  # a shell command line
+    mcp_tool: str = ""  # an MCP tool, as SERVER/TOOL
+    edited: tuple[str, ...] = ()  # the files an edit writes
+    tool: str = ""  # the agent's name of the tool
+    cwd: str | None = None
+    session: str | None = None
+    tool_use_id: str | None = None
+
+    def kind_in_words(self) -> str:
+        """What the call is, as the words for the model say it."""
+        if self.command:
+            return "command"
+        return "tool call" if self.mcp_tool else "file edit"
+
+    def describe(self) -> str:
+        """The call as `mentectl log` shows it: the command, or the tool and its files."""
+        if self.command:
+            return self.command
+        if self.mcp_tool:
+            return f"MCP tool {self.mcp_tool}"
+        return f"{self.tool} {' '.join(self.edited)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +156,8 @@ class PreToolUseAgent:
         name: the name on the shim's command line and in rule scopes.
         title: how people call the agent.
         shell_tools: the tool names whose `tool_input.command` is a shell command.
+        edit_tools: the tool names that write the file `tool_input.file_path`
+            (or `notebook_path`).
         config_dir_env: the environment variable that moves its user config directory.
         config_dir_name: that directory's name in the home directory otherwise.
         settings_name: the user-level hook settings file, in that directory.
@@ -142,6 +170,7 @@ class PreToolUseAgent:
     name: str
     title: str
     shell_tools: frozenset[str] = frozenset({"Bash"})
+    edit_tools: frozenset[str] = frozenset()
     config_dir_env: str
     config_dir_name: str
     settings_name: str
@@ -151,8 +180,8 @@ class PreToolUseAgent:
 
     # ------------------------------------------------------------ event and output
 
-    def decode(self, event: bytes) -> ShellCall | ContextEmptied | None:
-        """The shell command in `event`, a context emptied, or None when we do not act on it."""
+    def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
+        """The tool call in `event`, a context emptied, or None when we do not act on it."""
         try:
             decoded = _event_decoder.decode(event)
         # msgspec gives up on very deep nesting with RecursionError, not DecodeError.
@@ -164,17 +193,40 @@ class PreToolUseAgent:
             return None
         if decoded.hook_event_name not in (None, EVENT_NAME):
             return None
-        if decoded.tool_name not in self.shell_tools or decoded.tool_input is None:
+        tool = decoded.tool_name or ""
+        try:
+            call = self._tool_call(tool, decoded.tool_input)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
-        command = decoded.tool_input.command
-        if not command or not command.strip():
+        if call is None:
             return None
-        return ShellCall(
-            command=command,
+        return ToolCall(
+            command=call.command,
+            mcp_tool=call.mcp_tool,
+            edited=call.edited,
+            tool=tool,
             cwd=decoded.cwd or None,
             session=decoded.session_id or None,
             tool_use_id=decoded.tool_use_id or None,
         )
+
+    def _tool_call(self, tool: str, tool_input: msgspec.Raw) -> ToolCall | None:
+        """What the tool does, from its name and input; None when it is nothing we know.
+
+        Raises:
+            msgspec.DecodeError, msgspec.ValidationError: the input is not what the tool takes.
+        """
+        if tool in self.shell_tools:
+            command = _shell_decoder.decode(tool_input).command
+            return ToolCall(command=command) if command and command.strip() else None
+        if tool in self.edit_tools:
+            edit = _edit_decoder.decode(tool_input)
+            path = edit.file_path or edit.notebook_path
+            return ToolCall(edited=(path,)) if path else None
+        if tool.startswith(_MCP_PREFIX):
+            server, _, name = tool[len(_MCP_PREFIX) :].partition("__")
+            return ToolCall(mcp_tool=f"{server}/{name}") if server and name else None
+        return None
 
     def render_context(self, text: str) -> bytes:
         """Stdout that hands `text` to the model as extra context."""

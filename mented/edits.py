@@ -1,0 +1,108 @@
+"""File edits as actions: which actions an edit of these files performs, by path pattern.
+
+An action may name `paths`, patterns of the files whose edits perform it
+(`db-migration`: `**/migrations/**`). They are .gitignore patterns, matched by
+`pathspec` (the library pip and black use for the same job): `CHANGELOG.md`
+matches at any depth, `/CHANGELOG.md` only at the root, `migrations/` any
+directory of that name, `**` any number of directories.
+
+Paths are matched relative to the project root: the nearest directory above
+the file that holds a `.git` (a repository's top level), else the agent's
+working directory. Finding it costs a few `stat` calls, cached per directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import posixpath  # agents send POSIX paths; pathlib would build objects per call
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import pathspec
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mented.actions import ActionTable
+
+MAX_ROOTS_CACHED = 1024  # directories whose project root is remembered
+MAX_PATHS_PER_EDIT = 64  # files looked at in one edit (a patch may touch many)
+
+
+def path_pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a usable path pattern, or None."""
+    try:
+        _compile((pattern,))
+    except ValueError as exc:  # pathspec raises a ValueError subclass for bad patterns
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.lstat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in an agent's path
+        return False
+    return True
+
+
+class EditMatcher:
+    """Names the actions an edit of some files performs, from the table's `paths`."""
+
+    def __init__(self, table: ActionTable) -> None:
+        self._specs = [
+            (action.name, _compile(tuple(action.paths)))
+            for action in table.actions()
+            if action.paths
+        ]
+        self._roots: OrderedDict[str, str | None] = OrderedDict()
+
+    def __bool__(self) -> bool:
+        """Whether any action is performed by a file edit."""
+        return bool(self._specs)
+
+    def actions_for(self, paths: Iterable[str], cwd: str | None) -> tuple[str, ...]:
+        """The actions editing `paths` performs, in table order. Never raises."""
+        if not self._specs:
+            return ()
+        relative = [
+            self.relative_path(path, cwd) for path in itertools.islice(paths, MAX_PATHS_PER_EDIT)
+        ]
+        return tuple(
+            name for name, spec in self._specs if any(spec.match_file(p) for p in relative if p)
+        )
+
+    def relative_path(self, path: str, cwd: str | None) -> str:
+        """`path` relative to its project root (see the module doc), with `/` separators."""
+        absolute = posixpath.normpath(posixpath.join(cwd or "/", path))
+        root = self._root_of(posixpath.dirname(absolute)) or (cwd and posixpath.normpath(cwd))
+        if root and (absolute == root or absolute.startswith(root.rstrip("/") + "/")):
+            return posixpath.relpath(absolute, root)
+        return absolute.lstrip("/")
+
+    def _root_of(self, directory: str) -> str | None:
+        """The nearest directory from `directory` up that holds `.git`; cached."""
+        if directory in self._roots:
+            self._roots.move_to_end(directory)
+            return self._roots[directory]
+        root: str | None = None
+        current = directory
+        while True:
+            if _exists(posixpath.join(current, ".git")):
+                root = current
+                break
+            parent = posixpath.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        self._roots[directory] = root
+        if len(self._roots) > MAX_ROOTS_CACHED:
+            self._roots.popitem(last=False)
+        return root
