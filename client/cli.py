@@ -11,9 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from mented.protocol import ErrorCode
 from mented_client.commands import COMMAND_MODULES
 from mented_client.commands.output import CommandError, fail
 from mented_client.connection import DaemonError, NotRunningError, ProtocolError
+
+_STORE_FAILURES = frozenset({ErrorCode.STORE_FULL, ErrorCode.STORE_DAMAGED, ErrorCode.STORE_FAILED})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotRunningError as exc:
         return fail(str(exc))
     except DaemonError as exc:
+        if exc.code in _STORE_FAILURES:  # not a refusal: the daemon could not do it
+            return fail(f"{exc.message} ({exc.code})")
         return fail(f"mented refused: {exc.message} ({exc.code})")
     except ProtocolError as exc:
         return fail(str(exc))

@@ -12,6 +12,8 @@ to be started again by the next connection. See `mented.service`.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import socket
 import sys
 from collections.abc import Sequence
@@ -22,6 +24,9 @@ import trio
 from mented import __version__, paths, service
 from mented.log import configure_logging, log
 from mented.server import Server, ServerOptions, StartupError
+
+# EX_IOERR from sysexits.h: systemd shows it as "74/IOERR".
+STORE_FAILED_EXIT = 74
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,6 +111,11 @@ def _serving(socket_path: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
+    # A fatal signal (SIGBUS when the data file is cut short under the open store,
+    # SIGSEGV) then leaves a Python traceback on stderr, in the service's log,
+    # instead of a silent exit.
+    with contextlib.suppress(RuntimeError, ValueError):  # no usable stderr: nothing to say
+        faulthandler.enable()
     raise_descriptor_limit()
     try:
         inherited = service.inherited_listener()
@@ -125,6 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.close()
         log.info("stopped")
+    if server.store_failure is not None:
+        # Non-zero, so that systemd (Restart=on-failure) or launchd starts a new
+        # process, which checks the data file again when it opens it.
+        service.notify(f"STATUS=stopped: {server.store_failure}")
+        print(f"mented: {server.store_failure}", file=sys.stderr)
+        return STORE_FAILED_EXIT
     return 0
 
 

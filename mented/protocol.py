@@ -274,7 +274,11 @@ class ErrorCode:
     INVALID = "invalid"  # a value the store refuses (bad action name, empty content, ...)
     CONFLICT = "conflict"  # e.g. superseding a rule that was already superseded
     BUSY = "busy"  # too many connections at once: this one is refused, retry shortly
-    INTERNAL = "internal"
+    # The store's own failures, none of them a bug of the daemon:
+    STORE_FULL = "store_full"  # no room to write (disk full, quota); reads go on, nothing lost
+    STORE_DAMAGED = "store_damaged"  # a page or record of the data file is unreadable
+    STORE_FAILED = "store_failed"  # the store is unusable (I/O error, ...): the daemon exits
+    INTERNAL = "internal"  # a bug in the daemon
 
 
 # ------------------------------------------------------------------- encoding

@@ -76,7 +76,15 @@ from mented.protocol import (
     frame,
 )
 from mented.sessions import SessionMemory, SessionMemoryError
-from mented.store import ConflictError, NotFoundError, Store, StoreError
+from mented.store import (
+    ConflictError,
+    NotFoundError,
+    Store,
+    StoreDamagedError,
+    StoreError,
+    StoreFailedError,
+    StoreFullError,
+)
 
 T = TypeVar("T")
 
@@ -162,6 +170,8 @@ class Server:
         self.config = Config()
         self.config_error: str | None = None  # why the config on disk is unusable, for `status`
         self._config_stamp: tuple[int, int] | None = None
+        # Set when the store became unusable: the daemon stops, and exits non-zero.
+        self.store_failure: str | None = None
         self.store: Store
         self.matcher: Matcher
         self.hooks: HookHandler
@@ -469,7 +479,10 @@ class Server:
         request = decode_request(body)
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises.
-            return frame(self.hooks.handle(request.agent, bytes(request.event)))
+            answer = frame(self.hooks.handle(request.agent, bytes(request.event)))
+            if self.store.failure is not None:  # silenced by the hook: noticed here
+                self._stop_for_store_failure()
+            return answer
         if isinstance(request, ErrorReply):
             if body.startswith(_HOOK_PREFIX):
                 # A hook envelope around stdin that was not JSON: the shim splices
@@ -482,6 +495,13 @@ class Server:
             reply = ErrorReply(code=ErrorCode.NOT_FOUND, message=str(exc))
         except ConflictError as exc:
             reply = ErrorReply(code=ErrorCode.CONFLICT, message=str(exc))
+        except StoreFullError as exc:
+            reply = ErrorReply(code=ErrorCode.STORE_FULL, message=str(exc))
+        except StoreDamagedError as exc:
+            reply = ErrorReply(code=ErrorCode.STORE_DAMAGED, message=str(exc))
+        except StoreFailedError as exc:
+            reply = ErrorReply(code=ErrorCode.STORE_FAILED, message=str(exc))
+            self._stop_for_store_failure()
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
@@ -501,6 +521,15 @@ class Server:
                 )
             )
         return answer
+
+    def _stop_for_store_failure(self) -> None:
+        """Stop serving: a process that can no longer use its store would answer
+        every request with an error while its service manager, seeing it up, never
+        restarts it. It stops as for a shutdown and `mented` exits non-zero."""
+        if self.store_failure is None:
+            self.store_failure = self.store.failure or "the store failed"
+            log.error("store_failed", error=self.store_failure)
+            self.request_shutdown()
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store

@@ -222,3 +222,24 @@ def daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
             except subprocess.TimeoutExpired:
                 process.proc.kill()
                 process.proc.wait()
+
+
+@pytest.fixture
+def small_tmpfs(short_tmp: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs to fill up; skips, saying why, where it cannot be mounted."""
+    mount_point = short_tmp / "small-disk"
+    mount_point.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a small tmpfs needs root and mount(8)")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True, check=False)

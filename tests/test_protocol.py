@@ -138,6 +138,16 @@ def test_every_example_in_docs_protocol_md_is_a_valid_message() -> None:
     assert request_types <= kinds
 
 
+def test_every_error_code_is_in_the_table_of_docs_protocol_md() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
+    codes = {value for name, value in vars(ErrorCode).items() if name.isupper()}
+    assert "store_full" in codes
+    missing = {code for code in codes if f"| `{code}` |" not in doc}
+    assert not missing, f"not documented in docs/protocol.md: {sorted(missing)}"
+
+
 def _decodes(decoder: msgspec.json.Decoder, body: bytes) -> bool:  # type: ignore[type-arg]
     try:
         decoder.decode(body)
