@@ -22,6 +22,7 @@ import msgspec
 
 from mented import paths
 from mented.agents import AGENTS, Agent
+from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
@@ -31,6 +32,7 @@ from mented_client.hook_settings import (
     find_entries,
     installed_shim,
     is_native_executable,
+    missing_events,
     read_settings,
     real_interpreter,
     remove_hooks,
@@ -160,7 +162,7 @@ def run_install(args: argparse.Namespace) -> int:
         text = add_hook(
             previous or "",
             path,
-            group=agent.hook_group(command, args.timeout),
+            groups=agent.hook_groups(command, args.timeout),
             shim_path=installed_shim(),
         )
         changed = text != previous
@@ -238,7 +240,11 @@ class HookCheck:
     interpreter: str | None
     shim: str | None
     socket: str | None  # the shim's fallback when the agent's environment names none
-    problems: list[str]
+    problems: list[str]  # fixed by installing again
+    event: str = EVENT_NAME
+    trust: str | None = None  # the agent's own verdict, where it has one (Codex)
+    trust_problem: str | None = None  # why the agent will not run it
+    trust_fix: str | None = None  # the step that makes it run
 
 
 @dataclass
@@ -249,6 +255,39 @@ class SettingsPlace:
     exists: bool
     hooks: list[HookCheck] = field(default_factory=list)
     error: str | None = None
+    missing: list[str] = field(default_factory=list)  # events without our entry (older install)
+
+    @property
+    def broken(self) -> bool:
+        """Whether something here keeps rules from reaching the agent."""
+        return bool(self.missing) or any(hook.problems or hook.trust_problem for hook in self.hooks)
+
+
+def missing_problem(events: list[str]) -> str:
+    """What a settings file without our entry for `events` lacks (an older install)."""
+    what = {
+        SESSION_START: "so rules are not handed over again after the context "
+        "is compacted or cleared"
+    }
+    return "; ".join(
+        f"no {event} entry" + (f", {what[event]}" if event in what else "") for event in events
+    )
+
+
+def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck:
+    """`check_entry`, plus whether the agent itself will run the entry."""
+    check = check_entry(entry)
+    check.event = entry.event
+    if agent.entry_trust is not None:
+        verdict = agent.entry_trust(
+            InstalledEntry(path, entry.event, entry.group, entry.hook, entry.handler, entry.matcher)
+        )
+        check.trust, check.trust_problem, check.trust_fix = (
+            verdict.state,
+            verdict.problem,
+            verdict.fix,
+        )
+    return check
 
 
 def check_entry(entry: MentedEntry) -> HookCheck:
@@ -300,30 +339,45 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
         except SettingsError as exc:
             place.error = str(exc)
             entries = []
-        place.hooks = [check_entry(entry) for entry in entries]
+        place.hooks = [check_agent_entry(agent, path, entry) for entry in entries]
+        place.missing = missing_events(entries, agent.hook_events) if entries else []
         places.append(place)
     return places
 
 
 def run_status(args: argparse.Namespace) -> int:
     report = {name: _places(agent, args.settings) for name, agent in sorted(AGENTS.items())}
-    broken = any(hook.problems for places in report.values() for p in places for hook in p.hooks)
+    broken = any(place.broken for places in report.values() for place in places)
     if args.json:
         print_json(msgspec.to_builtins(report))
         return 1 if broken else 0
     for name, places in report.items():
-        print(f"{name} ({AGENTS[name].title})")
+        agent = AGENTS[name]
+        print(f"{name} ({agent.title})")
         for place in places:
             where = display_path(Path(place.settings))
             if place.error:
                 print(f"  {where}: {place.error}")
             elif not place.hooks:
                 print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
+            shown: set[tuple[str, str | None]] = set()
             for hook in place.hooks:
-                print(f"  {where}: installed, {'; '.join(hook.problems) or 'ok'}")
+                problems = [*hook.problems]
+                if hook.trust_problem:
+                    problems.append(f"{hook.trust_problem}; to fix: {hook.trust_fix}")
+                trust = f" ({hook.trust})" if hook.trust and not hook.trust_problem else ""
+                print(f"  {where}: {hook.event} installed{trust}, {'; '.join(problems) or 'ok'}")
+                if (hook.command, hook.socket) in shown:
+                    continue
+                shown.add((hook.command, hook.socket))
                 print(f"    runs: {hook.command}")
                 fallback = hook.socket or "the agent's $MENTED_SOCKET, else the default"
                 print(f"    socket: {fallback}")
+            if place.missing:
+                print(
+                    f"  {where}: {missing_problem(place.missing)} (an older install): "
+                    f"run `mentectl hooks install {name}` again"
+                )
     return 1 if broken else 0
 
 
