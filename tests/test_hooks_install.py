@@ -432,3 +432,62 @@ def test_a_venv_python_resolves_to_its_binary() -> None:
 )
 def test_recognising_our_entries(command: str | None, ours: bool) -> None:
     assert is_mented_command(command) is ours
+
+
+def test_an_older_install_without_the_session_start_entry_is_reported_and_completed(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "hooks", "install", "claude-code")
+    # What installs before the SessionStart entry wrote: PreToolUse only.
+    doc = json.loads(settings.read_text())
+    del doc["hooks"]["SessionStart"]
+    del doc["hooks"]["PreToolUse"][0]["hooks"][0]["statusMessage"]
+    older = json.dumps(doc, indent=2) + "\n"
+    settings.write_text(older)
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert (
+        "~/.claude/settings.json: no SessionStart entry, so rules are not handed over "
+        "again after the context is compacted or cleared (an older install): "
+        "run `mentectl hooks install claude-code` again"
+    ) in out
+    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    (missing,) = [check for check in checks if "no SessionStart entry" in check.detail]
+    assert missing.state == "warn"
+    assert missing.fix is not None
+    assert "`mentectl hooks install claude-code`" in missing.fix
+
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status == 0
+    assert "Updated" in out
+    doc = json.loads(settings.read_text())
+    (session_start,) = doc["hooks"]["SessionStart"]
+    assert session_start["matcher"] == "clear|compact"
+    assert (
+        session_start["hooks"][0]["command"] == doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    )
+    assert mentectl(capsys, "hooks", "status")[0] == 0
+    # Again: idempotent.
+    before = settings.read_bytes()
+    assert "nothing changed" in mentectl(capsys, "hooks", "install", "claude-code")[1]
+    assert settings.read_bytes() == before
+    # Uninstall takes both entries and leaves no empty lists behind.
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert json.loads(settings.read_text()) == {}
+
+
+def test_uninstall_keeps_the_users_own_session_start_hooks(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"matcher": "startup", "hooks": [{"type": "command", "command": "direnv export"}]}
+    original = json.dumps({"hooks": {"SessionStart": [theirs]}}, indent=2) + "\n"
+    settings.write_text(original)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    doc = json.loads(settings.read_text())
+    assert doc["hooks"]["SessionStart"][0] == theirs
+    assert doc["hooks"]["SessionStart"][1]["matcher"] == "clear|compact"
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert settings.read_text() == original
