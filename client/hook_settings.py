@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ _BINARY_MAGIC = (
     b"\xca\xfe\xba\xbe",
 )
 SHIM_MARKER = b"mented hook shim"
+# A settings file is a few KiB; past this it is not one (and is not read into memory).
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # The fields of our entry that an install rewrites; others are only added when missing.
 _OURS = frozenset({"type", "command", "timeout"})
 
@@ -481,12 +484,55 @@ def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, in
 def read_settings(path: Path) -> str | None:
     """The file's text, or None when it does not exist.
 
+    Only a regular file is read, and only up to `MAX_SETTINGS_BYTES`: a settings
+    path that leads to a device (`/dev/zero`), a pipe or a huge file is refused
+    with a message instead of being read without end.
+
     Raises:
-        SettingsError: it exists but cannot be read as UTF-8 text.
+        SettingsError: it exists but is not a regular file, is too large, or
+            cannot be read as UTF-8 text.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a named pipe nobody writes to returns at once.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: cannot read it: {exc}") from exc
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SettingsError(
+                f"{path}: not a regular file ({_file_kind(info.st_mode)}); a settings file "
+                "must be a JSON file: remove or replace it, then run this again"
+            )
+        data = handle.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise SettingsError(
+            f"{path}: over {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB, too large for a settings "
+            "file; check what it holds (move it aside if it is not yours), then run this again"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: cannot read it: not UTF-8 text ({exc})") from exc
+
+
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def outside_link(path: Path, root: Path) -> Path | None:
+    """Where `path` leads when a symlink on the way takes it out of `root`, else None.
+
+    Follows every link, a dangling one too (to where it would create the file).
+    """
+    target = Path(os.path.realpath(path))
+    return None if target.is_relative_to(os.path.realpath(root)) else target

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -491,3 +492,106 @@ def test_uninstall_keeps_the_users_own_session_start_hooks(
     assert doc["hooks"]["SessionStart"][1]["matcher"] == "clear|compact"
     mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert settings.read_text() == original
+
+
+# ------------------------------------------------- settings paths that are not files
+
+
+def test_status_refuses_a_settings_path_that_leads_to_a_device(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").symlink_to("/dev/zero")  # cwd is tmp_path
+    status, out, err = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert (
+        ".claude/settings.json: not a regular file (a character device); a settings file "
+        "must be a JSON file: remove or replace it"
+    ) in out
+    assert "Traceback" not in out + err
+    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    assert any("a character device" in check.detail and check.state == "fail" for check in checks)
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    os.mkfifo(settings)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert f"{settings}: not a regular file (a named pipe)" in err
+
+
+def test_a_huge_settings_file_is_refused_unread(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    with settings.open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: no disk used
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert f"{settings}: over 4 MiB, too large for a settings file" in err
+    assert settings.stat().st_size == 64 * 1024 * 1024
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert "too large for a settings file" in out
+
+
+def test_project_install_refuses_a_link_that_leads_outside_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    (project / ".claude").mkdir(parents=True)
+    elsewhere.mkdir()
+    outside = elsewhere / "settings.json"
+    outside.write_text('{"model": "opus"}\n')
+    (project / ".claude" / "settings.json").symlink_to(outside)
+    for verb in ("install", "uninstall"):
+        status, _, err = mentectl(capsys, "hooks", verb, "claude-code", "--project", str(project))
+        assert status != 0
+        assert f"leads outside the project, to {outside}" in err
+        assert "nothing was written" in err
+    assert outside.read_text() == '{"model": "opus"}\n'
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["settings.json"]
+
+
+def test_project_install_refuses_a_dangling_link_out_of_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    (project / ".codex").mkdir(parents=True)
+    target = tmp_path / "elsewhere" / "deep" / "hooks.json"
+    (project / ".codex" / "hooks.json").symlink_to(target)
+    status, _, err = mentectl(capsys, "hooks", "install", "codex", "--project", str(project))
+    assert status != 0
+    assert f"leads outside the project, to {target}" in err
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_project_install_refuses_a_linked_settings_directory_outside(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, shared = tmp_path / "repo", tmp_path / "shared-claude"
+    project.mkdir()
+    shared.mkdir()
+    (project / ".claude").symlink_to(shared)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status != 0
+    assert f"to {shared / 'settings.json'}" in err
+    assert list(shared.iterdir()) == []
+
+
+def test_project_install_follows_a_link_that_stays_in_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    (project / "config").mkdir()
+    real = project / "config" / "claude.json"
+    real.write_text("{}\n")
+    (project / ".claude" / "settings.json").symlink_to("../config/claude.json")
+    assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
+    assert our_hooks(real)
+    assert (project / ".claude" / "settings.json").is_symlink()

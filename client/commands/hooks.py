@@ -33,6 +33,7 @@ from mented_client.hook_settings import (
     installed_shim,
     is_native_executable,
     missing_events,
+    outside_link,
     read_settings,
     real_interpreter,
     remove_hooks,
@@ -140,10 +141,25 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
 
 
 def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
+    """The settings file a verb edits (`--settings`, `--project` or the user's).
+
+    Raises:
+        CommandError: `--project`'s file is a symlink that leads out of the project
+            (writing there would change a file the project does not own).
+    """
     if getattr(args, "settings", None):
         return Path(args.settings).expanduser().absolute()
     if getattr(args, "project", None):
-        return agent.project_settings_path(Path(args.project).expanduser().absolute())
+        project = Path(args.project).expanduser().absolute()
+        path = agent.project_settings_path(project)
+        target = outside_link(path, project)
+        if target is not None:
+            raise CommandError(
+                f"{path} leads outside the project, to {target}; nothing was written. "
+                "Remove the link to keep the hook in the project, or pass "
+                f"--settings {target} to edit that file on purpose."
+            )
+        return path
     return agent.settings_path()
 
 
@@ -260,7 +276,11 @@ class SettingsPlace:
     @property
     def broken(self) -> bool:
         """Whether something here keeps rules from reaching the agent."""
-        return bool(self.missing) or any(hook.problems or hook.trust_problem for hook in self.hooks)
+        return (
+            self.error is not None
+            or bool(self.missing)
+            or any(hook.problems or hook.trust_problem for hook in self.hooks)
+        )
 
 
 def missing_problem(events: list[str]) -> str:
