@@ -13,7 +13,9 @@ stays as it was, and uninstalling after installing gives the original file back.
 The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
 
     {"hooks": {"PreToolUse": [{"matcher": "Bash",
-                               "hooks": [{"type": "command", "command": "...", "timeout": 5}]}]}}
+                               "hooks": [{"type": "command", "command": "...", "timeout": 5,
+                                          "statusMessage": "mented: ..."}]}],
+               "SessionStart": [{"matcher": "clear|compact", "hooks": [{... the same command}]}]}}
 
 Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
 """
@@ -24,6 +26,7 @@ import importlib.util
 import json
 import os
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +45,10 @@ _BINARY_MAGIC = (
     b"\xca\xfe\xba\xbe",
 )
 SHIM_MARKER = b"mented hook shim"
-EVENT = "PreToolUse"
+# A settings file is a few KiB; past this it is not one (and is not read into memory).
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+# The fields of our entry that an install rewrites; others are only added when missing.
+_OURS = frozenset({"type", "command", "timeout"})
 
 
 class SettingsError(Exception):
@@ -296,23 +302,31 @@ def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
 class MentedEntry:
     """One of our hook entries in a settings file."""
 
-    group: int  # index in hooks.PreToolUse
+    event: str  # the key under `hooks`: PreToolUse, SessionStart
+    group: int  # index in hooks.<event>
     hook: int  # index in that group's hooks
     command: str
     timeout: object
+    matcher: str | None = None  # the group's matcher
+    handler: dict[str, Any] = field(default_factory=dict, compare=False)  # the hook as written
 
 
-def _event_list(root: _Node, path: Path) -> _Node | None:
+def _hooks_object(root: _Node, path: Path) -> _Node | None:
     hooks = root.member("hooks")
+    if hooks is not None and hooks.kind != "object":
+        raise SettingsError(f"{path}: `hooks` is not a JSON object; fix it by hand first")
+    return hooks
+
+
+def _event_list(root: _Node, path: Path, event: str) -> _Node | None:
+    hooks = _hooks_object(root, path)
     if hooks is None:
         return None
-    if hooks.kind != "object":
-        raise SettingsError(f"{path}: `hooks` is not a JSON object; fix it by hand first")
-    groups = hooks.member(EVENT)
+    groups = hooks.member(event)
     if groups is None:
         return None
     if groups.kind != "array":
-        raise SettingsError(f"{path}: `hooks.{EVENT}` is not a JSON array; fix it by hand first")
+        raise SettingsError(f"{path}: `hooks.{event}` is not a JSON array; fix it by hand first")
     return groups
 
 
@@ -331,26 +345,46 @@ def _root(text: str, path: Path) -> _Node:
 
 
 def find_entries(text: str, path: Path, shim_path: Path | None = None) -> list[MentedEntry]:
-    """Our hook entries in the settings `text`."""
+    """Our hook entries in the settings `text`, under any event, in file order."""
     root = _root(text, path)
-    groups = _event_list(root, path)
-    if groups is None:
+    hooks = _hooks_object(root, path)
+    if hooks is None:
         return []
-    doc = json.loads(text)["hooks"][EVENT]
+    doc = json.loads(text)["hooks"]
     found = []
-    for g, group in enumerate(doc):
-        hooks = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(hooks, list):
+    for event in dict.fromkeys(name for name, _, _ in hooks.members):
+        if _event_list(root, path, event) is None:
             continue
-        for h, hook in enumerate(hooks):
-            if isinstance(hook, dict) and is_mented_command(hook.get("command"), shim_path):
-                found.append(MentedEntry(g, h, hook["command"], hook.get("timeout")))
+        for g, group in enumerate(doc[event]):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list):
+                continue
+            matcher = group.get("matcher")
+            for h, hook in enumerate(handlers):
+                if isinstance(hook, dict) and is_mented_command(hook.get("command"), shim_path):
+                    found.append(
+                        MentedEntry(
+                            event,
+                            g,
+                            h,
+                            hook["command"],
+                            hook.get("timeout"),
+                            matcher if isinstance(matcher, str) else None,
+                            hook,
+                        )
+                    )
     return found
 
 
+def missing_events(entries: list[MentedEntry], events: list[str]) -> list[str]:
+    """The events in `events` none of our `entries` is listed under (an older install)."""
+    have = {entry.event for entry in entries}
+    return [event for event in events if event not in have]
+
+
 def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node]:
-    """The PreToolUse list and the hooks list of the group holding `entry`."""
-    groups = _event_list(_root(text, path), path)
+    """The event's group list and the hooks list of the group holding `entry`."""
+    groups = _event_list(_root(text, path), path, entry.event)
     assert groups is not None
     group = groups.items[entry.group]
     hooks = group.member("hooks")
@@ -358,46 +392,59 @@ def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node
     return groups, hooks
 
 
-def add_hook(text: str, path: Path, *, group: dict[str, Any], shim_path: Path | None) -> str:
-    """`text` with our hook installed (unchanged when it already is, exactly).
+def add_hook(
+    text: str, path: Path, *, groups: dict[str, dict[str, Any]], shim_path: Path | None
+) -> str:
+    """`text` with our hooks installed (unchanged when they already are, exactly).
 
-    `group` is the agent's matcher group holding our one hook entry
-    (`Agent.hook_group`); it is added as is, or its entry's `command` and `timeout`
-    are written into the entry of ours already there.
-
-    An entry of ours that runs another command (an older interpreter or shim path)
-    is updated in place; extra copies of it are removed.
+    `groups` maps each event to the agent's matcher group holding our one hook
+    entry for it (`Agent.hook_groups`). Per event, the group is added as is, or
+    its entry's `command` and `timeout` are written into the entry of ours
+    already there (an older interpreter or shim path is updated in place), with
+    the other fields it lacks; extra copies are removed.
 
     Raises:
         SettingsError: the text is not a JSON object, or `hooks` is not laid out as expected.
     """
     if not text.strip():
         text = "{}\n"
-    entries = find_entries(text, path, shim_path)
+    for event, group in groups.items():
+        text = _add_event_hook(text, path, event, group, shim_path)
+    return text
+
+
+def _add_event_hook(
+    text: str, path: Path, event: str, group: dict[str, Any], shim_path: Path | None
+) -> str:
+    entries = [entry for entry in find_entries(text, path, shim_path) if entry.event == event]
     for extra in reversed(entries[1:]):
         text = _remove_entry(text, path, extra)
     if entries:
         first = entries[0]
-        for key in ("command", "timeout"):
+        for key, value in group["hooks"][0].items():
+            # The command line and the timeout are ours; a field the user set
+            # (their own `statusMessage`) stays, one they did not is added.
+            if key in first.handler and (key not in _OURS or first.handler[key] == value):
+                continue
             _, entry_hooks = _entry_node(text, path, first)
-            text = _set_member(text, entry_hooks.items[first.hook], key, group["hooks"][0][key])
+            text = _set_member(text, entry_hooks.items[first.hook], key, value)
         return text
     root = _root(text, path)
-    hooks = root.member("hooks")
+    hooks = _hooks_object(root, path)
     if hooks is None:
         return _insert_child(
             text,
             root,
-            lambda indent, unit: '"hooks": ' + _render({EVENT: [group]}, indent, unit),
+            lambda indent, unit: '"hooks": ' + _render({event: [group]}, indent, unit),
         )
-    groups = _event_list(root, path)
-    if groups is None:
+    event_groups = _event_list(root, path, event)
+    if event_groups is None:
         return _insert_child(
             text,
             hooks,
-            lambda indent, unit: json.dumps(EVENT) + ": " + _render([group], indent, unit),
+            lambda indent, unit: json.dumps(event) + ": " + _render([group], indent, unit),
         )
-    return _insert_child(text, groups, lambda indent, unit: _render(group, indent, unit))
+    return _insert_child(text, event_groups, lambda indent, unit: _render(group, indent, unit))
 
 
 def _remove_entry(text: str, path: Path, entry: MentedEntry) -> str:
@@ -408,24 +455,25 @@ def _remove_entry(text: str, path: Path, entry: MentedEntry) -> str:
 
 
 def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, int]:
-    """`text` without our hook entries, and how many were removed.
+    """`text` without our hook entries (under every event), and how many were removed.
 
-    A matcher group left without hooks goes; so do `PreToolUse` and `hooks` when
-    our entries were all they held.
+    A matcher group left without hooks goes; so do the event's list and `hooks`
+    when our entries were all they held.
     """
     entries = find_entries(text, path, shim_path)
     if not entries:
         return text, 0
     for entry in reversed(entries):
         text = _remove_entry(text, path, entry)
-    root = _root(text, path)
-    hooks = root.member("hooks")
-    groups = _event_list(root, path)
-    if hooks is not None and groups is not None and not groups.items:
-        text = _remove_child(text, hooks, [k for k, _, _ in hooks.members].index(EVENT))
+    for event in dict.fromkeys(entry.event for entry in entries):
         root = _root(text, path)
-        hooks = root.member("hooks")
-    if hooks is not None and hooks.kind == "object" and not hooks.members:
+        hooks = _hooks_object(root, path)
+        groups = _event_list(root, path, event)
+        if hooks is not None and groups is not None and not groups.items:
+            text = _remove_child(text, hooks, [k for k, _, _ in hooks.members].index(event))
+    root = _root(text, path)
+    hooks = _hooks_object(root, path)
+    if hooks is not None and not hooks.members:
         text = _remove_child(text, root, [k for k, _, _ in root.members].index("hooks"))
     return text, len(entries)
 
@@ -436,12 +484,55 @@ def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, in
 def read_settings(path: Path) -> str | None:
     """The file's text, or None when it does not exist.
 
+    Only a regular file is read, and only up to `MAX_SETTINGS_BYTES`: a settings
+    path that leads to a device (`/dev/zero`), a pipe or a huge file is refused
+    with a message instead of being read without end.
+
     Raises:
-        SettingsError: it exists but cannot be read as UTF-8 text.
+        SettingsError: it exists but is not a regular file, is too large, or
+            cannot be read as UTF-8 text.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a named pipe nobody writes to returns at once.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: cannot read it: {exc}") from exc
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SettingsError(
+                f"{path}: not a regular file ({_file_kind(info.st_mode)}); a settings file "
+                "must be a JSON file: remove or replace it, then run this again"
+            )
+        data = handle.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise SettingsError(
+            f"{path}: over {MAX_SETTINGS_BYTES // (1024 * 1024)} MiB, too large for a settings "
+            "file; check what it holds (move it aside if it is not yours), then run this again"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: cannot read it: not UTF-8 text ({exc})") from exc
+
+
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def outside_link(path: Path, root: Path) -> Path | None:
+    """Where `path` leads when a symlink on the way takes it out of `root`, else None.
+
+    Follows every link, a dangling one too (to where it would create the file).
+    """
+    target = Path(os.path.realpath(path))
+    return None if target.is_relative_to(os.path.realpath(root)) else target

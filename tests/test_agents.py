@@ -172,12 +172,21 @@ def test_the_agents_own_variables_move_their_config_directories(
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
-def test_hook_group_runs_the_command_for_bash(name: str) -> None:
-    group = AGENTS[name].hook_group("/py -I -S /shim.py x", 5)
-    assert group == {
-        "matcher": "Bash",
-        "hooks": [{"type": "command", "command": "/py -I -S /shim.py x", "timeout": 5}],
-    }
+def test_hook_groups_run_one_command_for_bash_and_for_a_context_reset(name: str) -> None:
+    groups = AGENTS[name].hook_groups("/py -I -S /shim.py x", 5)
+    assert list(groups) == ["PreToolUse", "SessionStart"]
+    pretooluse, session_start = groups["PreToolUse"], groups["SessionStart"]
+    assert pretooluse["matcher"] == "Bash"
+    # SessionStart only after a compaction or a /clear: not at startup or on resume.
+    assert session_start["matcher"] == "clear|compact"
+    for group in (pretooluse, session_start):
+        (hook,) = group["hooks"]
+        assert {key: hook[key] for key in ("type", "command", "timeout")} == {
+            "type": "command",
+            "command": "/py -I -S /shim.py x",
+            "timeout": 5,
+        }
+        assert hook["statusMessage"].startswith("mented: ")
 
 
 # The hand-install files in hooks/ must stay in step with what `hooks install` writes.
@@ -189,7 +198,7 @@ SOCKET_PLACEHOLDER = "/ABSOLUTE/PATH/TO/mented.sock"
 @pytest.mark.parametrize(("name", "folder"), [("claude-code", "claude-code"), ("codex", "codex")])
 def test_the_hand_install_files_match_the_installer(name: str, folder: str) -> None:
     doc = json.loads((HOOKS_DIR / folder / "hooks.json").read_text())
-    (group,) = doc["hooks"]["PreToolUse"]
-    command = group["hooks"][0]["command"]
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert command == f"{PLACEHOLDER} {name} {SOCKET_PLACEHOLDER}"
-    assert group == AGENTS[name].hook_group(command, DEFAULT_TIMEOUT_S)
+    expected = AGENTS[name].hook_groups(command, DEFAULT_TIMEOUT_S)
+    assert doc["hooks"] == {event: [group] for event, group in expected.items()}

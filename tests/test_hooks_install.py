@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -67,11 +69,11 @@ def common_prefix_length(a: str, b: str) -> int:
     )
 
 
-def our_hooks(path: Path) -> list[dict[str, Any]]:
+def our_hooks(path: Path, event: str = "PreToolUse") -> list[dict[str, Any]]:
     doc = json.loads(path.read_text())
     return [
         hook
-        for group in doc.get("hooks", {}).get("PreToolUse", [])
+        for group in doc.get("hooks", {}).get(event, [])
         for hook in group["hooks"]
         if is_mented_command(hook.get("command"))
     ]
@@ -108,14 +110,20 @@ def test_existing_settings_are_kept_byte_for_byte(
     settings.write_text(EXISTING)
     assert mentectl(capsys, "hooks", "install", "claude-code")[0] == 0
     after = settings.read_text()
-    # Exactly one insertion: what surrounds it is the original file.
-    prefix = common_prefix_length(EXISTING, after)
-    suffix = common_prefix_length(EXISTING[::-1], after[::-1])
-    assert prefix + suffix >= len(EXISTING)
-    inserted = after[prefix : len(after) - (len(EXISTING) - prefix)]
-    assert json.loads(inserted.strip().lstrip(",")) == {
+    # Only insertions: every byte of the original file is still there, in order.
+    blocks = difflib.SequenceMatcher(None, EXISTING, after, autojunk=False).get_opcodes()
+    assert {tag for tag, *_ in blocks} == {"equal", "insert"}
+    inserted = [after[j1:j2] for tag, _, _, j1, j2 in blocks if tag == "insert"]
+    # One group under the PreToolUse list already there, one new SessionStart list.
+    pretooluse, session_start = inserted
+    assert json.loads(pretooluse.strip().lstrip(",")) == {
         "matcher": "Bash",
         "hooks": [our_hooks(settings)[0]],
+    }
+    assert json.loads("{" + session_start.strip().lstrip(",") + "}") == {
+        "SessionStart": [
+            {"matcher": "clear|compact", "hooks": [our_hooks(settings, "SessionStart")[0]]}
+        ]
     }
     assert list(json.loads(after)) == ["model", "permissions", "hooks", "env"]
     assert (settings.parent / "settings.json.mented-bak").read_text() == EXISTING
@@ -208,7 +216,7 @@ def test_uninstall_removes_only_ours(home: Path, capsys: pytest.CaptureFixture[s
     installed = settings.read_text()
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert status == 0
-    assert "Removed 1 mented hook entry" in out
+    assert "Removed 2 mented hook entries" in out
     assert settings.read_text() == EXISTING
     assert (settings.parent / "settings.json.mented-bak").read_text() == installed
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
@@ -297,8 +305,8 @@ def test_codex_home_is_where_the_codex_hook_goes(
     assert our_hooks(codex_home / "hooks.json")
     assert not (home / ".codex").exists()
     status, out, _ = mentectl(capsys, "hooks", "status")
-    assert status == 0
-    assert f"{codex_home / 'hooks.json'}: installed, ok" in out
+    assert status == 1  # installed, but not trusted in Codex yet (test_codex_trust.py)
+    assert f"{codex_home / 'hooks.json'}: PreToolUse installed, Codex will not run" in out
 
 
 def test_the_socket_at_install_time_becomes_the_fallback_argument(
@@ -348,7 +356,7 @@ def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
     assert claude["hooks"][0]["socket"] == "/run/b/mented.sock"
     assert "socket: /run/b/mented.sock" in mentectl(capsys, "hooks", "status")[1]
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
-    assert "Removed 1 mented hook entry" in out
+    assert "Removed 2 mented hook entries" in out
     assert our_hooks(settings) == []
 
 
@@ -380,8 +388,10 @@ def test_status_reports_where_and_whether_it_still_works(
     report = json.loads(out)
     (claude,) = report["claude-code"]
     assert claude["settings"] == str(home / ".claude" / "settings.json")
-    (hook,) = claude["hooks"]
-    assert hook["problems"] == []
+    hook, session_start = claude["hooks"]
+    assert (hook["event"], session_start["event"]) == ("PreToolUse", "SessionStart")
+    assert hook["problems"] == session_start["problems"] == []
+    assert claude["missing"] == []
     assert report["codex"][0]["hooks"] == []
     # The interpreter and the shim move away (a Python upgrade, a reinstall elsewhere).
     settings = home / ".claude" / "settings.json"
@@ -423,3 +433,165 @@ def test_a_venv_python_resolves_to_its_binary() -> None:
 )
 def test_recognising_our_entries(command: str | None, ours: bool) -> None:
     assert is_mented_command(command) is ours
+
+
+def test_an_older_install_without_the_session_start_entry_is_reported_and_completed(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "hooks", "install", "claude-code")
+    # What installs before the SessionStart entry wrote: PreToolUse only.
+    doc = json.loads(settings.read_text())
+    del doc["hooks"]["SessionStart"]
+    del doc["hooks"]["PreToolUse"][0]["hooks"][0]["statusMessage"]
+    older = json.dumps(doc, indent=2) + "\n"
+    settings.write_text(older)
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert (
+        "~/.claude/settings.json: no SessionStart entry, so rules are not handed over "
+        "again after the context is compacted or cleared (an older install): "
+        "run `mentectl hooks install claude-code` again"
+    ) in out
+    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    (missing,) = [check for check in checks if "no SessionStart entry" in check.detail]
+    assert missing.state == "warn"
+    assert missing.fix is not None
+    assert "`mentectl hooks install claude-code`" in missing.fix
+
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status == 0
+    assert "Updated" in out
+    doc = json.loads(settings.read_text())
+    (session_start,) = doc["hooks"]["SessionStart"]
+    assert session_start["matcher"] == "clear|compact"
+    assert (
+        session_start["hooks"][0]["command"] == doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    )
+    assert mentectl(capsys, "hooks", "status")[0] == 0
+    # Again: idempotent.
+    before = settings.read_bytes()
+    assert "nothing changed" in mentectl(capsys, "hooks", "install", "claude-code")[1]
+    assert settings.read_bytes() == before
+    # Uninstall takes both entries and leaves no empty lists behind.
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert json.loads(settings.read_text()) == {}
+
+
+def test_uninstall_keeps_the_users_own_session_start_hooks(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"matcher": "startup", "hooks": [{"type": "command", "command": "direnv export"}]}
+    original = json.dumps({"hooks": {"SessionStart": [theirs]}}, indent=2) + "\n"
+    settings.write_text(original)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    doc = json.loads(settings.read_text())
+    assert doc["hooks"]["SessionStart"][0] == theirs
+    assert doc["hooks"]["SessionStart"][1]["matcher"] == "clear|compact"
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert settings.read_text() == original
+
+
+# ------------------------------------------------- settings paths that are not files
+
+
+def test_status_refuses_a_settings_path_that_leads_to_a_device(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").symlink_to("/dev/zero")  # cwd is tmp_path
+    status, out, err = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert (
+        ".claude/settings.json: not a regular file (a character device); a settings file "
+        "must be a JSON file: remove or replace it"
+    ) in out
+    assert "Traceback" not in out + err
+    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    assert any("a character device" in check.detail and check.state == "fail" for check in checks)
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    os.mkfifo(settings)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert f"{settings}: not a regular file (a named pipe)" in err
+
+
+def test_a_huge_settings_file_is_refused_unread(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    with settings.open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: no disk used
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code")
+    assert status != 0
+    assert f"{settings}: over 4 MiB, too large for a settings file" in err
+    assert settings.stat().st_size == 64 * 1024 * 1024
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert "too large for a settings file" in out
+
+
+def test_project_install_refuses_a_link_that_leads_outside_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    (project / ".claude").mkdir(parents=True)
+    elsewhere.mkdir()
+    outside = elsewhere / "settings.json"
+    outside.write_text('{"model": "opus"}\n')
+    (project / ".claude" / "settings.json").symlink_to(outside)
+    for verb in ("install", "uninstall"):
+        status, _, err = mentectl(capsys, "hooks", verb, "claude-code", "--project", str(project))
+        assert status != 0
+        assert f"leads outside the project, to {outside}" in err
+        assert "nothing was written" in err
+    assert outside.read_text() == '{"model": "opus"}\n'
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["settings.json"]
+
+
+def test_project_install_refuses_a_dangling_link_out_of_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    (project / ".codex").mkdir(parents=True)
+    target = tmp_path / "elsewhere" / "deep" / "hooks.json"
+    (project / ".codex" / "hooks.json").symlink_to(target)
+    status, _, err = mentectl(capsys, "hooks", "install", "codex", "--project", str(project))
+    assert status != 0
+    assert f"leads outside the project, to {target}" in err
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_project_install_refuses_a_linked_settings_directory_outside(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, shared = tmp_path / "repo", tmp_path / "shared-claude"
+    project.mkdir()
+    shared.mkdir()
+    (project / ".claude").symlink_to(shared)
+    status, _, err = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status != 0
+    assert f"to {shared / 'settings.json'}" in err
+    assert list(shared.iterdir()) == []
+
+
+def test_project_install_follows_a_link_that_stays_in_the_project(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    (project / "config").mkdir()
+    real = project / "config" / "claude.json"
+    real.write_text("{}\n")
+    (project / ".claude" / "settings.json").symlink_to("../config/claude.json")
+    assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
+    assert our_hooks(real)
+    assert (project / ".claude" / "settings.json").is_symlink()

@@ -229,18 +229,34 @@ def check_hooks(target: FireTarget) -> list[Check]:
                 )
             )
         for place, hook in entries:
+            link = f"hook {name} {hook.event}"
             if hook.problems:
                 checks.append(
                     Check(
-                        f"hook {name}",
+                        link,
                         "fail",
                         f"{place.settings}: {'; '.join(hook.problems)}",
                         fix=f"`mentectl hooks install {name}`",
                     )
                 )
+            elif hook.trust_problem:
+                checks.append(
+                    Check(link, "fail", f"{place.settings}: {hook.trust_problem}", hook.trust_fix)
+                )
             else:
-                checks.append(Check(f"hook {name}", "ok", f"installed in {place.settings}"))
+                trust = f" ({hook.trust})" if hook.trust else ""
+                checks.append(Check(link, "ok", f"installed in {place.settings}{trust}"))
                 commands.setdefault(hook.command, (agent, hook.timeout))
+        checks.extend(
+            Check(
+                f"hook {name}",
+                "warn",
+                f"{place.settings}: {hooks.missing_problem(place.missing)}",
+                fix=f"`mentectl hooks install {name}` (it changes nothing else)",
+            )
+            for place in places
+            if place.missing
+        )
     if not commands and not any(check.state == "fail" for check in checks):
         checks.append(
             Check(

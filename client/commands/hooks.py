@@ -22,6 +22,7 @@ import msgspec
 
 from mented import paths
 from mented.agents import AGENTS, Agent
+from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
@@ -31,6 +32,8 @@ from mented_client.hook_settings import (
     find_entries,
     installed_shim,
     is_native_executable,
+    missing_events,
+    outside_link,
     read_settings,
     real_interpreter,
     remove_hooks,
@@ -138,10 +141,25 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
 
 
 def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
+    """The settings file a verb edits (`--settings`, `--project` or the user's).
+
+    Raises:
+        CommandError: `--project`'s file is a symlink that leads out of the project
+            (writing there would change a file the project does not own).
+    """
     if getattr(args, "settings", None):
         return Path(args.settings).expanduser().absolute()
     if getattr(args, "project", None):
-        return agent.project_settings_path(Path(args.project).expanduser().absolute())
+        project = Path(args.project).expanduser().absolute()
+        path = agent.project_settings_path(project)
+        target = outside_link(path, project)
+        if target is not None:
+            raise CommandError(
+                f"{path} leads outside the project, to {target}; nothing was written. "
+                "Remove the link to keep the hook in the project, or pass "
+                f"--settings {target} to edit that file on purpose."
+            )
+        return path
     return agent.settings_path()
 
 
@@ -160,7 +178,7 @@ def run_install(args: argparse.Namespace) -> int:
         text = add_hook(
             previous or "",
             path,
-            group=agent.hook_group(command, args.timeout),
+            groups=agent.hook_groups(command, args.timeout),
             shim_path=installed_shim(),
         )
         changed = text != previous
@@ -238,7 +256,11 @@ class HookCheck:
     interpreter: str | None
     shim: str | None
     socket: str | None  # the shim's fallback when the agent's environment names none
-    problems: list[str]
+    problems: list[str]  # fixed by installing again
+    event: str = EVENT_NAME
+    trust: str | None = None  # the agent's own verdict, where it has one (Codex)
+    trust_problem: str | None = None  # why the agent will not run it
+    trust_fix: str | None = None  # the step that makes it run
 
 
 @dataclass
@@ -249,6 +271,43 @@ class SettingsPlace:
     exists: bool
     hooks: list[HookCheck] = field(default_factory=list)
     error: str | None = None
+    missing: list[str] = field(default_factory=list)  # events without our entry (older install)
+
+    @property
+    def broken(self) -> bool:
+        """Whether something here keeps rules from reaching the agent."""
+        return (
+            self.error is not None
+            or bool(self.missing)
+            or any(hook.problems or hook.trust_problem for hook in self.hooks)
+        )
+
+
+def missing_problem(events: list[str]) -> str:
+    """What a settings file without our entry for `events` lacks (an older install)."""
+    what = {
+        SESSION_START: "so rules are not handed over again after the context "
+        "is compacted or cleared"
+    }
+    return "; ".join(
+        f"no {event} entry" + (f", {what[event]}" if event in what else "") for event in events
+    )
+
+
+def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck:
+    """`check_entry`, plus whether the agent itself will run the entry."""
+    check = check_entry(entry)
+    check.event = entry.event
+    if agent.entry_trust is not None:
+        verdict = agent.entry_trust(
+            InstalledEntry(path, entry.event, entry.group, entry.hook, entry.handler, entry.matcher)
+        )
+        check.trust, check.trust_problem, check.trust_fix = (
+            verdict.state,
+            verdict.problem,
+            verdict.fix,
+        )
+    return check
 
 
 def check_entry(entry: MentedEntry) -> HookCheck:
@@ -300,31 +359,46 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
         except SettingsError as exc:
             place.error = str(exc)
             entries = []
-        place.hooks = [check_entry(entry) for entry in entries]
+        place.hooks = [check_agent_entry(agent, path, entry) for entry in entries]
+        place.missing = missing_events(entries, agent.hook_events) if entries else []
         places.append(place)
     return places
 
 
 def run_status(args: argparse.Namespace) -> int:
     report = {name: _places(agent, args.settings) for name, agent in sorted(AGENTS.items())}
-    broken = any(hook.problems for places in report.values() for p in places for hook in p.hooks)
+    broken = any(place.broken for places in report.values() for place in places)
     if args.json:
         print_json(msgspec.to_builtins(report))
         return 1 if broken else 0
     for name, places in report.items():
-        print(f"{name} ({AGENTS[name].title})")
+        agent = AGENTS[name]
+        print(f"{name} ({agent.title})")
         for place in places:
             where = escape_controls(display_path(Path(place.settings)), keep_lines=False)
             if place.error:
                 print(f"  {where}: {escape_controls(place.error)}")
             elif not place.hooks:
                 print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
+            shown: set[tuple[str, str | None]] = set()
             for hook in place.hooks:
-                problems = escape_controls("; ".join(hook.problems), keep_lines=False)
-                print(f"  {where}: installed, {problems or 'ok'}")
+                problems = [*hook.problems]
+                if hook.trust_problem:
+                    problems.append(f"{hook.trust_problem}; to fix: {hook.trust_fix}")
+                trust = f" ({hook.trust})" if hook.trust and not hook.trust_problem else ""
+                said = escape_controls("; ".join(problems), keep_lines=False) or "ok"
+                print(f"  {where}: {hook.event} installed{trust}, {said}")
+                if (hook.command, hook.socket) in shown:
+                    continue
+                shown.add((hook.command, hook.socket))
                 print(f"    runs: {escape_controls(hook.command, keep_lines=False)}")
                 fallback = hook.socket or "the agent's $MENTED_SOCKET, else the default"
                 print(f"    socket: {escape_controls(fallback, keep_lines=False)}")
+            if place.missing:
+                print(
+                    f"  {where}: {missing_problem(place.missing)} (an older install): "
+                    f"run `mentectl hooks install {name}` again"
+                )
     return 1 if broken else 0
 
 

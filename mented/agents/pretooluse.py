@@ -30,11 +30,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from mented import paths
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 EVENT_NAME = "PreToolUse"
 SESSION_START = "SessionStart"
@@ -165,6 +168,8 @@ class PreToolUseAgent:
         install_note: what to tell the user after installing, if anything.
         context_arrives: when the model reads a hook's extra context: "after" the
             tool ran (both agents put it next to the tool's result) or "before".
+        entry_trust: whether the agent will run an installed entry, for an agent
+            that has a say of its own (Codex's `/hooks` trust); None: it always does.
     """
 
     name: str
@@ -177,6 +182,7 @@ class PreToolUseAgent:
     project_settings_file: str
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
+    entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
 
     # ------------------------------------------------------------ event and output
 
@@ -265,9 +271,12 @@ class PreToolUseAgent:
         """The project-level settings file inside `project`."""
         return project / self.project_settings_file
 
-    def hook_entry(self, command: str, timeout_s: int) -> dict[str, Any]:
-        """One command hook as it appears in the settings file."""
-        return {"type": "command", "command": command, "timeout": timeout_s}
+    def hook_entry(self, command: str, timeout_s: int, event: str = EVENT_NAME) -> dict[str, Any]:
+        """One command hook as it appears in the settings file, for `event`."""
+        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout_s}
+        if event in STATUS_MESSAGES:
+            entry["statusMessage"] = STATUS_MESSAGES[event]
+        return entry
 
     def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
         """A matcher group under `hooks.PreToolUse` that runs our hook for shell commands."""
@@ -275,3 +284,66 @@ class PreToolUseAgent:
             "matcher": "|".join(sorted(self.shell_tools)),
             "hooks": [self.hook_entry(command, timeout_s)],
         }
+
+    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
+        """Our matcher group for each event we install, by event name.
+
+        The same command line serves both: the shim passes stdin through and the
+        daemon tells the events apart by `hook_event_name`.
+        """
+        return {
+            EVENT_NAME: self.hook_group(command, timeout_s),
+            SESSION_START: {
+                "matcher": SESSION_START_MATCHER,
+                "hooks": [self.hook_entry(command, timeout_s, SESSION_START)],
+            },
+        }
+
+    @property
+    def hook_events(self) -> list[str]:
+        """The events `mentectl hooks install` adds an entry under."""
+        return [EVENT_NAME, SESSION_START]
+
+
+# ------------------------------------------------------------ installing
+
+# Installed next to the PreToolUse entry: both agents send `SessionStart` with
+# `source` "compact" after compacting the context and "clear" after /clear, the
+# moments what was handed over leaves the model's context. Claude Code matches a
+# plain `a|b` matcher exactly against the source, Codex as a regex; both read
+# this one as "compact or clear" (the other sources are "startup" and "resume").
+SESSION_START_MATCHER = "|".join(sorted(CONTEXT_EMPTIED))
+
+# Shown by the agent while the hook runs (both accept `statusMessage` on a
+# command hook); it names mented, so that a user who sees it knows whose it is.
+STATUS_MESSAGES = {
+    EVENT_NAME: "mented: your rules for this command",
+    SESSION_START: "mented: context reset, rules will be handed over again",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledEntry:
+    """One of our entries as found in a settings file: `hooks.<event>[group].hooks[hook]`."""
+
+    settings: Path
+    event: str
+    group: int
+    hook: int
+    handler: Mapping[str, Any]  # the hook object as written
+    matcher: str | None  # its group's matcher
+
+
+@dataclass(frozen=True, slots=True)
+class EntryTrust:
+    """Whether the agent will run an installed entry.
+
+    Attributes:
+        state: the agent's verdict in a few words ("trusted", "not trusted yet", ...).
+        problem: why it will not run; None when it runs.
+        fix: the step that makes it run, when it does not.
+    """
+
+    state: str
+    problem: str | None = None
+    fix: str | None = None
