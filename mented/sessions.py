@@ -15,6 +15,11 @@ holds it), and is lost only with the machine, when the agent's session is gone
 too. It is kept apart from the store of memories, which syncs every write and
 holds nothing that expires.
 
+Disposable: it holds nothing the user made. A file that LMDB refuses, or that is
+shorter than its header says (reading past its end would kill the daemon with
+SIGBUS), is moved aside to `data.mdb.damaged` and the memory starts empty; the
+worst that costs is one more stop per session.
+
 Bounded and expiring: an entry expires `ttl_s` after the last change to it (or
 the last hook that found it nearer its end than its start), and past
 `max_sessions` entries the ones nearest to expiry go first. The key is a
@@ -62,6 +67,29 @@ class SessionKey:
         return hashlib.blake2b(fields, digest_size=16).digest()
 
 
+class _CutShortError(Exception):
+    """The data file is shorter than the pages its header says are in use."""
+
+
+def _open_checked(directory: Path) -> lmdb.Environment:
+    """The environment in `directory`, checked to hold every page its header names."""
+    env = lmdb.open(
+        str(directory),
+        map_size=_MAP_SIZE,
+        max_dbs=0,
+        sync=False,
+        metasync=False,
+        lock=True,
+        readahead=False,
+    )
+    needed = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+    size = (directory / "data.mdb").stat().st_size
+    if size < needed:
+        env.close()
+        raise _CutShortError(f"{size} bytes where its header says {needed}")
+    return env
+
+
 class SessionMemoryError(Exception):
     """The session memory cannot be read or written: deliver without stopping."""
 
@@ -79,16 +107,14 @@ class SessionMemory:
         self._max_sessions = max_sessions
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._env = lmdb.open(
-                str(directory),
-                map_size=_MAP_SIZE,
-                max_dbs=0,
-                sync=False,
-                metasync=False,
-                lock=True,
-                readahead=False,
-            )
-        except (OSError, lmdb.Error) as exc:
+            try:
+                self._env = _open_checked(directory)
+            except (lmdb.InvalidError, lmdb.CorruptedError, _CutShortError) as exc:
+                damaged = directory / "data.mdb"
+                damaged.replace(damaged.with_name("data.mdb.damaged"))
+                log.warning("sessions_damaged", file=str(damaged), error=str(exc))
+                self._env = _open_checked(directory)
+        except (OSError, lmdb.Error, _CutShortError) as exc:
             raise SessionMemoryError(
                 f"cannot open the session memory in {directory}: {exc}"
             ) from exc

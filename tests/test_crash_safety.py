@@ -425,7 +425,8 @@ def test_sigkill_mid_write_loses_nothing_acknowledged_and_leaves_nothing_half_do
 
 
 def snapshot_files(directory: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+    """The store's files, byte for byte (the session memory's directory is not the store)."""
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file()}
 
 
 @pytest.mark.parametrize(

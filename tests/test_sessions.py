@@ -81,3 +81,21 @@ def test_an_unusable_directory_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(SessionMemoryError, match="cannot open the session memory"):
         SessionMemory(blocker / "sessions", ttl_s=60)
+
+
+@pytest.mark.parametrize("keep", [100, 4096, 8192 + 100])
+def test_a_damaged_file_is_moved_aside_and_the_memory_starts_empty(
+    tmp_path: Path, keep: int
+) -> None:
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    for n in range(200):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}" * 20])
+    memory.close()
+    data = tmp_path / "data.mdb"
+    whole = data.read_bytes()
+    data.write_bytes(whole[:keep])
+    reopened = SessionMemory(tmp_path, ttl_s=60)
+    assert reopened.handed(SessionKey("codex", "s1")) == set()
+    reopened.add(A, ["r1"])
+    assert reopened.handed(A) == {"r1"}
+    assert (tmp_path / "data.mdb.damaged").read_bytes() == whole[:keep]
