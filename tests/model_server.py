@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 FINAL_TEXT = "All done."
 SIDE_TEXT = "ok"
@@ -102,14 +102,12 @@ class Script:
     before_command: Callable[[int], None] | None = None
     _next: int = 0
     _retries: int = 0
-    _last_call: str | None = None
 
     def next_move(self, result: ToolResult | None) -> tuple[str, str]:
         """("tool", command) or ("text", final text), given the last tool call's result."""
-        if self._last_call is not None and result is not None and result.is_error:
-            if self._retries < self.max_retries:
-                self._retries += 1
-                return "tool", self.commands[self._next - 1]
+        if result is not None and result.is_error and self._retries < self.max_retries:
+            self._retries += 1
+            return "tool", self.commands[self._next - 1]
         if self._next >= len(self.commands):
             return "text", FINAL_TEXT
         self._retries = 0
@@ -146,7 +144,7 @@ class ModelServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def __enter__(self) -> ModelServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -174,13 +172,11 @@ class ModelServer:
             self.recording.turns.append(turn)
             kind, value = self.script.next_move(result)
             turn.reply = f"{kind}: {value}"
-            self.script._last_call = None
             if kind == "text":
                 self._last_call_id = None
                 return _anthropic_text(value) if api == "anthropic" else _responses_text(value)
             call_id = f"call_{next(self._ids)}"
             self._last_call_id = call_id
-            self.script._last_call = call_id
             if api == "anthropic":
                 return _anthropic_tool_use("toolu_" + call_id, value)
             return _responses_shell_call(call_id, value, body.get("tools") or [])
@@ -218,14 +214,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             events = self.model.answer(api, body)
-        except Exception as exc:  # a broken script must show in the test, not hang the agent
+        # A broken script or callback must show in the test, not leave the agent waiting.
+        except Exception as exc:  # noqa: BLE001
             self.model.recording.errors.append(repr(exc))
             self._send(500, json.dumps({"error": repr(exc)}).encode(), "application/json")
             return
         if events is None:
-            events = _anthropic_text(SIDE_TEXT) if api == "anthropic" else _responses_text(SIDE_TEXT)
+            events = (
+                _anthropic_text(SIDE_TEXT) if api == "anthropic" else _responses_text(SIDE_TEXT)
+            )
             if api == "anthropic" and not body.get("stream"):
-                self._send(200, json.dumps(_anthropic_message(SIDE_TEXT)).encode(), "application/json")
+                self._send(
+                    200, json.dumps(_anthropic_message(SIDE_TEXT)).encode(), "application/json"
+                )
                 return
         self._send(200, _sse(events), "text/event-stream")
 

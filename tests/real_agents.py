@@ -138,19 +138,30 @@ class AgentRun:
 
 
 class AgentSession:
-    """One agent, its private configuration, and mented's hook installed in it."""
+    """One agent, its private configuration with mented's hook in it, and a daemon.
+
+    The daemon and the configuration serve several runs (one test each): every
+    run of an agent is a new session for mented, in a new repository.
+    """
 
     def __init__(self, agent: NpmAgent, binary: Path, daemon: DaemonProcess) -> None:
         self.agent = agent
         self.binary = binary
         self.daemon = daemon
-        self.repo = make_repo(daemon.root / "repo")
         self.config_dir = daemon.home / (".claude" if agent is CLAUDE_CODE else ".codex")
         self.config_dir.mkdir(parents=True)
         variable = "CLAUDE_CONFIG_DIR" if agent is CLAUDE_CODE else "CODEX_HOME"
         # mentectl writes the hook where the agent reads it: the same variable.
         daemon.env[variable] = str(self.config_dir)
         daemon.mentectl("hooks", "install", agent.name)
+        self._repos = 0
+        self.repo = self.new_repo()
+
+    def new_repo(self) -> Path:
+        """A fresh repository for the next run."""
+        self._repos += 1
+        self.repo = make_repo(self.daemon.root / f"repo{self._repos}")
+        return self.repo
 
     def environment(self, server: ModelServer) -> dict[str, str]:
         env = {
@@ -241,9 +252,12 @@ def mented_texts(turn: Turn) -> list[str]:
 # How each agent wraps a hook's text for the model (see docs/design.md, "Agents").
 _WRAPPERS = (
     # Claude Code's context: a system reminder after the tool result.
-    re.compile(r"<system-reminder>\s*PreToolUse:\w+ hook additional context: (.*?)\s*</system-reminder>", re.S),
+    re.compile(
+        r"<system-reminder>\s*PreToolUse:\w+ hook additional context: (.*?)\s*</system-reminder>",
+        re.DOTALL,
+    ),
     # Codex's deny: the reason inside its own sentence.
-    re.compile(r"Command blocked by PreToolUse hook: (.*)\. Command: .*", re.S),
+    re.compile(r"Command blocked by PreToolUse hook: (.*)\. Command: .*", re.DOTALL),
 )
 
 
@@ -271,7 +285,9 @@ def _text_of(part: object) -> str:
         return output if isinstance(output, str) else msgspec.json.encode(output).decode()
     if kind == "message":
         return "\n".join(
-            str(span.get("text", "")) for span in part.get("content") or [] if isinstance(span, dict)
+            str(span.get("text", ""))
+            for span in part.get("content") or []
+            if isinstance(span, dict)
         )
     return ""
 
@@ -291,16 +307,29 @@ def _main() -> int:
         report = Path(tmp) / "figures.jsonl"
         env = {**os.environ, AGENT_TESTS_ENV: "1", REPORT_ENV: str(report)}
         status = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-k", "cost",
-             "tests/test_real_agents.py"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-k",
+                "cost",
+                "tests/test_real_agents.py",
+            ],
             env=env,
             check=False,
         ).returncode
-        rows = [msgspec.json.decode(line) for line in report.read_bytes().splitlines()] if (
-            report.exists()
-        ) else []
-    print("| agent | commits | rules | mented characters in the conversation | "
-          "full rule texts | extra model turns |")
+        rows = (
+            [msgspec.json.decode(line) for line in report.read_bytes().splitlines()]
+            if (report.exists())
+            else []
+        )
+    print(
+        "| agent | commits | rules | mented characters in the conversation | "
+        "full rule texts | extra model turns |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for row in rows:
         print(
@@ -312,4 +341,3 @@ def _main() -> int:
 
 if __name__ == "__main__":
     sys.exit(_main())
-

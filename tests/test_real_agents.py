@@ -16,13 +16,22 @@ it when `npm` is there); the first run downloads the agents into
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from mented.memory import MemoryType, short_handle, trigger_tag
-from mented.protocol import StoreRequest, StoredReply
+from mented.protocol import (
+    ForgetRequest,
+    ForgottenReply,
+    ListRequest,
+    MemoriesReply,
+    StoredReply,
+    StoreRequest,
+)
 from tests.conftest import DaemonProcess
 from tests.model_server import ModelServer, Script, Turn
 from tests.real_agents import (
@@ -47,15 +56,34 @@ def commit(n: int) -> str:
     return f'git commit --allow-empty -m "fix: change {n}"'
 
 
-@pytest.fixture(params=sorted(AGENTS), ids=sorted(AGENTS))
-def agent(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(scope="module", params=sorted(AGENTS), ids=sorted(AGENTS))
+def agent_session(request: pytest.FixtureRequest) -> Iterator[AgentSession]:
+    """One daemon and one agent configuration, shared by that agent's tests (start-up is slow)."""
+    npm_agent = AGENTS[request.param]
+    binary = install(npm_agent)
+    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    daemon = DaemonProcess(root)
+    daemon.start()
+    try:
+        yield AgentSession(npm_agent, binary, daemon)
+    finally:
+        if daemon.proc is not None:
+            daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
-def session(agent: str, daemon: DaemonProcess) -> Iterator[AgentSession]:
-    npm_agent = AGENTS[agent]
-    yield AgentSession(npm_agent, install(npm_agent), daemon)
+def session(agent_session: AgentSession) -> AgentSession:
+    """The agent's session for one test: the daemon running, no rules, a new repository."""
+    daemon = agent_session.daemon
+    if daemon.proc is None:
+        daemon.start()
+    with daemon.client() as client:
+        listed = client.expect(ListRequest(include_superseded=True), MemoriesReply)
+        for memory in listed.memories:
+            client.expect(ForgetRequest(id=memory.id), ForgottenReply)
+    agent_session.new_repo()
+    return agent_session
 
 
 def add_rule(daemon: DaemonProcess, text: str, action: str = "git-commit") -> str:
