@@ -302,39 +302,25 @@ def record_figures(test: str, **figures: float | str) -> None:
 
 
 def _main() -> int:
-    """Run the measurement with the real agents and print the figures as a table."""
+    """Run the measurement with the real agents and print the figures as a Markdown table."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "figures.jsonl"
         env = {**os.environ, AGENT_TESTS_ENV: "1", REPORT_ENV: str(report)}
-        status = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:randomly",
-                "-k",
-                "cost",
-                "tests/test_real_agents.py",
-            ],
-            env=env,
-            check=False,
-        ).returncode
-        rows = (
-            [msgspec.json.decode(line) for line in report.read_bytes().splitlines()]
-            if (report.exists())
-            else []
-        )
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"]
+        command += ["-k", "session_cost", "tests/test_real_agents.py"]
+        status = subprocess.run(command, env=env, check=False).returncode
+        lines = report.read_bytes().splitlines() if report.exists() else []
     print(
-        "| agent | commits | rules | mented characters in the conversation | "
-        "full rule texts | extra model turns |"
+        "| agent | commits | mented characters in the conversation (mented's own) "
+        "| full rule texts | extra model turns |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
-    for row in rows:
+    print("|---|--:|--:|--:|--:|")
+    for line in lines:
+        row = msgspec.json.decode(line)
         print(
-            f"| {row['agent']} | {row['commits']} | {row['rules']} | {row['chars']} | "
-            f"{row['full_texts']} | {row['extra_turns']} |"
+            f"| {row['agent']} {row['version']} | {row['commits']} "
+            f"| {row['chars']:,} ({row['own_chars']:,}) | {row['full_texts']} "
+            f"| {row['extra_turns']} |"
         )
     return status
 
