@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -373,7 +374,8 @@ def _responses_shell_call(call_id: str, command: str, tools: list[Any]) -> list[
 
 # ------------------------------------------------------------------ results
 
-_CODEX_ERROR_MARKS = ("Command blocked by", "Process exited with code 1", "exit code: 1")
+# Codex's tool output for a hook's deny, and for a command that failed.
+_CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
 
 
 def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolResult | None:
@@ -395,5 +397,5 @@ def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolRes
     for item in body.get("input") or []:
         if item.get("type") == "function_call_output" and item.get("call_id") == call_id:
             text = "\n".join(_strings(item.get("output")))
-            return ToolResult(call_id, text, any(mark in text for mark in _CODEX_ERROR_MARKS))
+            return ToolResult(call_id, text, _CODEX_ERROR.search(text) is not None)
     return None
