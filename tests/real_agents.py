@@ -30,10 +30,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import msgspec
 import pytest
 
+from mented.agents import codex
 from tests.conftest import AGENT_TESTS_ENV, DaemonProcess
 from tests.model_server import ModelServer, Turn
 
@@ -150,12 +152,25 @@ class AgentSession:
         self.daemon = daemon
         self.config_dir = daemon.home / (".claude" if agent is CLAUDE_CODE else ".codex")
         self.config_dir.mkdir(parents=True)
+        self.codex_trust = ""
         variable = "CLAUDE_CONFIG_DIR" if agent is CLAUDE_CODE else "CODEX_HOME"
         # mentectl writes the hook where the agent reads it: the same variable.
         daemon.env[variable] = str(self.config_dir)
         daemon.mentectl("hooks", "install", agent.name)
+        if agent is CODEX:
+            self._trust_codex_hooks()
         self._repos = 0
         self.repo = self.new_repo()
+
+    def _trust_codex_hooks(self) -> None:
+        """Trust the installed entries as the user does in Codex's `/hooks` view.
+
+        Codex skips an untrusted hook without a word; it records the trust as a hash
+        of each entry under `hooks.state` in `$CODEX_HOME/config.toml`.
+        """
+        with mock.patch.dict(os.environ, {"CODEX_HOME": str(self.config_dir)}):
+            self.codex_trust = codex.trust_config_toml(codex.user_hooks_path())
+        assert "trusted_hash" in self.codex_trust, "no mented entry in Codex's hooks.json"
 
     def new_repo(self) -> Path:
         """A fresh repository for the next run."""
@@ -181,9 +196,8 @@ class AgentSession:
             )
         else:
             env["MOCK_MODEL_API_KEY"] = "sk-mock"
-            (self.config_dir / "config.toml").write_text(
-                _CODEX_CONFIG.format(base_url=server.base_url), encoding="utf-8"
-            )
+            config = _CODEX_CONFIG.format(base_url=server.base_url) + self.codex_trust
+            (self.config_dir / "config.toml").write_text(config, encoding="utf-8")
         return env
 
     def run(self, server: ModelServer, prompt: str) -> AgentRun:
