@@ -8,10 +8,11 @@ there), because they download the agents (~650 MB on first use) and run them.
   the checkout (`${XDG_CACHE_HOME:-~/.cache}/mented-tests/agents/`), installed
   once into a temporary directory and renamed into place, so that an interrupted
   install is never mistaken for a finished one.
-- `AgentSession`: one non-interactive run (`claude -p`, `codex exec`) in a fresh
-  git repository, with `HOME`, `CLAUDE_CONFIG_DIR` and `CODEX_HOME` inside the
-  test's temporary directory, the mock model as its model, and mented's hook
-  installed the way a user does it (`mentectl hooks install <agent>`).
+- `AgentSession`: an agent with `HOME`, `CLAUDE_CONFIG_DIR` / `CODEX_HOME` in the
+  daemon's temporary directory and mented's hook installed the way a user does
+  it (`mentectl hooks install <agent>`; for Codex also trusted, as its `/hooks`
+  view would); `run` is one non-interactive session (`claude -p`, `codex exec`)
+  in a fresh git repository, with the mock model as its model.
 - `mented_texts`: what of a request's conversation came from mented: the items
   (a tool result, a context block, a developer message) that carry its text.
 
@@ -50,7 +51,7 @@ MENTED_MARK = "mented"
 
 @dataclass(frozen=True)
 class NpmAgent:
-    """An agent as npm ships it: the versions here are the ones docs/design verified."""
+    """An agent as npm ships it, at the version mented's hooks were checked with."""
 
     name: str  # the name mented knows it by (`mentectl hooks install NAME`)
     package: str

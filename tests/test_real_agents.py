@@ -1,12 +1,13 @@
 """With the real agents: Claude Code and Codex CLI from npm, mented's default configuration.
 
-Each test starts a real daemon, adds rules with `mentectl`, installs the hook with
-`mentectl hooks install <agent>` into a temporary `CLAUDE_CONFIG_DIR` /
-`CODEX_HOME`, and runs the agent non-interactively in a fresh git repository
-against the project's mock model (tests/model_server.py), which runs the shell
-commands of its script and retries one that came back denied. What the model was
-sent is then read from the recorded requests; whether a commit had happened when
-the model was asked, from the repository at that moment.
+Each agent gets a real daemon and the hook installed with `mentectl hooks install
+<agent>` into a temporary `CLAUDE_CONFIG_DIR` / `CODEX_HOME`; each test adds its
+own rules (the request `mentectl rule add` sends) and runs the agent once,
+non-interactively, in a fresh git repository, against the project's mock model
+(tests/model_server.py), which runs the shell commands of its script and
+retries one that came back as an error (a stop). What the model was sent is read
+from the recorded requests; whether a commit had happened when the model was
+asked, from the repository at that moment.
 
 Opt-in: the `agents` marker runs only with `MENTED_AGENT_TESTS=1` (`.ci/run` sets
 it when `npm` is there); the first run downloads the agents into
