@@ -132,12 +132,26 @@ def make_repo(path: Path) -> Path:
     return path
 
 
+# How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
+# Claude Code keeps a `hook_non_blocking_error` record in the session's transcript.
+HOOK_ERROR = re.compile(r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"", re.MULTILINE)
+
+
 @dataclass
 class AgentRun:
     returncode: int
     stdout: str
     stderr: str
+    transcript: str  # Claude Code's session transcript (JSON lines); empty for Codex
     seconds: float
+
+    def hook_errors(self) -> list[str]:
+        """What the agent reported about a hook that failed, wherever it reports it."""
+        return [
+            match.group(0)
+            for text in (self.stdout, self.stderr, self.transcript)
+            for match in HOOK_ERROR.finditer(text)
+        ]
 
 
 class AgentSession:
@@ -214,6 +228,7 @@ class AgentSession:
                 prompt,
             ]
         started = time.monotonic()
+        started_at = time.time()
         result = subprocess.run(
             [str(self.binary), *args],
             cwd=self.repo,
@@ -224,7 +239,15 @@ class AgentSession:
             timeout=RUN_TIMEOUT_S,
             check=False,
         )
-        return AgentRun(result.returncode, result.stdout, result.stderr, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        transcripts = [
+            path.read_text(encoding="utf-8", errors="replace")
+            for path in (self.config_dir / "projects").glob("*/*.jsonl")
+            if path.stat().st_mtime >= started_at - 1
+        ]
+        return AgentRun(
+            result.returncode, result.stdout, result.stderr, "".join(transcripts), seconds
+        )
 
 
 # Codex's own model-provider table; no retries, so that a server fault shows at once.
