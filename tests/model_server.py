@@ -101,8 +101,8 @@ class Script:
     max_retries: int = 2
     probe: Callable[[], object] | None = None
     before_command: Callable[[int], None] | None = None
-    _next: int = 0
-    _retries: int = 0
+    _next: int = field(default=0, init=False)  # the index of the next command to run
+    _retries: int = field(default=0, init=False)  # of the current command, so far
 
     def next_move(self, result: ToolResult | None) -> tuple[str, str]:
         """("tool", command) or ("text", final text), given the last tool call's result."""
