@@ -757,7 +757,7 @@ def time_matcher(corpus: Sequence[str], rounds: int) -> tuple[dict[str, list[int
         Each command's timings parsed afresh (cache miss), and all timings from the cache (hit).
     """
     table = load_action_table(Config())
-    uncached = Matcher(table, cache_size=0)
+    uncached = Matcher(table, cache_bytes=0)
     cached = Matcher(table)
     for command in corpus:  # first calls compile regexes and fill the cache: not counted
         uncached.actions_in(command)

@@ -119,10 +119,14 @@ class HookHandler:
         if self._sessions is not None:
             self._sessions.ttl_s = config.hook.session_ttl_s
 
-    def handle(self, agent: str, event: bytes) -> bytes:
-        """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises."""
+    def handle(self, agent: str, event: bytes, *, deadline: float | None = None) -> bytes:
+        """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises.
+
+        Past `deadline` (a `time.monotonic()` value: when the shim gives up) the answer is
+        silence, and no more work is done for it.
+        """
         try:
-            return self._handle(agent, event)
+            return self._handle(agent, event, deadline)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -154,19 +158,19 @@ class HookHandler:
             self._failures_logged.add(kind)
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
-    def _handle(self, agent: str, event: bytes) -> bytes:
+    def _handle(self, agent: str, event: bytes, deadline: float | None) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
         if adapter is None:
             return b""
         call = adapter.decode(event)
-        if call is None:
+        if call is None or _past(deadline):
             return b""
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
-        actions = self._actions_of(call)
-        if not actions:
+        actions = self._actions_of(call, deadline)
+        if not actions or _past(deadline):
             return b""
         now = time.monotonic()
         event_key = _event_digest(agent, call)
@@ -186,10 +190,10 @@ class HookHandler:
         self._record(fire)
         return out
 
-    def _actions_of(self, call: ToolCall) -> tuple[str, ...]:
+    def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""
         if call.command:
-            return self._matcher.actions_in(call.command)
+            return self._matcher.actions_in(call.command, deadline=deadline)
         if call.mcp_tool:
             return self._tools.actions_for(call.mcp_tool)
         return self._edits.actions_for(call.edited, call.cwd)
@@ -386,6 +390,10 @@ def _call_digest(call: ToolCall) -> bytes:
     return hashlib.blake2b(
         msgspec.json.encode((call.cwd, call.describe())), digest_size=16
     ).digest()
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _event_digest(agent: str, call: ToolCall) -> bytes:
