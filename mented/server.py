@@ -101,7 +101,10 @@ T = TypeVar("T")
 
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
-_RECV_SIZE = 64 * 1024
+# The first read of a request: the whole of most (a hook's event is a few KiB). A
+# frame that needs more is read into a buffer of its exact size: read in 64 KiB
+# chunks, a flood of such frames left that much more of the heap fragmented.
+_RECV_SIZE = 16 * 1024
 # An answer up to this size is handed to the kernel in one send (a Unix socket's
 # send buffer is ~208 KiB by default); a larger one is counted before it is sent.
 _SMALL_REPLY = 64 * 1024
@@ -425,8 +428,11 @@ class Server:
                 del body  # not held while the client takes its time reading the answer
                 self.stats.requests += 1
                 self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
+                if len(reply) > _SMALL_REPLY:
+                    reply = self._hold_reply(conn, reply)
                 if not await self._send_reply(conn, reply):
                     return
+                del reply  # not held while the connection waits for its next request
                 self.held.release(conn)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
             pass  # the client went away, stalled mid-frame or left its answer unread
@@ -503,14 +509,23 @@ class Server:
         del whole
         return body
 
+    def _hold_reply(self, conn: _Connection, reply: bytes) -> bytes:
+        """Count an answer too large to hand to the kernel at once before it is sent;
+        when there is no room, the answer is `busy` instead (and the large one is
+        dropped at once: the caller must not keep it)."""
+        try:
+            self.held.reserve(conn, len(reply) + len(conn.pending))
+        except ServerBusyError:
+            return _BUSY_SENDING_FRAME
+        return reply
+
     async def _send_reply(self, conn: _Connection, reply: bytes) -> bool:
         """Send one answer whole, or give up on the connection.
 
         An answer the kernel takes at once costs nothing more. One it does not
         is counted against the daemon-wide bound (with whatever else this
         connection holds) until sent, and must be read within `send_timeout_s`.
-        An answer too large to hand over at once is counted before it is sent, so
-        that when there is no room the client is told `busy` instead.
+        A large answer is counted before it is sent (`_hold_reply`).
 
         Returns:
             False when the connection should close: the answer could not be held.
@@ -518,11 +533,6 @@ class Server:
         Raises:
             trio.TooSlowError: the client did not read the answer in time.
         """
-        if len(reply) > _SMALL_REPLY:
-            try:
-                self.held.reserve(conn, len(reply) + len(conn.pending))
-            except ServerBusyError:
-                reply = _BUSY_SENDING_FRAME
         view = memoryview(reply)
         sent = await conn.sock.send(view)
         if sent == len(view):
@@ -834,7 +844,11 @@ class _HeldBytes:
         self.total -= conn.held
         self._released += conn.held
         conn.held = 0
-        if self._released >= _TRIM_AFTER and self.total <= self.limit // 4:
+        # After a large release, and when the last holder is done (however little was
+        # released since: a flood's tail is freed by its last few connections).
+        if self._released >= _TRIM_AFTER or (
+            not self.total and self._released >= _TRIM_AFTER // 16
+        ):
             self._released = 0
             _give_memory_back()
 
