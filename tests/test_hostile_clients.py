@@ -889,7 +889,7 @@ def bystander_hooks(daemon: DaemonProcess, calls: int, first_call: int = 0) -> l
     answered = []
     for call in range(first_call, first_call + calls):
         out, elapsed = run_shim(daemon, call)
-        if out and RULE in json.loads(out)["hookSpecificOutput"]["additionalContext"]:
+        if RULE in (text_of_answer(out) or ""):
             answered.append(elapsed)
         time.sleep(0.1)
     return answered
