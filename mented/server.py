@@ -25,6 +25,7 @@ import ctypes.util
 import errno
 import functools
 import gc
+import mmap
 import os
 import signal
 import socket
@@ -494,20 +495,27 @@ class Server:
                 conn.pending = data[end:]
                 return data[HEADER.size : end]
             self.held.reserve(conn, end)
-            # Read the rest in place: no chunks to join, nothing past this frame.
-            whole = bytearray(end)
-            got = len(data)
-            whole[:got] = data
-            del data
-            with memoryview(whole) as view:
-                while got < end:
-                    received = await conn.sock.recv_into(view[got:])
-                    if not received:
-                        return None
-                    got += received
-                body = bytes(view[HEADER.size :])
-        del whole
-        return body
+            # Read the rest in place: no chunks to join, nothing past this frame. A
+            # large frame goes to pages of its own, which cost nothing until its bytes
+            # arrive and go back to the system the moment it is read.
+            whole: bytearray | mmap.mmap = (
+                bytearray(end) if end <= _SMALL_REPLY else mmap.mmap(-1, end)
+            )
+            try:
+                got = len(data)
+                whole[:got] = data
+                del data
+                with memoryview(whole) as view:
+                    while got < end:
+                        with view[got:] as rest:
+                            received = await conn.sock.recv_into(rest)
+                        if not received:
+                            return None
+                        got += received
+                    return bytes(view[HEADER.size :])
+            finally:
+                if isinstance(whole, mmap.mmap):
+                    whole.close()
 
     def _hold_reply(self, conn: _Connection, reply: bytes) -> bytes:
         """Count an answer too large to hand to the kernel at once before it is sent;
