@@ -23,7 +23,13 @@ import trio
 
 from mented import __version__, paths, service
 from mented.log import configure_logging, log
-from mented.server import Server, ServerOptions, StartupError
+from mented.server import (
+    DESCRIPTOR_RESERVE,
+    MAX_CONNECTIONS,
+    Server,
+    ServerOptions,
+    StartupError,
+)
 
 # EX_IOERR from sysexits.h: systemd shows it as "74/IOERR".
 STORE_FAILED_EXIT = 74
@@ -144,8 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def raise_descriptor_limit(wanted: int = 65536) -> None:
-    """Lift the soft open-files limit towards the hard one.
+def raise_descriptor_limit(wanted: int = MAX_CONNECTIONS + DESCRIPTOR_RESERVE) -> None:
+    """Lift the soft open-files limit towards the hard one, as far as the daemon's
+    connection limit needs (no further: each connection costs memory too).
 
     Service managers start us at a soft limit of 1024, which a thousand idle
     editor or agent connections would exhaust before the hook's next connection.
