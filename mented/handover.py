@@ -173,8 +173,9 @@ def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
     old = replaced.get(rule.id)
     if old:
         head += f"(replaces [{old}]) "
-    # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand.
-    content = rule.content[: 2 * max_chars].strip().replace("\n", "\n  ")  # lines under the bullet
+    # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand
+    # (one character more than the room tells whether it was cut).
+    content = rule.content[: max_chars + 1].strip().replace("\n", "\n  ")  # under the bullet
     room = max_chars - len(head)
     if len(content) > room:
         cut = _CUT.format(handle=handle)
