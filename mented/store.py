@@ -254,6 +254,30 @@ def _disk_nearly_full(directory: Path) -> bool:
 # --------------------------------------------------------------- validation
 
 
+def _check_changes(
+    old: Memory,
+    content: str,
+    tags: tuple[str, ...] | None,
+    agent: str | None,
+    project: str | None,
+) -> None:
+    """Refuse a new version identical to `old`: it would only lengthen the history.
+
+    Raises:
+        InvalidInputError: the same text, tags and scope as `old`.
+    """
+    if (
+        content == old.content
+        and tags in (None, old.tags)
+        and agent in (None, old.agent)
+        and project in (None, old.project)
+    ):
+        raise InvalidInputError(
+            f"memory {old.id} already says exactly that; nothing changed "
+            "(give a different text, or a new --agent or --project)"
+        )
+
+
 def _check_content(content: str) -> str:
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("memory content cannot be empty; give the text of the memory")
@@ -803,6 +827,7 @@ class Store:
             old = self._resolve(txn, memory_id)
             if old.superseded_by is not None:
                 raise ConflictError(self._already_superseded(txn, old))
+            _check_changes(old, content, new_tags, new_agent, new_project)
             now = max(time.time(), old.created_at)
             new = Memory(
                 id=new_id(now),

@@ -28,7 +28,14 @@ from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import pretooluse_event
-from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
+from mented.protocol import (
+    FireRecord,
+    ListRequest,
+    LogReply,
+    LogRequest,
+    MemoriesReply,
+    StatusReply,
+)
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
@@ -371,12 +378,43 @@ def run_checks(socket: Path) -> list[Check]:
     config_check, config = check_config()
     daemon_check, status = check_daemon(socket, manager)
     checks = [config_check, daemon_check, check_service(socket, manager)]
+    if status is not None:
+        checks.append(check_rules(socket, status))
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
     checks += check_hooks(FireTarget(socket, status is not None, budget))
     checks += check_mcp()
     return checks
+
+
+def check_rules(socket: Path, status: StatusReply) -> Check:
+    """Whether every stored rule names an action of the daemon's table (else it never fires)."""
+    try:
+        with Client(socket, connect_timeout=2.0, timeout=10.0) as client:
+            rules = client.expect(ListRequest(rules_only=True), MemoriesReply).memories
+    except (NotRunningError, ProtocolError, DaemonError) as exc:
+        return Check("rules", "warn", f"could not list the rules: {exc}")
+    table = load_table_in_force(Path(status.config) if status.config else None).table
+    orphans: dict[str, int] = {}
+    for rule in rules:
+        for action in rule.actions:
+            if action not in table:
+                orphans[action] = orphans.get(action, 0) + 1
+    if not orphans:
+        return Check("rules", "ok", f"{len(rules)} live rules, each for an action mented knows")
+    named = ", ".join(
+        f"{action} ({count} rule{'s' if count != 1 else ''})"
+        for action, count in sorted(orphans.items())
+    )
+    first = min(orphans)
+    return Check(
+        "rules",
+        "warn",
+        f"rules for actions that are not in the config, which never fire: {named}",
+        fix=f"add the action back to the config, or see them with `mentectl rule list --action "
+        f"{first}` and `mentectl rule forget ID`",
+    )
 
 
 def check_mcp() -> list[Check]:
