@@ -1106,10 +1106,14 @@ class Store:
         return None if raw is None else _decode(raw)
 
     def _resolve(self, txn: lmdb.Transaction[bytes], memory_id: str) -> Memory:
-        """The memory named by a full id or a unique suffix (short handle)."""
+        """The memory named by a full id, its handle or a unique end or start of its id.
+
+        The handle is what the agent is shown (`[86258kp8]`): brackets are dropped.
+        A start of at least 6 characters is what a person types from `rule list`.
+        """
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidInputError("give a memory id (or its last 8 characters)")
-        wanted = memory_id.strip().upper()
+        wanted = memory_id.strip().strip("[]").strip().upper()
         if len(wanted) < MIN_HANDLE_LENGTH:
             raise InvalidInputError(
                 f"{memory_id!r} is too short to name a memory: "
@@ -1122,10 +1126,12 @@ class Store:
             if memory is None:
                 raise NotFoundError(f"no memory has the id {memory_id!r}")
             return memory
-        prefix = wanted[::-1].encode()
-        matches = [key[::-1].decode() for key in self._keys_with_prefix(txn, prefix)]
+        ending = wanted[::-1].encode()
+        ends = [key[::-1] for key in self._keys_with_prefix(txn, ending, self._handles)]
+        starts = list(self._keys_with_prefix(txn, wanted.encode(), self._memories))
+        matches = [key.decode() for key in dict.fromkeys(ends + starts)]
         if not matches:
-            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+            raise NotFoundError(f"no memory has an id starting or ending with {memory_id!r}")
         if len(matches) > 1:
             shown = ", ".join(matches[:_AMBIGUOUS_SHOWN])
             more = "" if len(matches) <= _AMBIGUOUS_SHOWN else ", ..."
@@ -1135,11 +1141,14 @@ class Store:
             )
         memory = self._load(txn, matches[0])
         if memory is None:  # an index entry without its record
-            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+            raise NotFoundError(f"no memory has an id starting or ending with {memory_id!r}")
         return memory
 
-    def _keys_with_prefix(self, txn: lmdb.Transaction[bytes], prefix: bytes) -> Iterator[bytes]:
-        cursor = txn.cursor(self._handles)
+    def _keys_with_prefix(
+        self, txn: lmdb.Transaction[bytes], prefix: bytes, db: lmdb._Database
+    ) -> Iterator[bytes]:
+        """Up to `_AMBIGUOUS_SHOWN + 1` keys of `db` that start with `prefix`."""
+        cursor = txn.cursor(db)
         if not cursor.set_range(prefix):
             return
         for count in range(_AMBIGUOUS_SHOWN + 1):
