@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,9 +48,20 @@ def daemon_table(client: Client) -> TableInForce:
 
     The daemon names the file it was started with (`--config`, `$MENTED_CONFIG`
     or the default), which need not be the one this process would find.
+    While the file on disk is invalid, the daemon runs on the one it loaded before
+    and sends its text: that table is the one in force, and a warning says the
+    file is invalid.
     """
     status = client.expect(StatusRequest(), StatusReply)
-    return load_table_in_force(Path(status.config) if status.config else None)
+    path = Path(status.config) if status.config else None
+    if status.config_error and status.config_in_force is not None:
+        print(
+            f"mentectl: warning: the config file is invalid, so the daemon runs on the one it "
+            f"loaded before, shown here: {status.config_error}",
+            file=sys.stderr,
+        )
+        return load_table_in_force(path, text=status.config_in_force)
+    return load_table_in_force(path)
 
 
 def project_dir(directory: str, *, base: str) -> str:
@@ -95,3 +107,18 @@ def project_option(directory: str) -> str:
 def directory_option(directory: str) -> str:
     """argparse type for `--cwd`: absolute and normalized; it need not exist here."""
     return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(directory)))  # noqa: PTH109, PTH111, PTH118 - lexical
+
+
+def count_option(value: str) -> int:
+    """argparse type for a count (`rule list -k`, `log -n`): 1 or more.
+
+    0 or less would print "no rules" and exit 0, as if there were none.
+    """
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        msg = f"{value!r} is not a count: give 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return count

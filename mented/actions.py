@@ -256,15 +256,17 @@ class TableInForce(NamedTuple):
     problem: str | None  # set: the file is unusable and `table` holds the built-ins only
 
 
-def load_table_in_force(path: Path | None) -> TableInForce:
+def load_table_in_force(path: Path | None, *, text: str | None = None) -> TableInForce:
     """The config file at `path` (None: defaults) and its action table; never raises.
 
-    When the file is unusable this is the built-in table and `problem` says why: a
-    running daemon keeps the table it had, and the built-ins are the closest a
-    client can get to it. Whoever needs the file to be valid checks `problem`.
+    `text`: the file's text as a running daemon loaded it (see `load_config`).
+    When the file is unusable this is the built-in table and `problem` says why.
+    A running daemon keeps the table it had and sends its text (`daemon_table`);
+    without a daemon the built-ins are the closest a client can get to it.
+    Whoever needs the file to be valid checks `problem`.
     """
     try:
-        config = load_config(path)
+        config = load_config(path, text=text)
         return TableInForce(config, load_action_table(config), None)
     except ConfigError as exc:
         config = Config()

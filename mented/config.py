@@ -110,8 +110,17 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
         return {}, ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc}") from exc
+    return parse_toml(text, path), text
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """The parsed document of the config file at `path`, whose text is `text`.
+
+    Raises:
+        ConfigError: not valid TOML (with line and column).
+    """
     try:
-        return tomllib.loads(text), text
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except RecursionError as exc:  # tomllib recurses on nested arrays and tables
@@ -126,15 +135,21 @@ def line_of(text: str, needle: str) -> int | None:
     return None
 
 
-def load_config(path: Path | None) -> Config:
+def load_config(path: Path | None, *, text: str | None = None) -> Config:
     """Read and validate the config file at `path` (None: built-in defaults only).
+
+    `text`: the file's text as it was when a daemon loaded it (the daemon sends it
+    while the file on disk is invalid), read instead of the file.
 
     Raises:
         ConfigError: the file is unreadable, not TOML, or a section has a bad value.
     """
     if path is None:
         return Config()
-    doc, text = read_toml(path)
+    if text is None:
+        doc, text = read_toml(path)
+    else:
+        doc = parse_toml(text, path)
     sections: dict[str, Any] = {}
     for name, kind in (("hook", HookSettings), ("daemon", DaemonSettings)):
         section = doc.get(name, {})

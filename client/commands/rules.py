@@ -42,7 +42,13 @@ from mented.protocol import (
 )
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
-from mented_client.scope import agent_option, daemon_table, directory_option, project_option
+from mented_client.scope import (
+    agent_option,
+    count_option,
+    daemon_table,
+    directory_option,
+    project_option,
+)
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from collections.abc import Sequence
@@ -92,7 +98,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         type=directory_option,
         help="as seen from this directory (default: every project's rules)",
     )
-    listing.add_argument("-k", type=int, default=None, help="at most this many (with --action: 6)")
+    listing.add_argument(
+        "-k", type=count_option, default=None, help="at most this many (with --action: 6)"
+    )
     listing.add_argument("--all", action="store_true", help="also show superseded rules")
     listing.set_defaults(handler=run_list)
 
