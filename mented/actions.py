@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from mented.config import Config, ConfigError, line_of, load_config
+from mented.config import Config, ConfigError, line_of, line_of_key, load_config
 from mented.edits import path_pattern_problem
 from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
 
@@ -339,9 +339,31 @@ def load_action_table(config: Config) -> ActionTable:
         _apply_user_entry(
             merged, disabled, name=name, entry=entry, source=source, where=where, raw_name=raw_name
         )
+    _check_delivery_actions(config, merged, disabled)
     return ActionTable(
         merged.values(), programs=builtin.programs, wrappers=builtin.wrappers, disabled=disabled
     )
+
+
+def _check_delivery_actions(
+    config: Config, merged: dict[str, Action], disabled: dict[str, str]
+) -> None:
+    """Refuse a `[delivery]` line for an action that is nowhere in the table (a typo).
+
+    A switched-off built-in may keep its line: it applies again once switched on.
+    """
+    for name in config.delivery.actions:
+        if name in merged or name in disabled:
+            continue
+        close = difflib.get_close_matches(name, list(merged), n=SUGGESTIONS, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}?" if close else ""
+        line = line_of_key(config.text, "delivery", name)
+        path = str(config.path) if config.path is not None else "config"
+        where = f"{path}:{line}" if line else path
+        raise ConfigError(
+            f"{where}: [delivery] names {name!r}, which is not an action{hint} "
+            "(`mentectl actions` lists them)"
+        )
 
 
 def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out

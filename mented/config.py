@@ -28,7 +28,9 @@ after the command ran. `gate`, the old name of `before`, is still read.
     [actions.my-deploy]        # see docs/actions.md (mented.actions owns this part)
     ...
 
-A bad file is reported with its path and line; the daemon keeps what it had.
+A bad file is reported with its path and the line of the bad key; an unknown section
+(`[hooks]` for `[hook]`) or an unknown action under `[delivery]` is refused too. The
+daemon keeps what it had.
 
 `[hook] budget_ms` does not set the hook's deadline: the shim reads no config
 file, and stops at `$MENTED_HOOK_BUDGET_MS` in the agent's environment (default
@@ -40,6 +42,7 @@ a hook request this long after it received it (the shim has given up by then).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -150,6 +153,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         doc, text = read_toml(path)
     else:
         doc = parse_toml(text, path)
+    _check_sections(doc, path, text)
     sections: dict[str, Any] = {}
     for name, kind in (("hook", HookSettings), ("daemon", DaemonSettings)):
         section = doc.get(name, {})
@@ -158,9 +162,10 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         try:
             sections[name] = msgspec.convert(section, kind)
         except msgspec.ValidationError as exc:
-            raise ConfigError(
-                f"{_where(path, text, f'[{name}]')}: bad [{name}] section: {exc}"
-            ) from exc
+            key = _key_in_error(str(exc))
+            line = line_of_key(text, name, key) if key else None
+            where = f"{path}:{line}" if line else _where(path, text, f"[{name}]")
+            raise ConfigError(f"{where}: bad [{name}] section: {exc}") from exc
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise ConfigError(f"{path}: `actions` must be a table of actions, see docs/actions.md")
@@ -172,6 +177,64 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         actions=actions,
         text=text,
     )
+
+
+SECTIONS = ("hook", "delivery", "daemon", "actions")  # every top-level table there is
+
+
+def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:
+    """Refuse a top-level name that is none of `SECTIONS` (`[hooks]` for `[hook]`).
+
+    Unknown keys inside a section are refused by its Struct; a whole unknown
+    section would otherwise be read as nothing, silently.
+    """
+    for name in doc:
+        if name in SECTIONS:
+            continue
+        close = difflib.get_close_matches(name, SECTIONS, n=1, cutoff=0.6)
+        hint = f"; did you mean [{close[0]}]?" if close else ""
+        line = line_of_key(text, None, name) or line_of(text, f"[{name}")
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(
+            f"{where}: unknown section [{name}]{hint} "
+            f"(the sections are {', '.join(f'[{s}]' for s in SECTIONS)})"
+        )
+
+
+def _key_in_error(message: str) -> str | None:
+    """The key a msgspec error is about: `unknown field `kk`` or `- at `$.k``."""
+    for marker in ("unknown field `", "at `$."):
+        start = message.find(marker)
+        if start != -1:
+            key = message[start + len(marker) :].split("`", 1)[0]
+            return key.split(".", 1)[0].split("[", 1)[0] or None
+    return None
+
+
+def line_of_key(text: str, section: str | None, key: str) -> int | None:
+    """The 1-based line of `key = ...` inside `[section]` (None: at the top), or of `[key]`.
+
+    Only what users write: plain keys on their own lines, and table headers. None
+    when it is not found that way (the caller then names the section's line).
+    """
+    current: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("["):
+            current = line.strip("[]").strip().split(".", 1)[0].strip('"')
+            if section is None and current == key:
+                return number
+            continue
+        name = line.split("=", 1)[0].strip().strip('"')
+        if "=" in line and current == section and name == key:
+            return number
+    return None
+
+
+def _key_where(path: Path, text: str, section: str, key: str) -> str:
+    """`path:line` of `key` in `[section]`, else of the section's header."""
+    line = line_of_key(text, section, key)
+    return f"{path}:{line}" if line else _where(path, text, f"[{section}]")
 
 
 def _where(path: Path, text: str, needle: str) -> str:
@@ -202,8 +265,9 @@ def _delivery(section: object, path: Path, text: str) -> DeliverySettings:
     for key, value in section.items():
         mode = _DELIVERY_NAMES.get(value) if isinstance(value, str) else None
         if mode is None:
+            where = _key_where(path, text, "delivery", key)
             raise ConfigError(
-                f"{_where(path, text, key)}: bad [delivery] value {key} = {value!r}; "
+                f"{where}: bad [delivery] value {key} = {value!r}; "
                 'each line maps an action (or `default`) to "before" or "context"'
             )
         name = key.strip().lower()
