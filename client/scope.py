@@ -65,10 +65,11 @@ def daemon_table(client: Client) -> TableInForce:
 
 
 def project_dir(directory: str, *, base: str) -> str:
-    """`directory` as an absolute, normalized path (`~` expanded, relative to `base`).
+    """`directory` as an absolute path resolved through symlinks (`~` expanded, relative to `base`).
 
-    Lexical, like the working directory in the agent's event: a symlink is kept,
-    so the rule matches the path the agent reports from inside it.
+    Resolved, so that a rule given through a link and one given by its target are
+    the same project; the store resolves the agent's working directory too, so
+    the rule is seen from the link and from the target alike.
 
     Raises:
         InvalidInputError: it is blank, or not an existing directory.
@@ -77,7 +78,7 @@ def project_dir(directory: str, *, base: str) -> str:
         raise InvalidInputError(
             "a project directory cannot be blank; leave it out for a rule seen in every directory"
         )
-    path = os.path.normpath(os.path.join(base, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - lexical, see above
+    path = os.path.realpath(os.path.join(base, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - strings in, a string out
     if not Path(path).is_dir():
         raise InvalidInputError(f"project directory {directory!r} ({path}) is not a directory")
     return path

@@ -180,14 +180,36 @@ def visible_to(memory: Memory, agent: str | None, cwd: str | None) -> bool:
     seen only by that agent; one scoped to a project directory only from that
     directory or inside it (whole path components: /work/app2 is not inside
     /work/app); unscoped memories by everyone. A caller that leaves `agent` or
-    `cwd` as None is not filtered on that axis. Paths are compared lexically
-    (no filesystem access).
+    `cwd` as None is not filtered on that axis. `cwd` is taken as given and
+    through its symlinks (see `_places`): a project directory is stored resolved.
     """
-    return _sees(memory, agent, None if cwd is None else os.path.normpath(cwd))
+    return _sees_from(memory, agent, _places(cwd))
+
+
+def _places(cwd: str | None) -> tuple[str, ...] | None:
+    """`cwd` normalized, and resolved through its symlinks when that differs.
+
+    Project directories are stored resolved (`mentectl rule add --project` through
+    a link stores its target), so a command run through the link sees them; rules
+    stored before that, with the link's path, are still seen from the link. Done
+    once per lookup: a few `lstat` calls.
+    """
+    if cwd is None:
+        return None
+    lexical = os.path.normpath(cwd)
+    real = os.path.realpath(lexical)
+    return (lexical,) if real == lexical else (lexical, real)
+
+
+def _sees_from(memory: Memory, agent: str | None, places: tuple[str, ...] | None) -> bool:
+    """`visible_to` with the working directory already in `_places` form."""
+    if places is None:
+        return _sees(memory, agent, None)
+    return any(_sees(memory, agent, place) for place in places)
 
 
 def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
-    """`visible_to` with `cwd` already normalized (done once per lookup)."""
+    """`visible_to` for one normalized working directory."""
     if agent is not None and memory.agent is not None and memory.agent != agent:
         return False
     if cwd is None or memory.project is None:
@@ -934,7 +956,7 @@ class Store:
             name = normalize_action(action)
         except InvalidInputError:
             return []
-        where = None if cwd is None else os.path.normpath(cwd)
+        where = _places(cwd)
         return self._read(
             lambda txn: self._rules(txn, name, agent=agent, cwd=where, limit=k, keep=None)
         )
@@ -945,7 +967,7 @@ class Store:
         action: str,
         *,
         agent: str | None,
-        cwd: str | None,
+        cwd: tuple[str, ...] | None,
         limit: int | None,
         keep: Callable[[Memory], bool] | None,
     ) -> builtins.list[Memory]:
@@ -961,7 +983,7 @@ class Store:
             raw = txn.get(cursor.value(), db=self._memories)
             if raw is not None:
                 memory = _decode(raw)
-                if _sees(memory, agent, cwd) and (keep is None or keep(memory)):
+                if _sees_from(memory, agent, cwd) and (keep is None or keep(memory)):
                     found.append(memory)
                     if len(found) == limit:
                         break
@@ -1032,7 +1054,7 @@ class Store:
                 trigger = trigger_tag(action)
             except (InvalidInputError, AttributeError):
                 return []
-        where = None if cwd is None else os.path.normpath(cwd)
+        where = _places(cwd)
 
         def keep(memory: Memory) -> bool:
             return (
@@ -1041,7 +1063,7 @@ class Store:
                 and (wanted_tag is None or wanted_tag in memory.tags)
                 and (trigger is None or trigger in memory.tags)
                 and (not rules_only or bool(memory.actions))
-                and _sees(memory, agent, where)
+                and _sees_from(memory, agent, where)
             )
 
         if trigger is not None and not include_superseded:

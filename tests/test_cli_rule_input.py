@@ -97,3 +97,20 @@ def test_the_agents_handle_and_a_unique_start_of_the_id_name_a_rule(
     assert content_of(daemon, rule_id[:20]) == "single line"
     assert content_of(daemon, rule_id[:20].lower()) == "single line"
 
+
+
+def test_a_project_given_through_a_symlink_is_the_same_project(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    real = tmp_path / "real"
+    (real / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    rule_id = add(daemon, "git-commit", "through the link", "--project", str(link))
+    shown = json.loads(daemon.mentectl("rule", "show", rule_id, "--json").stdout)
+    assert shown["project"] == str(real.resolve())
+    for cwd in (real / "src", link / "src"):
+        listed = daemon.mentectl("rule", "list", "--action", "git-commit", "--cwd", str(cwd))
+        assert "through the link" in listed.stdout, cwd
+    elsewhere = daemon.mentectl("rule", "list", "--action", "git-commit", "--cwd", str(tmp_path))
+    assert "through the link" not in elsewhere.stdout
