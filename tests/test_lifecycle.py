@@ -8,11 +8,14 @@ rule may be lost.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import re
 import signal
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -336,3 +339,37 @@ def test_setup_falls_back_to_a_detached_daemon_when_the_service_cannot_be_instal
     assert _line(out, "service").startswith("FAIL")
     assert result.returncode == 1
     user.ok("stop")
+
+
+def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> None:
+    # The README's first command, `mented`, typed in a terminal: a controlling tty.
+    leader, follower = pty.openpty()
+
+    def in_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    daemon = subprocess.Popen(
+        [PYTHON, "-m", "mented.daemon"],
+        env=user.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        preexec_fn=in_the_terminal,  # noqa: PLW1509 - a terminal of its own, as a shell gives
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        out = user.ok("setup", "claude-code")
+        assert "mented is already running" in out
+        assert "stops when that terminal closes" in out
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=15)
+        os.close(leader)
+        os.close(follower)
+
+    detached = user.ok("setup", "claude-code")
+    assert "Started mented detached" in detached
+    assert "terminal" not in user.ok("setup", "claude-code")

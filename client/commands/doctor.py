@@ -493,6 +493,12 @@ def setup_daemon(args: argparse.Namespace) -> None:
     running = answering(socket)
     if running is not None:
         print(f"mented is already running (pid {running.pid}, socket {socket}).")
+        if runs_in_a_terminal(running.pid):
+            print(
+                "  It runs in a terminal (started in the foreground, as `mented`), so it stops "
+                "when that terminal closes. To keep it running: stop it (Ctrl-C there, or "
+                f"`mentectl stop`), then `mentectl setup {args.agent}` again."
+            )
         return
     why = why or no_manager_reason()
     status = start_detached(socket, explicit_socket=args.socket, timeout=START_TIMEOUT_S)
@@ -500,6 +506,32 @@ def setup_daemon(args: argparse.Namespace) -> None:
         f"Started mented detached (pid {status.pid}); no service installed ({why}), so "
         "run `mentectl start` after a reboot."
     )
+
+
+def runs_in_a_terminal(pid: int) -> bool:
+    """Whether process `pid` has a controlling terminal (False when that cannot be told).
+
+    A daemon started by `mentectl start`, the service manager or `setup` has none:
+    it started a session of its own. One started in the foreground has one, and
+    ends when that terminal closes.
+    """
+    try:  # Linux: the 7th field of /proc/PID/stat, tty_nr, is 0 without a terminal
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return int(stat.rsplit(")", 1)[1].split()[4]) != 0
+    except (OSError, IndexError, ValueError):
+        pass
+    try:  # elsewhere (macOS): ps names the terminal, or `??` for none
+        result = subprocess.run(  # noqa: S603 - fixed arguments and a number
+            ["ps", "-o", "tty=", "-p", str(pid)],  # noqa: S607 - ps from PATH, as a user runs it
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    tty = result.stdout.strip()
+    return result.returncode == 0 and tty not in {"", "?", "??", "-"}
 
 
 def setup_hook(args: argparse.Namespace) -> None:
