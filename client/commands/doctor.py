@@ -432,7 +432,7 @@ def check_mcp() -> list[Check]:
             checks.append(Check(link, state, f"{found.where}: {found.problem}", fix=fix))
         elif not found.registered:
             why = f"not registered in {found.where} (the agent cannot remember rules itself)"
-            checks.append(Check(link, "skip", why, fix=f"`mentectl mcp install {agent}`"))
+            checks.append(Check(link, "skip", why, fix=mcp.install_fix(agent)))
         elif found.command and found.command[0] in here and not mcp.sdk_installed():
             checks.append(Check(link, "warn", mcp.SDK_MISSING, fix="pip install 'mented[mcp]'"))
         else:
