@@ -68,7 +68,8 @@ def test_superseding_a_rule_with_the_same_text_is_refused(daemon: DaemonProcess)
 def test_rules_of_an_action_removed_from_the_config_are_listed_and_named_by_doctor(
     daemon: DaemonProcess,
 ) -> None:
-    daemon.write_config('[actions.ship-it]\nshapes = [{ program = "make", subcommand = ["ship"] }]\n')
+    ship_it = '[actions.ship-it]\nshapes = [{ program = "make", subcommand = ["ship"] }]\n'
+    daemon.write_config(ship_it)
     daemon.reload()
     add(daemon, "ship-it", "ship from main only")
     daemon.write_config("")
@@ -96,7 +97,6 @@ def test_the_agents_handle_and_a_unique_start_of_the_id_name_a_rule(
     assert content_of(daemon, handle) == "single line"
     assert content_of(daemon, rule_id[:20]) == "single line"
     assert content_of(daemon, rule_id[:20].lower()) == "single line"
-
 
 
 def test_a_project_given_through_a_symlink_is_the_same_project(
