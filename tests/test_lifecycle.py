@@ -130,7 +130,7 @@ def test_reload_applies_a_good_file_and_refuses_a_bad_one(user: User) -> None:
     config.write_text("[hook]\nk = 'six'\n")
     bad = user.mentectl("reload")
     assert bad.returncode == 1
-    assert f"{config}:1: bad [hook] section" in bad.stderr
+    assert f"{config}:2: bad [hook] section" in bad.stderr  # the line of `k`
     assert "the previous configuration stays in force" in bad.stderr
     config.write_text("[hook]\nk = 2\n")
     assert user.ok("reload") == "mented: configuration reloaded\n"
@@ -199,7 +199,7 @@ def test_doctor_names_each_broken_link_and_its_fix(user: User) -> None:
     assert result.returncode == 1
     out = result.stdout
     assert _line(out, "config").startswith("FAIL  config ")
-    assert f"{config}:1: bad [daemon] section" in _line(out, "config")
+    assert f"{config}:2: bad [daemon] section" in _line(out, "config")  # the key's line
     assert f"fix: edit {config}" in _line(out, "config")
     daemon = _line(out, "daemon")
     assert daemon.startswith("FAIL")
