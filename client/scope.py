@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,16 +48,28 @@ def daemon_table(client: Client) -> TableInForce:
 
     The daemon names the file it was started with (`--config`, `$MENTED_CONFIG`
     or the default), which need not be the one this process would find.
+    While the file on disk is invalid, the daemon runs on the one it loaded before
+    and sends its text: that table is the one in force, and a warning says the
+    file is invalid.
     """
     status = client.expect(StatusRequest(), StatusReply)
-    return load_table_in_force(Path(status.config) if status.config else None)
+    path = Path(status.config) if status.config else None
+    if status.config_error and status.config_in_force is not None:
+        print(
+            f"mentectl: warning: the config file is invalid, so the daemon runs on the one it "
+            f"loaded before, shown here: {status.config_error}",
+            file=sys.stderr,
+        )
+        return load_table_in_force(path, text=status.config_in_force)
+    return load_table_in_force(path)
 
 
 def project_dir(directory: str, *, base: str) -> str:
-    """`directory` as an absolute, normalized path (`~` expanded, relative to `base`).
+    """`directory` as an absolute path resolved through symlinks (`~` expanded, relative to `base`).
 
-    Lexical, like the working directory in the agent's event: a symlink is kept,
-    so the rule matches the path the agent reports from inside it.
+    Resolved, so that a rule given through a link and one given by its target are
+    the same project; the store resolves the agent's working directory too, so
+    the rule is seen from the link and from the target alike.
 
     Raises:
         InvalidInputError: it is blank, or not an existing directory.
@@ -65,7 +78,7 @@ def project_dir(directory: str, *, base: str) -> str:
         raise InvalidInputError(
             "a project directory cannot be blank; leave it out for a rule seen in every directory"
         )
-    path = os.path.normpath(os.path.join(base, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - lexical, see above
+    path = os.path.realpath(os.path.join(base, os.path.expanduser(directory)))  # noqa: PTH111, PTH118 - strings in, a string out
     if not Path(path).is_dir():
         raise InvalidInputError(f"project directory {directory!r} ({path}) is not a directory")
     return path
@@ -95,3 +108,18 @@ def project_option(directory: str) -> str:
 def directory_option(directory: str) -> str:
     """argparse type for `--cwd`: absolute and normalized; it need not exist here."""
     return os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(directory)))  # noqa: PTH109, PTH111, PTH118 - lexical
+
+
+def count_option(value: str) -> int:
+    """argparse type for a count (`rule list -k`, `log -n`): 1 or more.
+
+    0 or less would print "no rules" and exit 0, as if there were none.
+    """
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        msg = f"{value!r} is not a count: give 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return count

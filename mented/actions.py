@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from mented.config import Config, ConfigError, line_of, load_config
+from mented.config import Config, ConfigError, line_of, line_of_key, load_config
 from mented.edits import path_pattern_problem
 from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
 
@@ -256,15 +256,17 @@ class TableInForce(NamedTuple):
     problem: str | None  # set: the file is unusable and `table` holds the built-ins only
 
 
-def load_table_in_force(path: Path | None) -> TableInForce:
+def load_table_in_force(path: Path | None, *, text: str | None = None) -> TableInForce:
     """The config file at `path` (None: defaults) and its action table; never raises.
 
-    When the file is unusable this is the built-in table and `problem` says why: a
-    running daemon keeps the table it had, and the built-ins are the closest a
-    client can get to it. Whoever needs the file to be valid checks `problem`.
+    `text`: the file's text as a running daemon loaded it (see `load_config`).
+    When the file is unusable this is the built-in table and `problem` says why.
+    A running daemon keeps the table it had and sends its text (`daemon_table`);
+    without a daemon the built-ins are the closest a client can get to it.
+    Whoever needs the file to be valid checks `problem`.
     """
     try:
-        config = load_config(path)
+        config = load_config(path, text=text)
         return TableInForce(config, load_action_table(config), None)
     except ConfigError as exc:
         config = Config()
@@ -337,9 +339,31 @@ def load_action_table(config: Config) -> ActionTable:
         _apply_user_entry(
             merged, disabled, name=name, entry=entry, source=source, where=where, raw_name=raw_name
         )
+    _check_delivery_actions(config, merged, disabled)
     return ActionTable(
         merged.values(), programs=builtin.programs, wrappers=builtin.wrappers, disabled=disabled
     )
+
+
+def _check_delivery_actions(
+    config: Config, merged: dict[str, Action], disabled: dict[str, str]
+) -> None:
+    """Refuse a `[delivery]` line for an action that is nowhere in the table (a typo).
+
+    A switched-off built-in may keep its line: it applies again once switched on.
+    """
+    for name in config.delivery.actions:
+        if name in merged or name in disabled:
+            continue
+        close = difflib.get_close_matches(name, list(merged), n=SUGGESTIONS, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}?" if close else ""
+        line = line_of_key(config.text, "delivery", name)
+        path = str(config.path) if config.path is not None else "config"
+        where = f"{path}:{line}" if line else path
+        raise ConfigError(
+            f"{where}: [delivery] names {name!r}, which is not an action{hint} "
+            "(`mentectl actions` lists them)"
+        )
 
 
 def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out

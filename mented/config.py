@@ -28,7 +28,9 @@ after the command ran. `gate`, the old name of `before`, is still read.
     [actions.my-deploy]        # see docs/actions.md (mented.actions owns this part)
     ...
 
-A bad file is reported with its path and line; the daemon keeps what it had.
+A bad file is reported with its path and the line of the bad key; an unknown section
+(`[hooks]` for `[hook]`) or an unknown action under `[delivery]` is refused too. The
+daemon keeps what it had.
 
 `[hook] budget_ms` does not set the hook's deadline: the shim reads no config
 file, and stops at `$MENTED_HOOK_BUDGET_MS` in the agent's environment (default
@@ -40,6 +42,7 @@ a hook request this long after it received it (the shim has given up by then).
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -110,8 +113,17 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
         return {}, ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc}") from exc
+    return parse_toml(text, path), text
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """The parsed document of the config file at `path`, whose text is `text`.
+
+    Raises:
+        ConfigError: not valid TOML (with line and column).
+    """
     try:
-        return tomllib.loads(text), text
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except RecursionError as exc:  # tomllib recurses on nested arrays and tables
@@ -126,15 +138,22 @@ def line_of(text: str, needle: str) -> int | None:
     return None
 
 
-def load_config(path: Path | None) -> Config:
+def load_config(path: Path | None, *, text: str | None = None) -> Config:
     """Read and validate the config file at `path` (None: built-in defaults only).
+
+    `text`: the file's text as it was when a daemon loaded it (the daemon sends it
+    while the file on disk is invalid), read instead of the file.
 
     Raises:
         ConfigError: the file is unreadable, not TOML, or a section has a bad value.
     """
     if path is None:
         return Config()
-    doc, text = read_toml(path)
+    if text is None:
+        doc, text = read_toml(path)
+    else:
+        doc = parse_toml(text, path)
+    _check_sections(doc, path, text)
     sections: dict[str, Any] = {}
     for name, kind in (("hook", HookSettings), ("daemon", DaemonSettings)):
         section = doc.get(name, {})
@@ -143,9 +162,10 @@ def load_config(path: Path | None) -> Config:
         try:
             sections[name] = msgspec.convert(section, kind)
         except msgspec.ValidationError as exc:
-            raise ConfigError(
-                f"{_where(path, text, f'[{name}]')}: bad [{name}] section: {exc}"
-            ) from exc
+            key = _key_in_error(str(exc))
+            line = line_of_key(text, name, key) if key else None
+            where = f"{path}:{line}" if line else _where(path, text, f"[{name}]")
+            raise ConfigError(f"{where}: bad [{name}] section: {exc}") from exc
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):
         raise ConfigError(f"{path}: `actions` must be a table of actions, see docs/actions.md")
@@ -157,6 +177,64 @@ def load_config(path: Path | None) -> Config:
         actions=actions,
         text=text,
     )
+
+
+SECTIONS = ("hook", "delivery", "daemon", "actions")  # every top-level table there is
+
+
+def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:
+    """Refuse a top-level name that is none of `SECTIONS` (`[hooks]` for `[hook]`).
+
+    Unknown keys inside a section are refused by its Struct; a whole unknown
+    section would otherwise be read as nothing, silently.
+    """
+    for name in doc:
+        if name in SECTIONS:
+            continue
+        close = difflib.get_close_matches(name, SECTIONS, n=1, cutoff=0.6)
+        hint = f"; did you mean [{close[0]}]?" if close else ""
+        line = line_of_key(text, None, name) or line_of(text, f"[{name}")
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(
+            f"{where}: unknown section [{name}]{hint} "
+            f"(the sections are {', '.join(f'[{s}]' for s in SECTIONS)})"
+        )
+
+
+def _key_in_error(message: str) -> str | None:
+    """The key a msgspec error is about: `unknown field `kk`` or `- at `$.k``."""
+    for marker in ("unknown field `", "at `$."):
+        start = message.find(marker)
+        if start != -1:
+            key = message[start + len(marker) :].split("`", 1)[0]
+            return key.split(".", 1)[0].split("[", 1)[0] or None
+    return None
+
+
+def line_of_key(text: str, section: str | None, key: str) -> int | None:
+    """The 1-based line of `key = ...` inside `[section]` (None: at the top), or of `[key]`.
+
+    Only what users write: plain keys on their own lines, and table headers. None
+    when it is not found that way (the caller then names the section's line).
+    """
+    current: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("["):
+            current = line.strip("[]").strip().split(".", 1)[0].strip('"')
+            if section is None and current == key:
+                return number
+            continue
+        name = line.split("=", 1)[0].strip().strip('"')
+        if "=" in line and current == section and name == key:
+            return number
+    return None
+
+
+def _key_where(path: Path, text: str, section: str, key: str) -> str:
+    """`path:line` of `key` in `[section]`, else of the section's header."""
+    line = line_of_key(text, section, key)
+    return f"{path}:{line}" if line else _where(path, text, f"[{section}]")
 
 
 def _where(path: Path, text: str, needle: str) -> str:
@@ -187,8 +265,9 @@ def _delivery(section: object, path: Path, text: str) -> DeliverySettings:
     for key, value in section.items():
         mode = _DELIVERY_NAMES.get(value) if isinstance(value, str) else None
         if mode is None:
+            where = _key_where(path, text, "delivery", key)
             raise ConfigError(
-                f"{_where(path, text, key)}: bad [delivery] value {key} = {value!r}; "
+                f"{where}: bad [delivery] value {key} = {value!r}; "
                 'each line maps an action (or `default`) to "before" or "context"'
             )
         name = key.strip().lower()

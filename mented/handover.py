@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from mented.memory import short_handle
+from mented.memory import SHORT_HANDLE_LENGTH, short_handle
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -104,9 +104,7 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
         _LEFT_OUT.format(n=999, noun="rules", action=s.action, max_chars=max_chars)
         for s in sections
     ]
-    # Fixed parts: intro, headings, footer, and the blank lines between parts.
-    fixed = len(intro) + len(FOOTER) + sum(len(h) for h in headings) + 2 * (len(sections) + 1)
-    room = max_chars - fixed
+    room = _room(intro, headings, max_chars)
     if room <= 0:
         return Handover(text="", shown_ids=[])
     # A rule longer than the room is cut to it (with a pointer to the whole text).
@@ -144,6 +142,31 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
         parts.append("\n".join(body))
     parts.append(FOOTER)
     return Handover(text="\n\n".join(parts), shown_ids=shown_ids)
+
+
+def longest_whole_rule(action: str, *, max_chars: int, table: ActionTable) -> int:
+    """The most characters of rule text the hook hands over whole for `action`.
+
+    That is when the rule is the only one handed over: a longer rule reaches the
+    model cut, with a pointer to `mentectl rule show`. `mentectl rule add` warns
+    with this figure. A line break in the rule counts 3 (it is indented).
+    """
+    note = _LEFT_OUT.format(n=999, noun="rules", action=action, max_chars=max_chars)
+    head = len(f"- [{'x' * SHORT_HANDLE_LENGTH}] (replaces [{'x' * SHORT_HANDLE_LENGTH}]) ")
+    rooms = [
+        _room(INTRO[moment] + " " + EARLIER, [_heading(action, moment, table)], max_chars)
+        for moment in INTRO
+    ]
+    return max(_MIN_RULE_CHARS, min(rooms) - len(note) - 1) - head
+
+
+def _room(intro: str, headings: Sequence[str], max_chars: int) -> int:
+    """What is left of `max_chars` for rules and notes after the fixed parts.
+
+    The fixed parts: intro, headings, footer, and the blank lines between parts.
+    """
+    fixed = len(intro) + len(FOOTER) + sum(len(h) for h in headings) + 2 * (len(headings) + 1)
+    return max_chars - fixed
 
 
 def render_pointer(handles: Sequence[tuple[str, Sequence[str]]]) -> str:

@@ -1334,8 +1334,8 @@ def _peel(
     for option, _ in seen:
         if option in spec.no_command_flags:
             return f"{name} {option}: runs no command that can be named"
-    if spec.kind == "eval":
-        return _RunsString(" ".join(values[index:]), "eval")
+    if spec.kind == "eval":  # `positionals`: words before the command (ssh's host)
+        return _RunsString(" ".join(values[index + spec.positionals :]), name)
     if spec.kind == "interpreter":
         module = next((value for option, value in seen if option == spec.module_option), None)
         if module is None:

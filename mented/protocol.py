@@ -211,6 +211,9 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     config: str | None = None
     # Set while the config file on disk is invalid: the daemon runs on the previous one.
     config_error: str | None = None
+    # Set with `config_error`: the text of the config file the daemon runs on, so that
+    # `mentectl explain` and `actions` show the table in force, not the broken file's.
+    config_in_force: str | None = None
     socket_activated: bool = False
 
 

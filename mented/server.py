@@ -827,6 +827,7 @@ class Server:
             hook_sessions=sessions,
             config=str(self.options.config_path) if self.options.config_path else None,
             config_error=self.config_error,
+            config_in_force=self.config.text if self.config_error else None,
             socket_activated=self.options.inherited_socket is not None,
         )
 

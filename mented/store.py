@@ -180,14 +180,36 @@ def visible_to(memory: Memory, agent: str | None, cwd: str | None) -> bool:
     seen only by that agent; one scoped to a project directory only from that
     directory or inside it (whole path components: /work/app2 is not inside
     /work/app); unscoped memories by everyone. A caller that leaves `agent` or
-    `cwd` as None is not filtered on that axis. Paths are compared lexically
-    (no filesystem access).
+    `cwd` as None is not filtered on that axis. `cwd` is taken as given and
+    through its symlinks (see `_places`): a project directory is stored resolved.
     """
-    return _sees(memory, agent, None if cwd is None else os.path.normpath(cwd))
+    return _sees_from(memory, agent, _places(cwd))
+
+
+def _places(cwd: str | None) -> tuple[str, ...] | None:
+    """`cwd` normalized, and resolved through its symlinks when that differs.
+
+    Project directories are stored resolved (`mentectl rule add --project` through
+    a link stores its target), so a command run through the link sees them; rules
+    stored before that, with the link's path, are still seen from the link. Done
+    once per lookup: a few `lstat` calls.
+    """
+    if cwd is None:
+        return None
+    lexical = os.path.normpath(cwd)
+    real = os.path.realpath(lexical)
+    return (lexical,) if real == lexical else (lexical, real)
+
+
+def _sees_from(memory: Memory, agent: str | None, places: tuple[str, ...] | None) -> bool:
+    """`visible_to` with the working directory already in `_places` form."""
+    if places is None:
+        return _sees(memory, agent, None)
+    return any(_sees(memory, agent, place) for place in places)
 
 
 def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
-    """`visible_to` with `cwd` already normalized (done once per lookup)."""
+    """`visible_to` for one normalized working directory."""
     if agent is not None and memory.agent is not None and memory.agent != agent:
         return False
     if cwd is None or memory.project is None:
@@ -252,6 +274,30 @@ def _disk_nearly_full(directory: Path) -> bool:
 
 
 # --------------------------------------------------------------- validation
+
+
+def _check_changes(
+    old: Memory,
+    content: str,
+    tags: tuple[str, ...] | None,
+    agent: str | None,
+    project: str | None,
+) -> None:
+    """Refuse a new version identical to `old`: it would only lengthen the history.
+
+    Raises:
+        InvalidInputError: the same text, tags and scope as `old`.
+    """
+    if (
+        content == old.content
+        and tags in (None, old.tags)
+        and agent in (None, old.agent)
+        and project in (None, old.project)
+    ):
+        raise InvalidInputError(
+            f"memory {old.id} already says exactly that; nothing changed "
+            "(give a different text, or a new --agent or --project)"
+        )
 
 
 def _check_content(content: str) -> str:
@@ -803,6 +849,7 @@ class Store:
             old = self._resolve(txn, memory_id)
             if old.superseded_by is not None:
                 raise ConflictError(self._already_superseded(txn, old))
+            _check_changes(old, content, new_tags, new_agent, new_project)
             now = max(time.time(), old.created_at)
             new = Memory(
                 id=new_id(now),
@@ -909,7 +956,7 @@ class Store:
             name = normalize_action(action)
         except InvalidInputError:
             return []
-        where = None if cwd is None else os.path.normpath(cwd)
+        where = _places(cwd)
         return self._read(
             lambda txn: self._rules(txn, name, agent=agent, cwd=where, limit=k, keep=None)
         )
@@ -920,7 +967,7 @@ class Store:
         action: str,
         *,
         agent: str | None,
-        cwd: str | None,
+        cwd: tuple[str, ...] | None,
         limit: int | None,
         keep: Callable[[Memory], bool] | None,
     ) -> builtins.list[Memory]:
@@ -936,7 +983,7 @@ class Store:
             raw = txn.get(cursor.value(), db=self._memories)
             if raw is not None:
                 memory = _decode(raw)
-                if _sees(memory, agent, cwd) and (keep is None or keep(memory)):
+                if _sees_from(memory, agent, cwd) and (keep is None or keep(memory)):
                     found.append(memory)
                     if len(found) == limit:
                         break
@@ -1007,7 +1054,7 @@ class Store:
                 trigger = trigger_tag(action)
             except (InvalidInputError, AttributeError):
                 return []
-        where = None if cwd is None else os.path.normpath(cwd)
+        where = _places(cwd)
 
         def keep(memory: Memory) -> bool:
             return (
@@ -1016,7 +1063,7 @@ class Store:
                 and (wanted_tag is None or wanted_tag in memory.tags)
                 and (trigger is None or trigger in memory.tags)
                 and (not rules_only or bool(memory.actions))
-                and _sees(memory, agent, where)
+                and _sees_from(memory, agent, where)
             )
 
         if trigger is not None and not include_superseded:
@@ -1081,10 +1128,14 @@ class Store:
         return None if raw is None else _decode(raw)
 
     def _resolve(self, txn: lmdb.Transaction[bytes], memory_id: str) -> Memory:
-        """The memory named by a full id or a unique suffix (short handle)."""
+        """The memory named by a full id, its handle or a unique end or start of its id.
+
+        The handle is what the agent is shown (`[86258kp8]`): brackets are dropped.
+        A start of at least 6 characters is what a person types from `rule list`.
+        """
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidInputError("give a memory id (or its last 8 characters)")
-        wanted = memory_id.strip().upper()
+        wanted = memory_id.strip().strip("[]").strip().upper()
         if len(wanted) < MIN_HANDLE_LENGTH:
             raise InvalidInputError(
                 f"{memory_id!r} is too short to name a memory: "
@@ -1097,10 +1148,12 @@ class Store:
             if memory is None:
                 raise NotFoundError(f"no memory has the id {memory_id!r}")
             return memory
-        prefix = wanted[::-1].encode()
-        matches = [key[::-1].decode() for key in self._keys_with_prefix(txn, prefix)]
+        ending = wanted[::-1].encode()
+        ends = [key[::-1] for key in self._keys_with_prefix(txn, ending, self._handles)]
+        starts = list(self._keys_with_prefix(txn, wanted.encode(), self._memories))
+        matches = [key.decode() for key in dict.fromkeys(ends + starts)]
         if not matches:
-            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+            raise NotFoundError(f"no memory has an id starting or ending with {memory_id!r}")
         if len(matches) > 1:
             shown = ", ".join(matches[:_AMBIGUOUS_SHOWN])
             more = "" if len(matches) <= _AMBIGUOUS_SHOWN else ", ..."
@@ -1110,11 +1163,14 @@ class Store:
             )
         memory = self._load(txn, matches[0])
         if memory is None:  # an index entry without its record
-            raise NotFoundError(f"no memory has an id ending in {memory_id!r}")
+            raise NotFoundError(f"no memory has an id starting or ending with {memory_id!r}")
         return memory
 
-    def _keys_with_prefix(self, txn: lmdb.Transaction[bytes], prefix: bytes) -> Iterator[bytes]:
-        cursor = txn.cursor(self._handles)
+    def _keys_with_prefix(
+        self, txn: lmdb.Transaction[bytes], prefix: bytes, db: lmdb._Database
+    ) -> Iterator[bytes]:
+        """Up to `_AMBIGUOUS_SHOWN + 1` keys of `db` that start with `prefix`."""
+        cursor = txn.cursor(db)
         if not cursor.set_range(prefix):
             return
         for count in range(_AMBIGUOUS_SHOWN + 1):

@@ -250,7 +250,7 @@ def test_rule_text_reaches_the_terminal_escaped_and_keeps_its_lines(
     for argv in (["rule", "list"], ["rule", "list", "--action", "git-commit"]):
         out = daemon.mentectl(*argv).stdout
         assert_escaped(out, what=" ".join(argv))
-        assert "\nsecond line\tend\n" in out
+        assert "\n    second line\tend\n" in out  # indented under its rule, as its first line
     out = daemon.mentectl("rule", "show", rule_id).stdout
     assert_escaped(out, what="rule show")
     assert "\nsecond line\tend\n" in out
@@ -269,7 +269,7 @@ def test_explain_shows_the_command_and_the_rules_escaped(daemon: DaemonProcess) 
     assert "-> git-commit" in out
     assert_escaped(out, what="explain")
     assert out.count("\\x1b[2J") == 3, "the quoted word, the bare word and the rule"
-    assert "\n  second line\n" in out  # its own line, indented under its rule
+    assert "\n      second line\n" in out  # its own line, indented under its rule
 
 
 def test_log_shows_what_came_with_the_event_escaped(daemon: DaemonProcess) -> None:

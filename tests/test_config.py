@@ -69,7 +69,7 @@ def test_values_that_would_silence_the_hook_are_refused_with_file_and_line(
     path = write(tmp_path, "# my settings\n" + text)
     with pytest.raises(ConfigError) as error:
         load_config(path)
-    assert f"{path}:2" in str(error.value)
+    assert f"{path}:3:" in str(error.value)  # the key's line, not its section's
     assert field in str(error.value)
 
 
@@ -85,3 +85,48 @@ def test_not_toml_and_absurd_nesting_are_config_errors(tmp_path: Path) -> None:
         load_config(write(tmp_path, "[hook\nk = 1\n"))
     with pytest.raises(ConfigError, match="nested too deeply"):
         load_config(write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("[hooks]\nk = 3\n", ":1: unknown section [hooks]; did you mean [hook]?"),
+        ("k = 3\n", ":1: unknown section [k]"),
+    ],
+)
+def test_an_unknown_section_is_refused_with_its_line(
+    tmp_path: Path, text: str, wanted: str
+) -> None:
+    path = write(tmp_path, "# mine\n" + text)
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(f"{path}{wanted.replace(':1:', ':2:')}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[hook]\nk = 3\nmax_context_chars = 100\n",
+        "[hook]\nk = 3\nmax_context_char = 4000\n",
+        '[daemon]\nidle_timeout_s = 0\nconnection_idle_s = "x"\n',
+        '[delivery]\ndefault = "before"\ngit-push = "later"\n',
+    ],
+)
+def test_a_bad_key_is_reported_at_its_own_line(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(f"{path}:3:")
+
+
+def test_an_unknown_action_under_delivery_is_refused_with_its_line(tmp_path: Path) -> None:
+    from mented.actions import load_action_table
+
+    path = write(tmp_path, '[delivery]\ndefault = "before"\ngit-psuh = "context"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_action_table(load_config(path))
+    assert str(refused.value).startswith(f"{path}:3:")
+    assert "git-push" in str(refused.value)
+    # A switched-off built-in may keep its line.
+    path.write_text('[delivery]\ndocker-push = "context"\n[actions.docker-push]\nenabled = false\n')
+    load_action_table(load_config(path))

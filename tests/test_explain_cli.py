@@ -150,7 +150,8 @@ def test_explain_uses_the_config_of_the_running_daemon(
         assert status == 0
         assert f"-> deploy (from {config}): make deploy" in out
         # Named explicitly, a config file still wins over the daemon's.
-        status, out, _ = run(capsys, *argv, "--config", str(tmp_path / "none.toml"))
+        named = [*argv[:-1], "--config", str(tmp_path / "none.toml"), argv[-1]]
+        status, out, _ = run(capsys, *named)
         assert out.startswith("actions: (none)\n")
         # `actions` lists the daemon's table too, and --json says a daemon answered.
         status, out, _ = run(capsys, "--socket", str(daemon.socket), "actions", "--json")

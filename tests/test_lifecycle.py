@@ -8,11 +8,14 @@ rule may be lost.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import re
 import signal
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -127,7 +130,7 @@ def test_reload_applies_a_good_file_and_refuses_a_bad_one(user: User) -> None:
     config.write_text("[hook]\nk = 'six'\n")
     bad = user.mentectl("reload")
     assert bad.returncode == 1
-    assert f"{config}:1: bad [hook] section" in bad.stderr
+    assert f"{config}:2: bad [hook] section" in bad.stderr  # the line of `k`
     assert "the previous configuration stays in force" in bad.stderr
     config.write_text("[hook]\nk = 2\n")
     assert user.ok("reload") == "mented: configuration reloaded\n"
@@ -196,7 +199,7 @@ def test_doctor_names_each_broken_link_and_its_fix(user: User) -> None:
     assert result.returncode == 1
     out = result.stdout
     assert _line(out, "config").startswith("FAIL  config ")
-    assert f"{config}:1: bad [daemon] section" in _line(out, "config")
+    assert f"{config}:2: bad [daemon] section" in _line(out, "config")  # the key's line
     assert f"fix: edit {config}" in _line(out, "config")
     daemon = _line(out, "daemon")
     assert daemon.startswith("FAIL")
@@ -336,3 +339,37 @@ def test_setup_falls_back_to_a_detached_daemon_when_the_service_cannot_be_instal
     assert _line(out, "service").startswith("FAIL")
     assert result.returncode == 1
     user.ok("stop")
+
+
+def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> None:
+    # The README's first command, `mented`, typed in a terminal: a controlling tty.
+    leader, follower = pty.openpty()
+
+    def in_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    daemon = subprocess.Popen(
+        [PYTHON, "-m", "mented.daemon"],
+        env=user.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        preexec_fn=in_the_terminal,  # noqa: PLW1509 - a terminal of its own, as a shell gives
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        out = user.ok("setup", "claude-code")
+        assert "mented is already running" in out
+        assert "stops when that terminal closes" in out
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=15)
+        os.close(leader)
+        os.close(follower)
+
+    detached = user.ok("setup", "claude-code")
+    assert "Started mented detached" in detached
+    assert "terminal" not in user.ok("setup", "claude-code")

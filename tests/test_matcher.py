@@ -55,6 +55,12 @@ def test_more_commands_row(matcher: Matcher, row: dict[str, Any]) -> None:
     assert list(matcher.actions_in(row["command"])) == row["actions"], row.get("why", "")
 
 
+# Commands agents really run that were missed (issue 14), with look-alikes that do not act.
+@pytest.mark.parametrize("row", rows("agent_commands.jsonl"))
+def test_agent_commands_row(matcher: Matcher, row: dict[str, Any]) -> None:
+    assert list(matcher.actions_in(row["command"])) == row["actions"], row.get("why", "")
+
+
 # ------------------------------------------------------------------ explanations
 
 
@@ -120,7 +126,7 @@ def test_a_user_action_fires_with_its_own_global_options() -> None:
                 "description": "roll out",
                 "shapes": [
                     {
-                        "program": "kubectl",
+                        "program": "deployctl",
                         "subcommand": ["apply"],
                         "options_with_value": ["-n", "--namespace"],
                     }
@@ -128,9 +134,9 @@ def test_a_user_action_fires_with_its_own_global_options() -> None:
             }
         }
     )
-    assert matcher.actions_in("kubectl -n prod apply -f app.yaml") == ("deploy",)
-    assert matcher.actions_in("kubectl -n apply get pods") == ()
-    assert matcher.actions_in("kubectl get pods") == ()
+    assert matcher.actions_in("deployctl -n prod apply -f app.yaml") == ("deploy",)
+    assert matcher.actions_in("deployctl -n apply get pods") == ()
+    assert matcher.actions_in("deployctl get pods") == ()
 
 
 def test_a_shape_added_to_a_built_in_action_fires_it() -> None:

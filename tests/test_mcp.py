@@ -442,12 +442,29 @@ def test_claude_install_without_the_cli_prints_the_exact_command(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no `claude` here
     monkeypatch.delenv("MENTED_SOCKET", raising=False)
-    message = mcp_command.install_mcp("claude-code")
+    with pytest.raises(CommandError) as not_done:  # nothing was registered: not a success
+        mcp_command.install_mcp("claude-code")
     expected = (
         f"claude mcp add --scope user mented -- {sys.executable} -m mented_client.cli mcp "
         "--agent claude-code"
     )
-    assert expected in message
+    assert expected in str(not_done.value)
+    assert expected in mcp_command.install_fix("claude-code")  # what doctor offers
+
+
+def test_mentectl_mcp_install_without_claude_on_path_fails(short_tmp: Path) -> None:
+    env = isolated_env(short_tmp) | {"PATH": str(short_tmp)}
+    result = subprocess.run(
+        [PYTHON, "-m", "mented_client.cli", "mcp", "install", "claude-code"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "not on PATH" in result.stderr
+    assert "claude mcp add --scope user mented" in result.stderr
 
 
 def test_claude_install_runs_claude_mcp_add(
@@ -551,4 +568,6 @@ def test_setup_step_registers_and_doctor_reports_it(
     assert codex.startswith("ok")
     claude = lines.index(next(line for line in lines if " mcp claude-code " in line))
     assert lines[claude].startswith("--")  # optional: not registered is no failure
-    assert "fix: `mentectl mcp install claude-code`" in lines[claude + 1]
+    # No `claude` on this PATH: doctor offers the command to run where it is, not a
+    # `mentectl mcp install` that would fail again.
+    assert "`claude` is not on PATH here; run `claude mcp add" in lines[claude + 1]

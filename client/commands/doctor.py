@@ -28,7 +28,14 @@ from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import pretooluse_event
-from mented.protocol import FireRecord, LogReply, LogRequest, StatusReply
+from mented.protocol import (
+    FireRecord,
+    ListRequest,
+    LogReply,
+    LogRequest,
+    MemoriesReply,
+    StatusReply,
+)
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
@@ -371,12 +378,43 @@ def run_checks(socket: Path) -> list[Check]:
     config_check, config = check_config()
     daemon_check, status = check_daemon(socket, manager)
     checks = [config_check, daemon_check, check_service(socket, manager)]
+    if status is not None:
+        checks.append(check_rules(socket, status))
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
     checks += check_hooks(FireTarget(socket, status is not None, budget))
     checks += check_mcp()
     return checks
+
+
+def check_rules(socket: Path, status: StatusReply) -> Check:
+    """Whether every stored rule names an action of the daemon's table (else it never fires)."""
+    try:
+        with Client(socket, connect_timeout=2.0, timeout=10.0) as client:
+            rules = client.expect(ListRequest(rules_only=True), MemoriesReply).memories
+    except (NotRunningError, ProtocolError, DaemonError) as exc:
+        return Check("rules", "warn", f"could not list the rules: {exc}")
+    table = load_table_in_force(Path(status.config) if status.config else None).table
+    orphans: dict[str, int] = {}
+    for rule in rules:
+        for action in rule.actions:
+            if action not in table:
+                orphans[action] = orphans.get(action, 0) + 1
+    if not orphans:
+        return Check("rules", "ok", f"{len(rules)} live rules, each for an action mented knows")
+    named = ", ".join(
+        f"{action} ({count} rule{'s' if count != 1 else ''})"
+        for action, count in sorted(orphans.items())
+    )
+    first = min(orphans)
+    return Check(
+        "rules",
+        "warn",
+        f"rules for actions that are not in the config, which never fire: {named}",
+        fix=f"add the action back to the config, or see them with `mentectl rule list --action "
+        f"{first}` and `mentectl rule forget ID`",
+    )
 
 
 def check_mcp() -> list[Check]:
@@ -394,7 +432,7 @@ def check_mcp() -> list[Check]:
             checks.append(Check(link, state, f"{found.where}: {found.problem}", fix=fix))
         elif not found.registered:
             why = f"not registered in {found.where} (the agent cannot remember rules itself)"
-            checks.append(Check(link, "skip", why, fix=f"`mentectl mcp install {agent}`"))
+            checks.append(Check(link, "skip", why, fix=mcp.install_fix(agent)))
         elif found.command and found.command[0] in here and not mcp.sdk_installed():
             checks.append(Check(link, "warn", mcp.SDK_MISSING, fix="pip install 'mented[mcp]'"))
         else:
@@ -455,6 +493,12 @@ def setup_daemon(args: argparse.Namespace) -> None:
     running = answering(socket)
     if running is not None:
         print(f"mented is already running (pid {running.pid}, socket {socket}).")
+        if runs_in_a_terminal(running.pid):
+            print(
+                "  It runs in a terminal (started in the foreground, as `mented`), so it stops "
+                "when that terminal closes. To keep it running: stop it (Ctrl-C there, or "
+                f"`mentectl stop`), then `mentectl setup {args.agent}` again."
+            )
         return
     why = why or no_manager_reason()
     status = start_detached(socket, explicit_socket=args.socket, timeout=START_TIMEOUT_S)
@@ -462,6 +506,32 @@ def setup_daemon(args: argparse.Namespace) -> None:
         f"Started mented detached (pid {status.pid}); no service installed ({why}), so "
         "run `mentectl start` after a reboot."
     )
+
+
+def runs_in_a_terminal(pid: int) -> bool:
+    """Whether process `pid` has a controlling terminal (False when that cannot be told).
+
+    A daemon started by `mentectl start`, the service manager or `setup` has none:
+    it started a session of its own. One started in the foreground has one, and
+    ends when that terminal closes.
+    """
+    try:  # Linux: the 7th field of /proc/PID/stat, tty_nr, is 0 without a terminal
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        return int(stat.rsplit(")", 1)[1].split()[4]) != 0
+    except (OSError, IndexError, ValueError):
+        pass
+    try:  # elsewhere (macOS): ps names the terminal, or `??` for none
+        result = subprocess.run(  # noqa: S603 - fixed arguments and a number
+            ["ps", "-o", "tty=", "-p", str(pid)],  # noqa: S607 - ps from PATH, as a user runs it
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    tty = result.stdout.strip()
+    return result.returncode == 0 and tty not in {"", "?", "??", "-"}
 
 
 def setup_hook(args: argparse.Namespace) -> None:

@@ -56,7 +56,11 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         ),
     )
     explain.add_argument(
-        "shell_command", nargs="+", metavar="COMMAND", help="the shell command (words are joined)"
+        "shell_command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="the shell command: its words are joined, and every word after the first is part "
+        "of it (`mentectl explain git commit -m x`), so give mentectl's options before it",
     )
     explain.add_argument(
         "--agent",
@@ -119,9 +123,10 @@ def _usable(in_force: TableInForce) -> tuple[Config, ActionTable]:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    command = " ".join(args.shell_command)
-    if args.shell_command == ["-"]:
-        command = sys.stdin.read()
+    words = args.shell_command[1:] if args.shell_command[:1] == ["--"] else args.shell_command
+    if not words:
+        raise CommandError("give the shell command to explain, e.g. `mentectl explain git push`", 2)
+    command = sys.stdin.read() if words == ["-"] else " ".join(words)
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     explanation = Matcher(table).explain(command)
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd

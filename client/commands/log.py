@@ -9,6 +9,7 @@ import msgspec
 from mented.protocol import FireRecord, LogReply, LogRequest
 from mented_client.commands.output import escape_controls, format_time, print_json
 from mented_client.connection import Client
+from mented_client.scope import count_option
 
 # How the rules went, in words: (mode, delivery) as the daemon records them.
 DELIVERED = {
@@ -36,13 +37,15 @@ def register(
             "the session already had the rules) or `nothing`; the line below says why."
         ),
     )
-    log.add_argument("-n", type=int, default=20, metavar="N", help="how many (default: 20)")
+    log.add_argument(
+        "-n", type=count_option, default=20, metavar="N", help="how many (default: 20)"
+    )
     log.set_defaults(handler=run_log)
 
 
 def run_log(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        reply = client.expect(LogRequest(n=max(0, args.n)), LogReply)
+        reply = client.expect(LogRequest(n=args.n), LogReply)
     if args.json:
         print_json({"fires": msgspec.to_builtins(reply.fires)})
         return 0

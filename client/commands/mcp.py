@@ -6,7 +6,8 @@
 - `mentectl mcp install claude-code|codex` registers it at user scope:
   Claude Code through its own CLI (`claude mcp add --scope user`), because
   running sessions rewrite `~/.claude.json` all the time; without `claude` on
-  PATH it prints the exact command to run. Codex in `~/.codex/config.toml`
+  PATH it fails (exit 1), naming the exact command to run, and `doctor` offers
+  that command rather than `mcp install` again. Codex in `~/.codex/config.toml`
   (`$CODEX_HOME`), under `[mcp_servers.mented]`: only that table's lines are
   added or replaced, every other byte of the file stays as it was.
 - `mentectl mcp status` says, per agent, whether it is registered and runs.
@@ -252,12 +253,26 @@ def _claude_cli(*args: str) -> subprocess.CompletedProcess[str]:
         raise CommandError(f"`claude {' '.join(args)}` failed: {exc}") from exc
 
 
+def install_fix(agent: str, *, socket: str | Path | None = None) -> str:
+    """What registers the MCP server with `agent`, for `doctor`'s fix lines.
+
+    `mentectl mcp install`, unless it cannot work here: Claude Code's is then the
+    `claude mcp add` command to run where `claude` is.
+    """
+    if _known_agent(agent) == "claude-code" and shutil.which("claude") is None:
+        command = server_command("claude-code", _registered_socket(agent, socket))
+        add = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
+        return f"`claude` is not on PATH here; run `{shlex.join(add)}` where it is"
+    return f"`mentectl mcp install {agent}`"
+
+
 def _install_claude(command: list[str]) -> str:
     add = ["mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
     if shutil.which("claude") is None:
-        return (
-            "Claude Code's `claude` command is not on PATH. Register the MCP server by running:\n"
-            f"  {shlex.join(['claude', *add])}"
+        # Not done, so not a success: a script or `setup` must be able to tell.
+        raise CommandError(
+            "Claude Code's `claude` command is not on PATH, so the MCP server was not "
+            f"registered. Register it by running:\n  {shlex.join(['claude', *add])}"
         )
     current = _claude_registration()
     if current.registered and current.command == command:

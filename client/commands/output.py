@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from mented.memory import Memory
+from mented.memory import Memory, short_handle
 from mented_client.errors import CommandError
 
 if TYPE_CHECKING:
@@ -132,12 +132,16 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
     state = "" if memory.is_live else f"  [superseded by {memory.superseded_by}]"
     actions = ",".join(memory.actions)
     scope = describe_scope(memory.agent, memory.project)
+    handle = f"[{short_handle(memory.id)}]"
     content = escape_controls(memory.content)  # a rule's own lines stay lines
     if not verbose:
-        head = f"{memory.id}  {actions or memory.memory_type}  ({scope}){state}"
-        return f"{escape_controls(head, keep_lines=False)}\n    {content}"
+        head = f"{handle}  {memory.id}  {actions or memory.memory_type}  ({scope}){state}"
+        # Every line of the rule under its header, so that a multi-line rule reads as one.
+        body = "\n".join(f"    {line}" for line in content.split("\n"))
+        return f"{escape_controls(head, keep_lines=False)}\n{body}"
     fields = {
         "id": memory.id,
+        "handle": f"{handle} (what the agent is shown; accepted wherever an id is)",
         "type": memory.memory_type,
         "tags": ", ".join(memory.tags) or "-",
         "scope": scope,

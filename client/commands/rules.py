@@ -9,13 +9,23 @@ agent against the agents the hook serves and a project directory for existence
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.actions import check_action
+from mented.actions import TableInForce, check_action
 from mented.agents import AGENTS
-from mented.memory import InvalidInputError, Memory, MemoryType, trigger_tag
+from mented.handover import longest_whole_rule
+from mented.memory import (
+    TRIGGER_PREFIX,
+    InvalidInputError,
+    Memory,
+    MemoryType,
+    normalize_action,
+    trigger_tag,
+)
 from mented.protocol import (
     ForgetRequest,
     ForgottenReply,
@@ -32,9 +42,17 @@ from mented.protocol import (
 )
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
-from mented_client.scope import agent_option, daemon_table, directory_option, project_option
+from mented_client.scope import (
+    agent_option,
+    count_option,
+    daemon_table,
+    directory_option,
+    project_option,
+)
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from collections.abc import Sequence
+
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
 
@@ -50,7 +68,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     add.add_argument(
         "action", help="the action it governs, e.g. git-commit (see `mentectl actions`)"
     )
-    add.add_argument("text", help="the rule, e.g. 'commit messages: single line, no emojis'")
+    _text_options(add, "the rule, e.g. 'commit messages: single line, no emojis'")
     _scope_options(add)
     add.add_argument(
         "--type",
@@ -80,7 +98,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         type=directory_option,
         help="as seen from this directory (default: every project's rules)",
     )
-    listing.add_argument("-k", type=int, default=None, help="at most this many (with --action: 6)")
+    listing.add_argument(
+        "-k", type=count_option, default=None, help="at most this many (with --action: 6)"
+    )
     listing.add_argument("--all", action="store_true", help="also show superseded rules")
     listing.set_defaults(handler=run_list)
 
@@ -94,7 +114,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="replace a rule; the old one stops firing at once and stays in the history",
     )
     supersede.add_argument("id", help="the id or short handle of the rule to replace")
-    supersede.add_argument("text", help="the new rule")
+    _text_options(supersede, "the new rule")
     supersede.add_argument(
         "--agent",
         type=agent_option,
@@ -131,13 +151,79 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _checked_action(client: Client, action: str) -> str:
+def _text_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument(
+        "text",
+        nargs="?",
+        help=f"{help_text}; `-` reads it from standard input",
+    )
+    parser.add_argument(
+        "--file",
+        metavar="PATH",
+        help="read the rule from this file (UTF-8) instead; for long or multi-line rules",
+    )
+
+
+def rule_text(args: argparse.Namespace) -> str:
+    """The rule text: the argument, standard input (`-`) or `--file`, never empty.
+
+    Raises:
+        CommandError: none or both were given, the file cannot be read, the text is
+            not UTF-8 or is blank.
+    """
+    if (args.text is None) == (args.file is None):
+        raise CommandError(
+            "give the rule as an argument, as `-` (standard input) or with --file PATH, once",
+            status=2,
+        )
+    if args.file is not None:
+        source = args.file
+        try:
+            data = Path(args.file).read_bytes()
+        except OSError as exc:
+            raise CommandError(
+                f"cannot read the rule from {args.file}: {exc.strerror}", status=2
+            ) from exc
+    elif args.text == "-":
+        source = "standard input"
+        data = sys.stdin.buffer.read()
+    else:
+        return str(args.text)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"the rule in {source} is not UTF-8 text ({exc.reason} at byte {exc.start})", status=2
+        ) from exc
+    text = text.strip()
+    if not text:
+        raise CommandError(f"the rule in {source} is empty", status=2)
+    return text
+
+
+def _checked_action(in_force: TableInForce, action: str) -> str:
     """`action` normalized, if the daemon's action table has it (see `check_action`)."""
-    in_force = daemon_table(client)
     try:
         return check_action(in_force.table, action, problem=in_force.problem)
     except InvalidInputError as exc:
         raise CommandError(f"{exc} `mentectl actions` lists them.", status=2) from exc
+
+
+def _warn_if_cut(text: str, actions: Sequence[str], in_force: TableInForce) -> None:
+    """Say so when the hook will hand `text` over cut: it is longer than its room."""
+    max_chars = in_force.config.hook.max_context_chars
+    length = len(text.strip().replace("\n", "\n  "))
+    for action in actions:
+        limit = longest_whole_rule(action, max_chars=max_chars, table=in_force.table)
+        if length > limit:
+            print(
+                f"mentectl: warning: this rule is {length} characters; the hook hands at most "
+                f"{limit} of a {action} rule to the agent ([hook] max_context_chars = "
+                f"{max_chars}), so the agent will see it cut, with a pointer to "
+                "`mentectl rule show`. Shorten it, or split it into several rules.",
+                file=sys.stderr,
+            )
+            return
 
 
 def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) -> None:
@@ -151,11 +237,13 @@ def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) 
 
 
 def run_add(args: argparse.Namespace) -> int:
+    text = rule_text(args)
     with Client(args.socket) as client:
-        action = _checked_action(client, args.action)
+        in_force = daemon_table(client)
+        action = _checked_action(in_force, args.action)
         reply = client.expect(
             StoreRequest(
-                content=args.text,
+                content=text,
                 memory_type=MemoryType(args.memory_type),
                 tags=[trigger_tag(action)],
                 agent=args.agent,
@@ -163,6 +251,7 @@ def run_add(args: argparse.Namespace) -> int:
             ),
             StoredReply,
         )
+    _warn_if_cut(text, [action], in_force)
     if args.json:
         print_json({"id": reply.id})
     else:
@@ -172,7 +261,12 @@ def run_add(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        action = _checked_action(client, args.action) if args.action else None
+        if args.action:
+            orphans = _orphaned_rules(client, args)
+            if orphans is not None:
+                _print_memories(args, "rules", orphans)
+                return 0
+        action = _checked_action(daemon_table(client), args.action) if args.action else None
         if action and not args.all:
             request: RecallRequest | ListRequest = RecallRequest(
                 action=action, agent=args.agent, cwd=args.cwd, k=6 if args.k is None else args.k
@@ -191,6 +285,42 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | None:
+    """The stored rules for `--action` when it is no longer an action (None: it is one).
+
+    An action removed from the config leaves its rules behind; they never fire,
+    but the user must be able to see them, to move or forget them.
+    """
+    in_force = daemon_table(client)
+    try:
+        check_action(in_force.table, args.action, problem=in_force.problem)
+    except InvalidInputError:
+        pass
+    else:
+        return None
+    try:
+        name = normalize_action(args.action.removeprefix(TRIGGER_PREFIX))
+    except InvalidInputError as exc:
+        raise CommandError(str(exc), status=2) from exc
+    request = ListRequest(
+        action=name,
+        agent=args.agent,
+        cwd=args.cwd,
+        rules_only=True,
+        include_superseded=args.all,
+        limit=args.k,
+    )
+    memories = client.expect(request, MemoriesReply).memories
+    if not memories:
+        return None  # nothing stored either: the usual refusal, with suggestions
+    print(
+        f"mentectl: warning: {name!r} is not an action in the config in force, so these "
+        "rules never fire: add the action back to the config, or `mentectl rule forget ID`.",
+        file=sys.stderr,
+    )
+    return memories
+
+
 def run_show(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
         memory = client.expect(GetRequest(id=args.id), MemoryReply).memory
@@ -202,11 +332,14 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_supersede(args: argparse.Namespace) -> int:
+    text = rule_text(args)
     with Client(args.socket) as client:
         reply = client.expect(
-            SupersedeRequest(id=args.id, content=args.text, agent=args.agent, project=args.project),
+            SupersedeRequest(id=args.id, content=text, agent=args.agent, project=args.project),
             SupersededReply,
         )
+        new = client.expect(GetRequest(id=reply.id), MemoryReply).memory
+        _warn_if_cut(text, new.actions, daemon_table(client))
     if args.json:
         print_json({"id": reply.id, "superseded": reply.old.id})
     else:

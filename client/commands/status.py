@@ -86,7 +86,7 @@ def render_status(status: StatusReply) -> str:
     last = (
         f"{format_time(fire.time)} {fire.agent}: {', '.join(fire.actions) or '-'}"
         if fire
-        else "none yet"
+        else "none yet (`mentectl log` lists every hook fire, with or without rules)"
     )
     rows = [
         ("mented", f"running (version {status.version}, protocol {status.protocol})"),
@@ -105,12 +105,12 @@ def render_status(status: StatusReply) -> str:
             f"{status.requests_served} served, p50 {_micros(status.p50_us)}, "
             f"p99 {_micros(status.p99_us)}",
         ),
-        ("last hook", last),
+        ("last rules", last),
         ("handed", _handed(status)),
     ]
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
     # The last fire's agent came with an event; the paths and the config error are files'.
     return "\n".join(
-        f"{name + ':':<11}{escape_controls(value, keep_lines=False)}" for name, value in rows
+        f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows
     )

@@ -1,0 +1,130 @@
+"""What `mentectl` prints, and how it takes its arguments, as a new user meets it.
+
+In-process where no daemon is needed (`main`), else through the real `mentectl`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mented_client.cli import build_parser, main
+from tests.conftest import PYTHON, DaemonProcess, isolated_env
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def offline(tmp_path: Path) -> list[str]:
+    """A socket nobody listens on and an empty config file."""
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    return ["--socket", str(tmp_path / "nobody.sock"), "explain", "--config", str(config)]
+
+
+def test_an_argument_that_is_not_utf8_is_refused_without_a_traceback(
+    daemon: DaemonProcess,
+) -> None:
+    # Python hands undecodable bytes over as surrogates; the subprocess sends them as bytes.
+    for args in (
+        ("rule", "add", "git-commit", "caf\udce9"),
+        ("rule", "show", "\udcff\udcfe1234"),
+        ("explain", "--cwd", "/tmp/\udcff", "git push"),
+    ):
+        result = daemon.mentectl(*args, check=False)
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr
+        assert "not valid UTF-8" in result.stderr
+
+
+def test_a_reader_that_goes_away_ends_mentectl_quietly(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| head -1` does once it has its line
+    try:
+        result = subprocess.run(
+            [PYTHON, "-m", "mented_client.cli", "actions", "--config", str(config)],
+            env=isolated_env(tmp_path),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 141  # as a program ended by SIGPIPE
+
+
+def test_explain_takes_the_rest_of_the_line_as_the_command(
+    capsys: pytest.CaptureFixture[str], offline: list[str]
+) -> None:
+    status, out, err = run(capsys, *offline, "--json", "git", "commit", "-m", "x")
+    assert (status, err) == (0, "")
+    assert json.loads(out)["actions"] == ["git-commit"]
+    status, out, _ = run(capsys, *offline, "--json", "--", "git", "push", "--force")
+    assert "git-push-force" in json.loads(out)["actions"]
+    status, _, err = run(capsys, *offline)
+    assert status == 2
+    assert "give the shell command" in err
+
+
+def test_version_counts_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as version:
+        main(["--version"])
+    assert version.value.code == 0
+    assert capsys.readouterr().out.startswith("mentectl ")
+    for argv in (["rule", "list", "-k", "0"], ["rule", "list", "-k", "-1"], ["log", "-n", "0"]):
+        with pytest.raises(SystemExit) as refused:
+            main(argv)
+        assert refused.value.code == 2
+        assert "1 or more" in capsys.readouterr().err
+
+    def verbs(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, str | None]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append((f"{path} {name}", sub.description))
+                    found += verbs(sub, f"{path} {name}")
+        return found
+
+    undescribed = [name for name, text in verbs(build_parser(), "mentectl") if not text]
+    assert undescribed == []
+
+
+def test_status_and_rule_list_as_a_user_reads_them(daemon: DaemonProcess) -> None:
+    status = daemon.mentectl("status").stdout
+    assert "last rules: none yet" in status
+    assert "mentectl log" in status
+    daemon.mentectl("rule", "add", "git-commit", "-", stdin="first line\nsecond line\n")
+    listing = daemon.mentectl("rule", "list").stdout.splitlines()
+    assert listing[1:] == ["    first line", "    second line"]
+
+
+def test_explain_and_actions_use_the_daemons_table_while_the_file_is_invalid(
+    daemon: DaemonProcess,
+) -> None:
+    daemon.write_config(
+        '[actions.ship-it]\nshapes = [{ program = "make", subcommand = ["ship"] }]\n'
+    )
+    daemon.reload()
+    daemon.write_config("[actions.ship-it\n")  # not TOML
+
+    explained = daemon.mentectl("explain", "--json", "make ship")
+    assert json.loads(explained.stdout)["actions"] == ["ship-it"]
+    assert "config file is invalid" in explained.stderr
+    actions = daemon.mentectl("actions")
+    assert "ship-it" in actions.stdout
+    assert "config file is invalid" in actions.stderr
