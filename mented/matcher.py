@@ -274,15 +274,21 @@ class Matcher:
         if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
             return ()
         key = _cache_key(command)
-        with self._cache_lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return cached
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
         explanation, clock = self._explain(command, deadline)
         if clock is None or not clock.late:
             self._remember(key, explanation.actions)
         return explanation.actions
+
+    def _cached(self, key: bytes) -> tuple[str, ...] | None:
+        """The cached actions for a command's key, marked as just used; None when not cached."""
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+            return cached
 
     def quick_actions_in(
         self, command: str, cpu_budget_s: float, *, deadline: float | None = None
@@ -295,11 +301,9 @@ class Matcher:
         if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
             return ()
         key = _cache_key(command)
-        with self._cache_lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return cached
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
         explanation, clock = self._explain(command, deadline, cpu_budget_s)
         if clock is not None and (clock.out_of_time or clock.bashlex_cut):
             return None
