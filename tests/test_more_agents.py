@@ -66,7 +66,11 @@ def test_copilot_events_are_the_shared_shape() -> None:
     call = COPILOT.decode(encode(COPILOT_EVENT))
     assert isinstance(call, ToolCall)
     assert call.command == 'git commit --allow-empty -m "fix: x"'
-    assert (call.cwd, call.session, call.ran) == ("/tmp/agx/repo1", COPILOT_EVENT["session_id"], False)
+    assert (call.cwd, call.session, call.ran) == (
+        "/tmp/agx/repo1",
+        COPILOT_EVENT["session_id"],
+        False,
+    )
     compact = {"hook_event_name": "PreCompact", "session_id": "s1", "trigger": "auto"}
     assert COPILOT.decode(encode(compact)) == ContextEmptied("s1")
 
@@ -259,7 +263,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def mentectl(*args: str) -> int:
-    from mented_client.cli import main  # noqa: PLC0415 - the CLI, as a user runs it
+    from mented_client.cli import main
 
     return main(list(args))
 
