@@ -59,6 +59,7 @@ SHIM_MARKER = b"mented hook shim"
 # A settings file is a few KiB; past this it is not one (and is not read into memory).
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
+
 def _ours(layout: SettingsLayout) -> frozenset[str]:
     """The fields of our entry that an install rewrites; others are only added when missing."""
     fields = {"type", layout.command_key}
@@ -559,8 +560,10 @@ def remove_hooks(
         if layout.enable is not None:
             text = _disable(text, path, *layout.enable)
         doc = json.loads(text)
-        if layout.hooks_only and all(doc.get(k) == v for k, v in layout.top.items()) and (
-            set(doc) <= set(layout.top)
+        if (
+            layout.hooks_only
+            and all(doc.get(k) == v for k, v in layout.top.items())
+            and (set(doc) <= set(layout.top))
         ):
             return "", len(entries)
     return text, len(entries)

@@ -80,9 +80,7 @@ AGENT = CopilotAgent(
     settings_name="hooks/mented.json",
     project_settings_file=".github/hooks/mented.json",
     context_emptied_events=frozenset({PRE_COMPACT}),
-    install_note=(
-        "Copilot CLI loads a repository's .github/hooks only once you trust the folder."
-    ),
+    install_note=("Copilot CLI loads a repository's .github/hooks only once you trust the folder."),
     layout=SettingsLayout(
         nested=False,
         command_key="bash",

@@ -139,7 +139,5 @@ AGENT = CursorAgent(
     settings_name="hooks.json",
     project_settings_file=".cursor/hooks.json",
     event_name=SHELL_EVENT,
-    layout=SettingsLayout(
-        nested=False, timeout_key=None, top={"version": 1}, hooks_only=True
-    ),
+    layout=SettingsLayout(nested=False, timeout_key=None, top={"version": 1}, hooks_only=True),
 )
