@@ -200,7 +200,10 @@ def test_gemini_stops_before_and_says_the_pointer_after(
     assert stop["decision"] == "deny"
     assert RULE in stop["reason"]
     assert hooks.handle("gemini-cli", before) == b""  # the retry: nothing Gemini would read
-    pointer = json.loads(hooks.handle("gemini-cli", after))
+    assert hooks.handle("gemini-cli", after) == b""  # ... nor after it: the model just read them
+    later = {**GEMINI_EVENT, "tool_input": {"command": "git commit -m 'fix: y'"}}
+    assert hooks.handle("gemini-cli", encode(later)) == b""
+    pointer = json.loads(hooks.handle("gemini-cli", encode(later, hook_event_name="AfterTool")))
     text = pointer["hookSpecificOutput"]["additionalContext"]
     assert "still apply" in text
     assert RULE not in text
@@ -239,7 +242,9 @@ def test_copilot_stops_once_then_points(store: Store, sessions: SessionMemory) -
     hooks = handler(store, sessions)
     first = json.loads(hooks.handle("copilot-cli", encode(COPILOT_EVENT)))
     assert first["hookSpecificOutput"]["permissionDecision"] == "deny"
-    second = json.loads(hooks.handle("copilot-cli", encode(COPILOT_EVENT)))
+    assert hooks.handle("copilot-cli", encode(COPILOT_EVENT)) == b""  # the retry
+    later = {**COPILOT_EVENT, "tool_input": {"command": "git commit -m 'fix: y'"}}
+    second = json.loads(hooks.handle("copilot-cli", encode(later)))
     assert "still apply" in second["hookSpecificOutput"]["additionalContext"]
     # A compaction: the rules go over again.
     compact = encode({"hook_event_name": "PreCompact", "session_id": COPILOT_EVENT["session_id"]})
