@@ -50,7 +50,8 @@ def register(
 ) -> None:
     hooks = subparsers.add_parser(
         "hooks",
-        help="install or remove the agent hook that hands rules to Claude Code / Codex",
+        help="install or remove the agent hook that hands rules to Claude Code, Codex, "
+        "Gemini CLI, Copilot CLI or Cursor",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -92,6 +93,9 @@ def register(
     status = verbs.add_parser(
         "status", parents=[common], help="where the hook is installed and whether it still works"
     )
+    status.add_argument(
+        "agent", nargs="?", choices=agents, help="only this agent (default: every agent)"
+    )
     status.add_argument("--settings", metavar="PATH", help="also look in this settings file")
     status.set_defaults(handler=run_status)
 
@@ -109,7 +113,8 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--project",
         metavar="DIR",
-        help="edit the project's settings file (DIR/.claude/settings.json, DIR/.codex/hooks.json)",
+        help="edit the project's settings file (DIR/.claude/settings.json, DIR/.codex/hooks.json, "
+        "DIR/.gemini/settings.json, DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json)",
     )
 
 
@@ -174,12 +179,14 @@ def run_install(args: argparse.Namespace) -> int:
     command = hook_command(agent, args.python, args.socket)
     try:
         previous = read_settings(path)
-        before = find_entries(previous, path, installed_shim()) if previous else []
+        layout = agent.layout
+        before = find_entries(previous, path, installed_shim(), layout) if previous else []
         text = add_hook(
             previous or "",
             path,
             groups=agent.hook_groups(command, args.timeout),
             shim_path=installed_shim(),
+            layout=layout,
         )
         changed = text != previous
         backup = write_atomically(path, text, backup=True) if changed else None
@@ -221,8 +228,15 @@ def run_uninstall(args: argparse.Namespace) -> int:
     path = settings_path(agent, args)
     try:
         previous = read_settings(path)
-        text, removed = remove_hooks(previous, path, installed_shim()) if previous else ("", 0)
-        backup = write_atomically(path, text, backup=True) if removed else None
+        text, removed = (
+            remove_hooks(previous, path, installed_shim(), agent.layout) if previous else ("", 0)
+        )
+        backup: Path | None
+        if removed and not text:  # a hooks-only file with nothing of anyone's left in it
+            backup = path.with_name(path.name + ".mented-bak")
+            path.rename(backup)
+        else:
+            backup = write_atomically(path, text, backup=True) if removed else None
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -355,7 +369,11 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
             continue
         place = SettingsPlace(settings=str(path), exists=text is not None)
         try:
-            entries = find_entries(text, path, installed_shim()) if text and text.strip() else []
+            entries = (
+                find_entries(text, path, installed_shim(), agent.layout)
+                if text and text.strip()
+                else []
+            )
         except SettingsError as exc:
             place.error = str(exc)
             entries = []
@@ -366,7 +384,8 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    report = {name: _places(agent, args.settings) for name, agent in sorted(AGENTS.items())}
+    chosen = [args.agent] if getattr(args, "agent", None) else sorted(AGENTS)
+    report = {name: _places(AGENTS[name], args.settings) for name in chosen}
     broken = any(place.broken for places in report.values() for place in places)
     if args.json:
         print_json(msgspec.to_builtins(report))
