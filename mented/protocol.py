@@ -138,6 +138,26 @@ class ReloadRequest(_Request, tag="reload", kw_only=True):
     """Re-read the config file (action table, hook settings)."""
 
 
+class ExportRequest(_Request, tag="export", kw_only=True):
+    """Write every memory and forget in the portable format (docs/format.md).
+
+    The daemon writes the file in `transfer/` under its data directory (the only
+    place a sandboxed service may write) and names it in the reply; the client
+    moves it where the user wants it.
+    """
+
+
+class ImportRequest(_Request, tag="import", kw_only=True):
+    """Import a file in the portable format, all of it or nothing.
+
+    `path` must be in `transfer/` under the daemon's data directory (the client
+    copies the user's file there); `shown_as` names it in error messages.
+    """
+
+    path: str
+    shown_as: str | None = None
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -154,6 +174,8 @@ Request = (
     | HookRequest
     | LogRequest
     | ReloadRequest
+    | ExportRequest
+    | ImportRequest
     | ShutdownRequest
 )
 
@@ -242,6 +264,22 @@ class LogReply(_Reply, tag="log", kw_only=True):
     fires: list[FireRecord]
 
 
+class ExportedReply(_Reply, tag="exported", kw_only=True):
+    """An export was written to `path` (in the data directory's `transfer/`)."""
+
+    path: str
+    memories: int
+    forgotten: int
+
+
+class ImportedReply(_Reply, tag="imported", kw_only=True):
+    """What an import changed: records added, memories forgotten, records already here."""
+
+    added: int
+    forgotten: int
+    unchanged: int
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -261,6 +299,8 @@ Reply = (
     | SupersededReply
     | ForgottenReply
     | LogReply
+    | ExportedReply
+    | ImportedReply
     | OkReply
     | ErrorReply
 )

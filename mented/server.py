@@ -54,19 +54,24 @@ from mented.listener import (
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
 from mented.matcher import Matcher
-from mented.memory import InvalidInputError, Memory
+from mented.memory import InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
+from mented.portable import export_store, import_file
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
     ErrorCode,
     ErrorReply,
+    ExportedReply,
+    ExportRequest,
     ForgetRequest,
     ForgottenReply,
     FrameTooLargeError,
     GetRequest,
     HistoryRequest,
     HookRequest,
+    ImportedReply,
+    ImportRequest,
     ListRequest,
     LogReply,
     LogRequest,
@@ -711,6 +716,10 @@ class Server:
             case ForgetRequest(id=memory_id):
                 forgotten = await _in_thread(functools.partial(store.forget, memory_id))
                 return ForgottenReply(id=forgotten.id)
+            case ExportRequest():
+                return await self._scan(self._export)
+            case ImportRequest(path=path, shown_as=shown_as):
+                return await self._scan(functools.partial(self._import, path, shown_as))
             case StatusRequest():
                 return self.status()
             case LogRequest(n=n):
@@ -748,6 +757,34 @@ class Server:
                 if collecting:
                     gc.enable()
                 sys.setswitchinterval(previous)
+
+    def _export(self) -> ExportedReply:
+        """Write an export into `transfer/` (a worker thread: it walks the whole store)."""
+        transfer = self._transfer_dir()
+        path = transfer / f"export-{new_id()}.jsonl"
+        memories, forgotten = export_store(self.store, path)
+        return ExportedReply(path=str(path), memories=memories, forgotten=forgotten)
+
+    def _import(self, path: str, shown_as: str | None) -> ImportedReply:
+        """Import a file from `transfer/` (a worker thread), then remove it."""
+        transfer = self._transfer_dir().resolve()
+        source = Path(path).resolve()
+        if source.parent != transfer:
+            raise InvalidInputError(
+                f"an import must be a file in {transfer} (mentectl import copies it there)"
+            )
+        try:
+            summary = import_file(self.store, source, shown_as=shown_as)
+        finally:
+            source.unlink(missing_ok=True)
+        return ImportedReply(
+            added=summary.added, forgotten=summary.forgotten, unchanged=summary.unchanged
+        )
+
+    def _transfer_dir(self) -> Path:
+        transfer = self.options.data_dir / "transfer"
+        transfer.mkdir(mode=0o700, exist_ok=True)
+        return transfer
 
     def reload(self) -> str | None:
         """Re-read the config file; keep the current settings when it is bad.

@@ -10,6 +10,7 @@ from mented_client.commands import (
     rules,
     service,
     status,
+    travel,
 )
 
-COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench)
+COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench, travel)
