@@ -158,6 +158,17 @@ class ImportRequest(_Request, tag="import", kw_only=True):
     shown_as: str | None = None
 
 
+class SyncRequest(_Request, tag="sync", kw_only=True):
+    """Sync with the git remote now; with `init_remote`, first set sync up with it.
+
+    Runs in a worker thread, with a timeout per git command: hooks are answered
+    meanwhile. `init_remote` is any URL the user's git reaches (an absolute path
+    for a local one: the daemon's working directory is not the client's).
+    """
+
+    init_remote: str | None = None
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -176,6 +187,7 @@ Request = (
     | ReloadRequest
     | ExportRequest
     | ImportRequest
+    | SyncRequest
     | ShutdownRequest
 )
 
@@ -237,6 +249,14 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     # `mentectl explain` and `actions` show the table in force, not the broken file's.
     config_in_force: str | None = None
     socket_activated: bool = False
+    # Sync over git: the remote (None: not set up), the last sync that worked, the
+    # error of the last one when it failed (it is retried).
+    sync_remote: str | None = None
+    sync_last_ok: float | None = None
+    sync_error: str | None = None
+    # Rules with more than one current version (superseded on two machines while
+    # apart): the ids of each one's current versions, newest first.
+    forks: list[list[str]] = []
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -280,6 +300,19 @@ class ImportedReply(_Reply, tag="imported", kw_only=True):
     unchanged: int
 
 
+class SyncedReply(_Reply, tag="synced", kw_only=True):
+    """What a sync did: records of this machine written to the clone, memories added
+    and forgotten from other machines, whether anything was pushed, and files from
+    the remote that could not be read (skipped, each with its problem)."""
+
+    remote: str
+    written: int = 0
+    added: int = 0
+    forgotten: int = 0
+    pushed: bool = False
+    skipped: list[str] = []
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -301,6 +334,7 @@ Reply = (
     | LogReply
     | ExportedReply
     | ImportedReply
+    | SyncedReply
     | OkReply
     | ErrorReply
 )
@@ -321,6 +355,7 @@ class ErrorCode:
     STORE_FULL = "store_full"  # no room to write (disk full, quota); reads go on, nothing lost
     STORE_DAMAGED = "store_damaged"  # a page or record of the data file is unreadable
     STORE_FAILED = "store_failed"  # the store is unusable (I/O error, ...): the daemon exits
+    SYNC_FAILED = "sync_failed"  # git could not sync (remote down, push rejected...): retried
     INTERNAL = "internal"  # a bug in the daemon
 
 

@@ -89,6 +89,8 @@ from mented.protocol import (
     StoreRequest,
     SupersededReply,
     SupersedeRequest,
+    SyncedReply,
+    SyncRequest,
     decode_request,
     encode,
     frame,
@@ -103,6 +105,7 @@ from mented.store import (
     StoreFailedError,
     StoreFullError,
 )
+from mented.sync import GitSync, SyncError
 
 T = TypeVar("T")
 
@@ -151,6 +154,8 @@ _SLOW_MATCHES = 2  # worker threads matching slow commands at once
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
+_SYNC_CHECK_S = 60.0  # with [sync] off, how often to look whether a reload turned it on
+_SYNC_SETTLE_S = 2.0  # after a write, wait this long for more before syncing them together
 
 
 class ServerBusyError(Exception):
@@ -229,6 +234,9 @@ class Server:
         self.matcher: Matcher
         self.hooks: HookHandler
         self.sessions: SessionMemory | None = None
+        self.syncer: GitSync
+        self._wake_sync = trio.Event()  # set by writes and reloads: see _sync_by_itself
+        self._writes_since_sync = 0
 
     # ---------------------------------------------------------------- start-up
 
@@ -253,6 +261,7 @@ class Server:
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config)
+        self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
         self.hooks = HookHandler(self.store, self.matcher, self.config, self.sessions)
         try:
             if opts.inherited_socket is not None:
@@ -299,6 +308,7 @@ class Server:
                 await nursery.start(self._watch_signals)
             if self.options.inherited_socket is not None:
                 nursery.start_soon(self._exit_when_idle)
+            nursery.start_soon(self._sync_by_itself)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -605,6 +615,8 @@ class Server:
         except StoreFailedError as exc:
             reply = ErrorReply(code=ErrorCode.STORE_FAILED, message=str(exc))
             self._stop_for_store_failure()
+        except SyncError as exc:
+            reply = ErrorReply(code=ErrorCode.SYNC_FAILED, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
@@ -700,6 +712,7 @@ class Server:
                         project=request.project,
                     )
                 )
+                self._note_change()
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
                 new, old = await _in_thread(
@@ -712,14 +725,20 @@ class Server:
                         project=request.project,
                     )
                 )
+                self._note_change()
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
                 forgotten = await _in_thread(functools.partial(store.forget, memory_id))
+                self._note_change()
                 return ForgottenReply(id=forgotten.id)
             case ExportRequest():
                 return await self._scan(self._export)
             case ImportRequest(path=path, shown_as=shown_as):
-                return await self._scan(functools.partial(self._import, path, shown_as))
+                imported = await self._scan(functools.partial(self._import, path, shown_as))
+                self._note_change()
+                return imported
+            case SyncRequest(init_remote=remote):
+                return await _in_thread(functools.partial(self._sync, remote))
             case StatusRequest():
                 return self.status()
             case LogRequest(n=n):
@@ -781,6 +800,70 @@ class Server:
             added=summary.added, forgotten=summary.forgotten, unchanged=summary.unchanged
         )
 
+    def _sync(self, init_remote: str | None) -> SyncedReply:
+        """Set sync up (with `init_remote`) and sync now (a worker thread)."""
+        if init_remote is not None:
+            self.syncer.init(init_remote)
+        result = self.syncer.sync(self.store)
+        log.info(
+            "synced",
+            written=result.written,
+            added=result.added,
+            forgotten=result.forgotten,
+            pushed=result.pushed,
+        )
+        for problem in result.skipped:
+            log.warning("sync_skipped_file", problem=problem)
+        return SyncedReply(
+            remote=self.syncer.remote() or "",
+            written=result.written,
+            added=result.added,
+            forgotten=result.forgotten,
+            pushed=result.pushed,
+            skipped=result.skipped,
+        )
+
+    def _note_change(self) -> None:
+        self._writes_since_sync += 1
+        self._wake_sync.set()
+
+    async def _sync_by_itself(self) -> None:
+        """`[sync]`: sync every `interval_s`, and `after_change` a few seconds after a write.
+
+        Off the request path: git runs in a worker thread, with its timeouts. A failure
+        is logged and kept for `status`; the next turn retries it. Writes and reloads
+        wake this loop, so that a reload that turns sync on takes effect at once.
+        """
+        last = trio.current_time()
+        while True:
+            settings = self.config.sync
+            if settings.interval_s > 0:
+                wait = max(0.0, last + settings.interval_s - trio.current_time())
+            else:
+                wait = _SYNC_CHECK_S
+            with trio.move_on_after(wait):
+                await self._wake_sync.wait()
+            self._wake_sync = trio.Event()
+            settings = self.config.sync
+            due = settings.interval_s > 0 and trio.current_time() >= last + settings.interval_s
+            if settings.after_change and self._writes_since_sync:
+                due = True
+                await trio.sleep(_SYNC_SETTLE_S)  # a burst of writes: one sync
+            if not due or not self.syncer.configured:
+                continue
+            self._writes_since_sync = 0
+            self.syncer.timeout_s = settings.timeout_s
+            try:
+                await trio.to_thread.run_sync(
+                    functools.partial(self._sync, None), abandon_on_cancel=True
+                )
+            except (SyncError, StoreError) as exc:
+                log.warning("sync_failed", error=str(exc))
+                self._writes_since_sync += 1  # still to push: retried at the next turn
+            except Exception:  # noqa: BLE001 - a bug in a sync must never end the daemon
+                log.exception("sync_failed")
+            last = trio.current_time()
+
     def _transfer_dir(self) -> Path:
         transfer = self.options.data_dir / "transfer"
         transfer.mkdir(mode=0o700, exist_ok=True)
@@ -837,6 +920,8 @@ class Server:
             return f"cannot reload the configuration: {exc!r} (the previous one stays in force)"
         self.config = config
         self.matcher = matcher
+        self.syncer.timeout_s = config.sync.timeout_s
+        self._wake_sync.set()
         self.hooks.reconfigure(matcher, config)
         log.info("reloaded", config=str(self.options.config_path))
         return None
@@ -844,6 +929,7 @@ class Server:
     def status(self) -> StatusReply:
         self._check_config_on_disk()
         stats = self.store.stats()
+        sync_state = self.syncer.state() if self.syncer.configured else None
         chars_per_session, sessions = self.hooks.chars_per_session()
         return StatusReply(
             version=__version__,
@@ -866,6 +952,10 @@ class Server:
             config_error=self.config_error,
             config_in_force=self.config.text if self.config_error else None,
             socket_activated=self.options.inherited_socket is not None,
+            sync_remote=sync_state.remote if sync_state else None,
+            sync_last_ok=sync_state.last_ok if sync_state else None,
+            sync_error=sync_state.last_error if sync_state else None,
+            forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
         )
 
 

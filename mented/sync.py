@@ -59,6 +59,7 @@ class SyncError(Exception):
 class SyncState(msgspec.Struct, kw_only=True):
     """What the daemon remembers between syncs (`<data dir>/sync-state.json`)."""
 
+    remote: str | None = None  # as given to `init`
     imported: str | None = None  # the last commit whose records are in the store
     last_attempt: float | None = None
     last_ok: float | None = None
@@ -140,7 +141,7 @@ class GitSync:
                 self._run("config", "user.name", "mented", cwd=partial)
                 self._run("config", "user.email", f"mented@{socket.gethostname()}", cwd=partial)
             partial.rename(self.repo)
-            self._save(SyncState())
+            self._save(SyncState(remote=remote))
 
     # ---------------------------------------------------------------- sync
 

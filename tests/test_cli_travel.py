@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +89,71 @@ def test_a_bad_file_is_refused_with_its_name_and_line(
     assert f"{bad}:3: memory content cannot be empty" in result.stderr
     assert rules(daemon, "list", "--all") == {"rules": []}
     assert json.loads(daemon.mentectl("export").stdout.splitlines()[0])["format"] == 1
+
+
+# ---------------------------------------------------------------- sync
+
+
+def synced(daemon: DaemonProcess) -> dict[str, object]:
+    out = json.loads(daemon.mentectl("sync", "--json").stdout)
+    assert isinstance(out, dict)
+    return out
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
+    daemon: DaemonProcess, second: DaemonProcess, tmp_path: Path
+) -> None:
+    remote = tmp_path / "rules.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    first = json.loads(daemon.mentectl("rule", "add", "git-commit", "v1", "--json").stdout)["id"]
+
+    out = daemon.mentectl("sync", "init", str(remote)).stdout
+    assert f"synced with {remote}: 1 records of this machine written" in out
+    assert "pushed" in out
+    second.mentectl("sync", "init", str(remote))
+    assert hook_text(second, "git commit -m x") == hook_text(daemon, "git commit -m x")
+
+    # superseded on both machines while apart: both versions kept, the fork named
+    rules(daemon, "supersede", first, "v2 from the laptop")
+    rules(second, "supersede", first, "v2 from the desk")
+    synced(daemon)
+    assert synced(second)["added"] == 1
+    synced(daemon)
+    for machine in (daemon, second):
+        shown = rules(machine, "list", "--action", "git-commit")
+        assert isinstance(shown, dict)
+        assert sorted(r["content"] for r in shown["rules"]) == [
+            "v2 from the desk",
+            "v2 from the laptop",
+        ]
+        status = machine.mentectl("status").stdout
+        assert "a rule has 2 current versions" in status
+        assert "settle it with `mentectl rule supersede" in status
+        assert f"sync:      {remote}: last synced" in status
+
+    # [sync] after_change: the desk pushes a new rule by itself
+    second.write_config("[sync]\nafter_change = true\n")
+    second.reload()
+    second.mentectl("rule", "add", "pr-create", "drafts first")
+    deadline = time.monotonic() + 30
+    while synced(daemon)["added"] == 0:
+        assert time.monotonic() < deadline, second.log()
+        time.sleep(0.5)
+    assert rules(daemon, "list", "--action", "pr-create") == rules(
+        second, "list", "--action", "pr-create"
+    )
+
+    # a remote that is down: refused with the reason, kept for status, nothing lost
+    remote.rename(tmp_path / "away.git")
+    daemon.mentectl("rule", "add", "git-push", "never force")
+    failed = daemon.mentectl("sync", check=False)
+    assert failed.returncode == 1
+    assert "cannot reach the remote" in failed.stderr
+    assert "FAILING (cannot reach the remote" in daemon.mentectl("status").stdout
+    (tmp_path / "away.git").rename(remote)
+    assert synced(daemon)["pushed"] is True
+    synced(second)
+    assert rules(second, "list", "--action", "git-push") == rules(
+        daemon, "list", "--action", "git-push"
+    )

@@ -1,10 +1,13 @@
-"""`mentectl export` and `mentectl import`: memories in the portable format (docs/format.md).
+"""`mentectl export`, `import` and `sync`: memories that travel (docs/format.md).
 
 The daemon reads and writes these files only inside its data directory (`transfer/`):
 as a service it may be sandboxed away from the rest of the home directory. So
 export asks the daemon for a file there and moves it where the user wants it;
 import copies the user's file there first. The daemon checks the whole file
 before it imports anything.
+
+`mentectl sync` asks the daemon to sync over git (mented/sync.py): the daemon runs
+the user's git in a clone under its data directory.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from mented.protocol import (
     ExportedReply,
     ExportRequest,
@@ -24,6 +29,8 @@ from mented.protocol import (
     ImportRequest,
     StatusReply,
     StatusRequest,
+    SyncedReply,
+    SyncRequest,
 )
 from mented_client.commands.output import CommandError, print_json
 from mented_client.connection import Client
@@ -56,6 +63,23 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     )
     imp.add_argument("path", help="a file written by `mentectl export` (or by hand, see docs)")
     imp.set_defaults(handler=run_import)
+
+    sync = subparsers.add_parser(
+        "sync",
+        parents=[common],
+        help="sync rules with other machines over git (pull, then push)",
+        description=(
+            "`mentectl sync init REMOTE` sets it up with a git remote (SSH, HTTPS or a local "
+            "path; an empty repository is fine), then syncs; `mentectl sync` syncs now. Your "
+            "git, with your config and credentials, runs in a clone under mented's data "
+            "directory. `[sync]` in the config makes the daemon sync by itself."
+        ),
+    )
+    sync.set_defaults(handler=run_sync, remote=None)
+    verbs = sync.add_subparsers(dest="verb", metavar="VERB", required=False)
+    init = verbs.add_parser("init", parents=[common], help="set sync up with a git remote")
+    init.add_argument("remote", help="a git URL, or the path of a repository (bare or not)")
+    init.set_defaults(handler=run_sync)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -108,4 +132,24 @@ def run_import(args: argparse.Namespace) -> int:
             f"imported {source}: {reply.added} added, {reply.forgotten} forgotten, "
             f"{reply.unchanged} already here"
         )
+    return 0
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    remote = args.remote
+    if remote is not None and Path(remote).expanduser().exists():
+        # A local path: the daemon runs elsewhere (its working directory is not ours).
+        remote = str(Path(remote).expanduser().resolve())
+    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+        reply = client.expect(SyncRequest(init_remote=remote), SyncedReply)
+    if args.json:
+        print_json(msgspec.to_builtins(reply))
+        return 0
+    pushed = "pushed" if reply.pushed else "nothing to push"
+    print(
+        f"synced with {reply.remote}: {reply.written} records of this machine written, "
+        f"{reply.added} added and {reply.forgotten} forgotten from others, {pushed}"
+    )
+    for problem in reply.skipped:
+        print(f"skipped a file from the remote: {problem}", file=sys.stderr)
     return 0
