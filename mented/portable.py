@@ -87,6 +87,7 @@ class Records:
 
 
 _encoder = msgspec.json.Encoder()
+_line_decoder = msgspec.json.Decoder(MemoryLine | ForgottenLine)
 
 
 def memory_line(memory: Memory) -> bytes:
@@ -211,15 +212,13 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
         FormatError: naming `where`.
     """
     try:
-        data: Any = msgspec.json.decode(line)
-    except msgspec.DecodeError as exc:
-        raise FormatError(f"{where}: not a JSON line ({exc})") from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{where}: a record must be a JSON object")
-    kind = data.get("kind")
+        item: MemoryLine | ForgottenLine = _line_decoder.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        item = _slow_parse(line, where)  # says what is wrong, or finds a kind to skip
+        if item is None:
+            return None
     try:
-        if kind == "memory":
-            item = msgspec.convert(data, MemoryLine)
+        if isinstance(item, MemoryLine):
             return check_imported(
                 Memory(
                     id=item.id,
@@ -233,23 +232,35 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
                     merges=tuple(item.merges),
                 )
             )
-        if kind == "forgotten":
-            tomb = msgspec.convert(data, ForgottenLine)
-            return check_forgotten(
-                Forgotten(
-                    id=tomb.id,
-                    created_at=tomb.created_at,
-                    supersedes=tomb.supersedes,
-                    forgotten_at=tomb.forgotten_at,
-                )
+        return check_forgotten(
+            Forgotten(
+                id=item.id,
+                created_at=item.created_at,
+                supersedes=item.supersedes,
+                forgotten_at=item.forgotten_at,
             )
-    except msgspec.ValidationError as exc:
-        raise FormatError(f"{where}: {exc}") from None
+        )
     except InvalidInputError as exc:
         raise FormatError(f"{where}: {exc}") from None
+
+
+def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
+    """A line the typed decoder refused: the reason, or None for an unknown kind."""
+    try:
+        data: Any = msgspec.json.decode(line)
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"{where}: not a JSON line ({exc})") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{where}: a record must be a JSON object")
+    kind = data.get("kind")
     if not isinstance(kind, str):
         raise FormatError(f"{where}: a record needs a `kind` (memory or forgotten)")
-    return None  # a kind from a newer mented: ignored, as docs/format.md says
+    if kind not in {"memory", "forgotten"}:
+        return None  # a kind from a newer mented: ignored, as docs/format.md says
+    try:
+        return msgspec.convert(data, MemoryLine if kind == "memory" else ForgottenLine)
+    except msgspec.ValidationError as exc:
+        raise FormatError(f"{where}: {exc}") from None
 
 
 def _check_header(line: bytes, where: str) -> None:
