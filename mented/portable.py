@@ -211,12 +211,13 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
     Raises:
         FormatError: naming `where`.
     """
+    item: MemoryLine | ForgottenLine | None
     try:
-        item: MemoryLine | ForgottenLine = _line_decoder.decode(line)
+        item = _line_decoder.decode(line)
     except (msgspec.ValidationError, msgspec.DecodeError):
         item = _slow_parse(line, where)  # says what is wrong, or finds a kind to skip
-        if item is None:
-            return None
+    if item is None:
+        return None
     try:
         if isinstance(item, MemoryLine):
             return check_imported(
@@ -258,7 +259,9 @@ def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
     if kind not in {"memory", "forgotten"}:
         return None  # a kind from a newer mented: ignored, as docs/format.md says
     try:
-        return msgspec.convert(data, MemoryLine if kind == "memory" else ForgottenLine)
+        if kind == "memory":
+            return msgspec.convert(data, MemoryLine)
+        return msgspec.convert(data, ForgottenLine)
     except msgspec.ValidationError as exc:
         raise FormatError(f"{where}: {exc}") from None
 
