@@ -52,6 +52,9 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
     # Other live versions this one replaces too: the tips of a fork it settles (two
     # machines superseded the same rule while apart). Empty for an ordinary version.
     merges: tuple[str, ...] = ()
+    # Where a rule comes from: None for your own (the store), "project" for a rule a
+    # repository commits in its .mented/ folder (mented.team; never stored).
+    origin: str | None = None
 
     @property
     def actions(self) -> tuple[str, ...]:

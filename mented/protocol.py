@@ -169,6 +169,16 @@ class SyncRequest(_Request, tag="sync", kw_only=True):
     init_remote: str | None = None
 
 
+class TrustRequest(_Request, tag="trust", kw_only=True):
+    """Trust the current content of the `.mented/` folder of the project `dir` is in.
+
+    Its rules are then handed to agents for commands run in that project, until a
+    file there changes (which needs trusting again). `dir` is absolute.
+    """
+
+    dir: str
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -188,6 +198,7 @@ Request = (
     | ExportRequest
     | ImportRequest
     | SyncRequest
+    | TrustRequest
     | ShutdownRequest
 )
 
@@ -257,6 +268,9 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     # Rules with more than one current version (superseded on two machines while
     # apart): the ids of each one's current versions, newest first.
     forks: list[list[str]] = []
+    # Projects met by the hook whose .mented/ rules are not served: not trusted (yet,
+    # or since they changed), or unreadable; each with the reason and the command to run.
+    untrusted_projects: list[str] = []
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -313,6 +327,14 @@ class SyncedReply(_Reply, tag="synced", kw_only=True):
     skipped: list[str] = []
 
 
+class TrustedReply(_Reply, tag="trusted", kw_only=True):
+    """The project whose rules are now trusted: its root, its rules, their digest."""
+
+    root: str
+    rules: list[Memory]
+    digest: str
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -335,6 +357,7 @@ Reply = (
     | ExportedReply
     | ImportedReply
     | SyncedReply
+    | TrustedReply
     | OkReply
     | ErrorReply
 )

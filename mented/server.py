@@ -91,6 +91,8 @@ from mented.protocol import (
     SupersedeRequest,
     SyncedReply,
     SyncRequest,
+    TrustedReply,
+    TrustRequest,
     decode_request,
     encode,
     frame,
@@ -106,6 +108,7 @@ from mented.store import (
     StoreFullError,
 )
 from mented.sync import GitSync, SyncError
+from mented.team import ProjectRules, RuleLookup
 
 T = TypeVar("T")
 
@@ -262,7 +265,9 @@ class Server:
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config)
         self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
-        self.hooks = HookHandler(self.store, self.matcher, self.config, self.sessions)
+        self.projects = ProjectRules(opts.data_dir)
+        self.rules = RuleLookup(self.store, self.projects)
+        self.hooks = HookHandler(self.rules, self.matcher, self.config, self.sessions)
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -674,7 +679,7 @@ class Server:
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
                 recall = functools.partial(
-                    store.recall_for_action, action, agent=agent, cwd=cwd, k=k
+                    self.rules.recall_for_action, action, agent=agent, cwd=cwd, k=k
                 )
                 # The hook's own recall asks for a few rules; many is a scan.
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
@@ -737,6 +742,9 @@ class Server:
                 imported = await self._scan(functools.partial(self._import, path, shown_as))
                 self._note_change()
                 return imported
+            case TrustRequest(dir=directory):
+                project = await _in_thread(functools.partial(self.projects.trust, directory))
+                return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
             case SyncRequest(init_remote=remote):
                 return await _in_thread(functools.partial(self._sync, remote))
             case StatusRequest():
@@ -956,6 +964,7 @@ class Server:
             sync_last_ok=sync_state.last_ok if sync_state else None,
             sync_error=sync_state.last_error if sync_state else None,
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
+            untrusted_projects=self.projects.untrusted(),
         )
 
 

@@ -435,6 +435,10 @@ def check_sync(status: StatusReply) -> list[Check]:
             )
         else:
             checks.append(Check("sync", "ok", f"with {status.sync_remote}"))
+    checks.extend(
+        Check("project", "warn", f"rules not handed to agents: {why}", fix="`mentectl trust`")
+        for why in status.untrusted_projects
+    )
     for tips in status.forks:
         fix = f"`mentectl rule supersede {tips[0]} TEXT` (the new text replaces every version)"
         checks.append(Check("fork", "warn", describe_fork(tips), fix=fix))

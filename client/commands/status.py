@@ -125,6 +125,7 @@ def sync_rows(status: StatusReply) -> list[tuple[str, str]]:
         state = f"FAILING ({status.sync_error}), retried" if status.sync_error else "ok"
         rows.append(("sync", f"{status.sync_remote}: last synced {last}, {state}"))
     rows.extend(("fork", describe_fork(tips)) for tips in status.forks)
+    rows.extend(("project", f"NOT SERVED: {why}") for why in status.untrusted_projects)
     return rows
 
 
