@@ -27,9 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from mented.actions import load_action_table
+from mented.agents.pretooluse import pretooluse_event
+from mented.config import Config, DeliverySettings
+from mented.hooks import HookHandler
+from mented.matcher import Matcher
 from mented.portable import export_store, import_file
 from mented.store import Store, StoreItem
 from mented.sync import GitSync
+from mented.team import ProjectRules, RuleLookup
 
 ACTIONS = ("git-commit", "git-push", "pr-create", "npm-publish", "deploy")
 
@@ -56,6 +62,50 @@ def timed(label: str, call: object, count: int | None = None) -> float:
     return took
 
 
+def hook_path(root: Path, rounds: int = 2000) -> None:
+    """The hook request in the daemon (HookHandler.handle), with and without project rules."""
+    store = Store(root / "hook")
+    fill(store, 1000)
+    repo = root / "repo"
+    (repo / ".mented").mkdir(parents=True)
+    (repo / ".mented" / "rules.jsonl").write_text(
+        "".join(f'{{"action": "git-commit", "text": "team rule {n}"}}\n' for n in range(3))
+    )
+    plain = root / "plain"
+    plain.mkdir()
+    projects = ProjectRules(root / "hook")
+    projects.trust(str(repo))
+    config = Config(delivery=DeliverySettings(default="context"))
+    matcher = Matcher(load_action_table(config))
+    handler = HookHandler(RuleLookup(store, projects), matcher, config)
+    for label, cwd in (("no project rules", plain), ("with project rules", repo)):
+        times = []
+        for n in range(rounds):
+            # a new session each time: the rules are handed in full, never a pointer
+            event = pretooluse_event("git commit -m x", cwd=str(cwd), session=f"s{n}")
+            began = time.perf_counter()
+            handler.handle("claude-code", event)
+            times.append(time.perf_counter() - began)
+        times.sort()
+        p50, p99 = times[len(times) // 2] * 1e6, times[len(times) * 99 // 100] * 1e6
+        print(
+            f"| hook request in the daemon, {label}, warm | {p50:,.0f} us p50, {p99:,.0f} us p99 |"
+        )
+    colds = []
+    for n in range(50):
+        fresh = ProjectRules(root / "hook")  # nothing cached: find the root, read, parse
+        began = time.perf_counter()
+        fresh.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6)
+        colds.append(time.perf_counter() - began)
+        del n
+    colds.sort()
+    print(
+        f"| project rules lookup, cold (find .mented/, read, parse 3 rules) | "
+        f"{colds[len(colds) // 2] * 1e6:,.0f} us p50 |"
+    )
+    store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=100_000)
@@ -69,6 +119,7 @@ def main() -> int:
             f"load {os.getloadavg()[0]:.2f}"
         )
         print("| figure | time |\n|---|--:|")
+        hook_path(root)
         source = Store(root / "source")
         fill(source, args.memories)
         path = root / "export.jsonl"

@@ -136,6 +136,7 @@ def test_every_example_in_docs_protocol_md_is_a_valid_message() -> None:
     request_types = {"status", "store", "get", "recall_for_action", "supersede", "history"}
     request_types |= {"forget", "list", "hook", "log", "reload", "shutdown"}
     request_types |= {"export", "exported", "import", "imported", "sync", "synced"}
+    request_types |= {"trust", "trusted"}
     assert request_types <= kinds
 
 
