@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -130,7 +131,7 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
         status = machine.mentectl("status").stdout
         assert "a rule has 2 current versions" in status
         assert "settle it with `mentectl rule supersede" in status
-        assert f"sync:      {remote}: last synced" in status
+        assert re.search(rf"^sync: +{re.escape(str(remote))}: last synced", status, re.MULTILINE)
 
     # [sync] after_change: the desk pushes a new rule by itself
     second.write_config("[sync]\nafter_change = true\n")
