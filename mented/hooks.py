@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from mented.memory import Memory
     from mented.sessions import SessionMemory
     from mented.store import Store
+    from mented.team import RuleLookup
 
 FIRE_LOG_SIZE = 500
 MAX_RECENT_EVENTS = 1024  # events remembered for de-duplication
@@ -93,13 +94,15 @@ class HookHandler:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | RuleLookup,
         matcher: Matcher,
         config: Config,
         sessions: SessionMemory | None = None,
     ) -> None:
-        """`sessions`: the session memory; None (it could not be opened) means
-        every command gets its rules as context, and nothing is ever stopped."""
+        """`store`: where rules are looked up (the daemon passes a `RuleLookup`: your
+        rules, then the project's trusted ones). `sessions`: the session memory; None
+        (it could not be opened) means every command gets its rules as context, and
+        nothing is ever stopped."""
         self._store = store
         self._matcher = matcher
         self._tools = ToolMatcher(matcher.table)
