@@ -341,3 +341,10 @@ class RuleLookup:
         return yours + self.projects.recall_for_action(
             action, agent=agent, cwd=cwd, k=k - len(yours)
         )
+
+    def untrusted_project(self, cwd: str | None) -> Project | None:
+        """The project `cwd` is in when it has rules that are not served until trusted."""
+        project = self.projects.project_of(cwd)
+        if project is None or project.trusted or not (project.rules or project.problem):
+            return None
+        return project

@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from mented.actions import load_action_table
+from mented.agents.pretooluse import pretooluse_event
+from mented.config import Config
+from mented.hooks import HookHandler
+from mented.matcher import Matcher
 from mented.portable import FormatError
 from mented.store import Store
 from mented.team import ProjectRules, RuleLookup, TrustError
@@ -174,3 +179,30 @@ def test_rule_add_team_trust_and_the_hook_marks_the_projects_rules(
     explained = daemon.mentectl("explain", "--cwd", str(repo), "git commit -m x").stdout
     assert "[the project's: .mented/]" in explained
     assert "NOT SERVED" not in daemon.mentectl("status").stdout
+
+
+def test_untrusted_project_rules_are_named_to_the_user_once_per_session(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    config = Config()
+    handler = HookHandler(
+        RuleLookup(store, projects), Matcher(load_action_table(config)), config, None
+    )
+
+    def commit(agent: str, session: str, n: int) -> bytes:
+        event = pretooluse_event(
+            "git commit -m x", cwd=str(repo / "src"), session=session, tool_use_id=f"t{n}"
+        )
+        return handler.handle(agent, event)
+
+    first = json.loads(commit("claude-code", "s1", 1))
+    # To the user, not the model: no rule text, and the project's rules are not handed over.
+    assert set(first) == {"systemMessage"}
+    assert f"mentectl trust {repo}" in first["systemMessage"]
+    assert commit("claude-code", "s1", 2) == b""  # once per session
+    assert "systemMessage" in json.loads(commit("claude-code", "s2", 3))
+    assert commit("codex", "s3", 4) == b""  # Codex shows hooks' messages to no one
+    projects.trust(str(repo))
+    assert "conventional prefix" in commit("claude-code", "s4", 5).decode()
+    assert b"systemMessage" not in commit("claude-code", "s5", 6)

@@ -19,4 +19,5 @@ AGENT = PreToolUseAgent(
     settings_name="settings.json",
     project_settings_file=".claude/settings.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
+    user_notices=True,  # `systemMessage`: shown to the user, not the model
 )
