@@ -6,6 +6,8 @@ import difflib
 import json
 import os
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def mentectl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def mentectl_exit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`mentectl`, for a command line argparse refuses (it exits)."""
+    try:
+        status = main(list(args))
+    except SystemExit as exc:
+        status = int(exc.code or 0)
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -249,12 +261,102 @@ def test_uninstall_without_a_file(home: Path, capsys: pytest.CaptureFixture[str]
     assert not (home / ".codex").exists()
 
 
-def test_project_install(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_project_install_writes_the_uncommitted_local_settings(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hook names this machine's interpreter and socket: not in the file teams commit.
     project = tmp_path / "repo"
     project.mkdir()
     assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
-    assert our_hooks(project / ".claude" / "settings.json")
+    assert our_hooks(project / ".claude" / "settings.local.json")
+    assert not (project / ".claude" / "settings.json").exists()
     assert not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_project_install_refuses_a_missing_project_directory(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    missing = tmp_path / "no-such-repo"
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for project in (missing, a_file):
+        status, _, err = mentectl_exit(
+            capsys, "hooks", verb, "claude-code", "--project", str(project)
+        )
+        assert status == 2
+        assert f"project directory '{project}'" in err
+        assert "is not a directory" in err
+    assert not missing.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "notes.txt"]
+
+
+def test_project_install_moves_an_older_entry_out_of_the_shared_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    shared = project / ".claude" / "settings.json"
+    shared.parent.mkdir(parents=True)
+    shared.write_text(EXISTING)
+    # What an install before the local file did.
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(shared))
+    assert our_hooks(shared)
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status == 0
+    assert "Moved it out of" in out
+    assert shared.read_text() == EXISTING
+    assert len(our_hooks(project / ".claude" / "settings.local.json")) == 1
+
+
+def test_status_and_uninstall_find_the_hook_in_both_project_files(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "repo"
+    shared = project / ".claude" / "settings.json"
+    local = project / ".claude" / "settings.local.json"
+    shared.parent.mkdir(parents=True)
+    shared.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(shared))
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(local))
+    monkeypatch.chdir(project)
+    _, out, _ = mentectl(capsys, "hooks", "status")
+    assert ".claude/settings.json: PreToolUse installed" in out
+    assert ".claude/settings.local.json: PreToolUse installed" in out
+    status, out, _ = mentectl(
+        capsys, "hooks", "uninstall", "claude-code", "--project", str(project)
+    )
+    assert status == 0
+    assert f"from {shared};" in out
+    assert f"from {local};" in out
+    assert shared.read_text() == EXISTING
+    assert not our_hooks(local, "PreToolUse") if local.exists() else True
+
+
+def test_codex_project_install_says_there_is_no_uncommitted_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    status, out, _ = mentectl(capsys, "hooks", "install", "codex", "--project", str(project))
+    assert status == 0
+    assert our_hooks(project / ".codex" / "hooks.json")
+    assert "no uncommitted variant" in out
+    assert "mentectl hooks install codex" in out
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_project_install_says_when_git_would_commit_the_local_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    _, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert "git does not ignore .claude/settings.local.json" in out
+    (project / ".gitignore").write_text(".claude/settings.local.json\n")
+    mentectl(capsys, "hooks", "uninstall", "claude-code", "--project", str(project))
+    _, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert "git does not ignore" not in out
 
 
 def test_codex_install_says_to_trust_the_hook(
@@ -579,7 +681,7 @@ def test_project_install_refuses_a_linked_settings_directory_outside(
     (project / ".claude").symlink_to(shared)
     status, _, err = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
     assert status != 0
-    assert f"to {shared / 'settings.json'}" in err
+    assert f"to {shared / 'settings.local.json'}" in err
     assert list(shared.iterdir()) == []
 
 
@@ -590,8 +692,8 @@ def test_project_install_follows_a_link_that_stays_in_the_project(
     (project / ".claude").mkdir(parents=True)
     (project / "config").mkdir()
     real = project / "config" / "claude.json"
-    real.write_text("{}\n")
-    (project / ".claude" / "settings.json").symlink_to("../config/claude.json")
+    real.write_text('{"model": "opus"}\n')
+    (project / ".claude" / "settings.local.json").symlink_to("../config/claude.json")
     assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
     assert our_hooks(real)
-    assert (project / ".claude" / "settings.json").is_symlink()
+    assert (project / ".claude" / "settings.local.json").is_symlink()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,8 +110,21 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--project",
         metavar="DIR",
-        help="edit the project's settings file (DIR/.claude/settings.json, DIR/.codex/hooks.json)",
+        type=project_directory,
+        help="edit the project's settings file, one not committed where the agent has one "
+        "(DIR/.claude/settings.local.json, DIR/.codex/hooks.json)",
     )
+
+
+def project_directory(value: str) -> Path:
+    """argparse type for `--project`: an existing directory (`~` expanded, made absolute)."""
+    path = Path(value).expanduser().absolute()
+    if not path.is_dir():
+        # As `rule add --project`: a typo would otherwise create DIR/.claude/ from nothing.
+        raise argparse.ArgumentTypeError(
+            f"project directory {value!r} ({path}) is not a directory; nothing was written"
+        )
+    return path
 
 
 # --------------------------------------------------------------- the command line
@@ -140,18 +154,26 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
     return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
 
 
-def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
-    """The settings file a verb edits (`--settings`, `--project` or the user's).
+def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
+    """The settings files a verb edits: where an install writes, then where older ones did.
+
+    `--settings` and the user's file are one file. `--project` is the agent's
+    local, uncommitted project file where it has one (the hook names this
+    machine's interpreter and socket), then the shared project file that
+    earlier installs wrote to: an install moves our entry out of it, an
+    uninstall removes it from both.
 
     Raises:
-        CommandError: `--project`'s file is a symlink that leads out of the project
+        CommandError: a `--project` file is a symlink that leads out of the project
             (writing there would change a file the project does not own).
     """
     if getattr(args, "settings", None):
-        return Path(args.settings).expanduser().absolute()
-    if getattr(args, "project", None):
-        project = Path(args.project).expanduser().absolute()
-        path = agent.project_settings_path(project)
+        return [Path(args.settings).expanduser().absolute()]
+    project = getattr(args, "project", None)
+    if not project:
+        return [agent.settings_path()]
+    found = agent.project_install_paths(project)
+    for path in found:
         target = outside_link(path, project)
         if target is not None:
             raise CommandError(
@@ -159,8 +181,7 @@ def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
                 "Remove the link to keep the hook in the project, or pass "
                 f"--settings {target} to edit that file on purpose."
             )
-        return path
-    return agent.settings_path()
+    return found
 
 
 # ------------------------------------------------------------------------ verbs
@@ -170,7 +191,7 @@ def run_install(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
-    path = settings_path(agent, args)
+    path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
     try:
         previous = read_settings(path)
@@ -183,11 +204,16 @@ def run_install(args: argparse.Namespace) -> int:
         )
         changed = text != previous
         backup = write_atomically(path, text, backup=True) if changed else None
+        # An earlier install in the project's shared file would run the hook twice.
+        moved = [(place, removal) for place in older if (removal := remove_from(place)).removed]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
         raise CommandError(f"{path}: cannot write it: {exc}") from exc
-    outcome = "unchanged" if not changed else "updated" if before else "installed"
+    outcome = "unchanged" if not changed else "updated" if before or moved else "installed"
+    notes = [agent.install_note] if agent.install_note and changed else []
+    if args.project:
+        notes.extend(_project_notes(agent, args.project, path))
     if args.json:
         print_json(
             {
@@ -198,7 +224,9 @@ def run_install(args: argparse.Namespace) -> int:
                 "command": command,
                 "timeout": args.timeout,
                 "backup": str(backup) if backup else None,
+                "moved_from": [str(place) for place, _ in moved],
                 "note": agent.install_note,
+                "notes": notes,
             }
         )
         return 0
@@ -211,39 +239,112 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"  runs: {command}")
         if backup:
             print(f"  previous file saved as {display_path(backup)}")
-    if agent.install_note and changed:
-        print(agent.install_note)
+    for place, removal in moved:
+        print(
+            f"Moved it out of {display_path(place)}, the project's shared file "
+            f"({removal.in_words()})."
+        )
+    for note in notes:
+        print(note)
     return 0
+
+
+def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
+    """What to know about a project install: the file is committed, or git would commit it."""
+    if agent.project_local_file is None:
+        return [agent.no_project_local_file] if agent.no_project_local_file else []
+    if git_ignores(project, path) is False:
+        name = agent.project_local_file
+        return [
+            f"git does not ignore {name} in this repository: add it to .gitignore (or "
+            ".git/info/exclude) so that this machine's paths are not committed."
+        ]
+    return []
+
+
+def git_ignores(project: Path, path: Path) -> bool | None:
+    """Whether git ignores `path` in `project`'s repository; None: no repository, or no git."""
+    try:
+        result = subprocess.run(  # noqa: S603 - a fixed git command line, paths as arguments
+            ["git", "-C", str(project), "check-ignore", "-q", "--", str(path)],  # noqa: S607
+            capture_output=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(result.returncode)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What taking our entries out of one settings file did."""
+
+    removed: int = 0
+    backup: Path | None = None
+
+    def in_words(self) -> str:
+        entries = "entry" if self.removed == 1 else "entries"
+        saved = f"; previous file saved as {display_path(self.backup)}" if self.backup else ""
+        return f"{self.removed} mented hook {entries} removed, nothing else changed{saved}"
+
+
+def remove_from(path: Path) -> Removal:
+    """Take our hook entries out of the settings file at `path`.
+
+    Raises:
+        SettingsError: the file cannot be read as settings.
+        OSError: it cannot be written.
+    """
+    previous = read_settings(path)
+    if not previous:
+        return Removal()
+    text, removed = remove_hooks(previous, path, installed_shim())
+    if not removed:
+        return Removal()
+    return Removal(removed, write_atomically(path, text, backup=True))
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
-    path = settings_path(agent, args)
+    places = settings_paths(agent, args)
     try:
-        previous = read_settings(path)
-        text, removed = remove_hooks(previous, path, installed_shim()) if previous else ("", 0)
-        backup = write_atomically(path, text, backup=True) if removed else None
+        removals = [(path, remove_from(path)) for path in places]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
-        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+        raise CommandError(f"cannot write the settings file: {exc}") from exc
+    found = [(path, removal) for path, removal in removals if removal.removed]
     if args.json:
+        first = found[0] if found else (places[0], Removal())
         print_json(
             {
                 "agent": agent.name,
-                "settings": str(path),
-                "removed": removed,
-                "backup": str(backup) if backup else None,
+                "settings": str(first[0]),
+                "removed": sum(removal.removed for _, removal in removals),
+                "backup": str(first[1].backup) if first[1].backup else None,
+                "files": [
+                    {
+                        "settings": str(path),
+                        "removed": removal.removed,
+                        "backup": str(removal.backup) if removal.backup else None,
+                    }
+                    for path, removal in removals
+                ],
             }
         )
-    elif removed:
-        entries = "entry" if removed == 1 else "entries"
+        return 0
+    for path, removal in found:
         where = display_path(path)
-        print(f"Removed {removed} mented hook {entries} from {where}; nothing else changed.")
-        if backup:
-            print(f"  previous file saved as {display_path(backup)}")
-    else:
-        print(f"No mented hook for {agent.title} in {display_path(path)}; nothing changed.")
+        entries = "entry" if removal.removed == 1 else "entries"
+        print(
+            f"Removed {removal.removed} mented hook {entries} from {where}; nothing else changed."
+        )
+        if removal.backup:
+            print(f"  previous file saved as {display_path(removal.backup)}")
+    if not found:
+        where = " or ".join(display_path(path) for path in places)
+        print(f"No mented hook for {agent.title} in {where}; nothing changed.")
     return 0
 
 
@@ -341,7 +442,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
 def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
     """The agent's user settings, its project settings here (if any) and `extra`."""
     user = agent.settings_path()
-    paths = [user, agent.project_settings_path(Path.cwd())]
+    paths = [user, *agent.project_install_paths(Path.cwd())]
     if extra:
         paths.append(Path(extra).expanduser().absolute())
     places = []
