@@ -8,6 +8,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -697,3 +698,25 @@ def test_project_install_follows_a_link_that_stays_in_the_project(
     assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
     assert our_hooks(real)
     assert (project / ".claude" / "settings.local.json").is_symlink()
+
+
+@pytest.mark.parametrize("verb", [("install", "claude-code"), ("command", "codex")])
+def test_a_socket_path_over_the_limit_is_refused(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, str]
+) -> None:
+    # One byte over the kernel's limit: the hook could never connect there.
+    limit = 103 if sys.platform == "darwin" else 107
+    base = str(tmp_path / "s") + "/"
+    too_long = base + "x" * (limit + 1 - len(os.fsencode(base)))
+    assert len(os.fsencode(too_long)) == limit + 1
+    status, out, err = mentectl(capsys, "--socket", too_long, "hooks", *verb)
+    assert status == 1
+    assert f"is {limit + 1} bytes long; Unix sockets allow {limit}" in err
+    assert "Choose a shorter path" in err
+    assert out == ""
+    assert not (home / ".claude").exists()
+    # At the limit it is written in.
+    at_limit = too_long[:-1]
+    status, out, _ = mentectl(capsys, "--socket", at_limit, "hooks", *verb)
+    assert status == 0
+    assert at_limit in out

@@ -14,6 +14,7 @@ the default), the shim's fallback when the agent's environment names none.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
@@ -151,6 +152,15 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
     # XDG_RUNTIME_DIR) would otherwise look in /tmp/mented-UID while the daemon
     # listens in /run/user/UID. $MENTED_SOCKET at run time still wins.
     fallback = paths.socket_path(socket).absolute()
+    length = len(os.fsencode(fallback))
+    if length > paths.MAX_SOCKET_PATH:
+        # The shim could never connect to it, nor the daemon listen there.
+        raise CommandError(
+            f"socket path {fallback} is {length} bytes long; Unix sockets allow "
+            f"{paths.MAX_SOCKET_PATH} on this system, so the hook could never reach mented; "
+            "nothing was written. Choose a shorter path (`mentectl --socket PATH ...` or "
+            "$MENTED_SOCKET), the same one the daemon uses (`mented --socket PATH`)."
+        )
     return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
 
 
