@@ -330,7 +330,7 @@ def test_status_and_uninstall_find_the_hook_in_both_project_files(
     assert f"from {shared};" in out
     assert f"from {local};" in out
     assert shared.read_text() == EXISTING
-    assert not our_hooks(local, "PreToolUse") if local.exists() else True
+    assert not local.exists()  # it held only the hook
 
 
 def test_codex_project_install_says_there_is_no_uncommitted_file(
@@ -460,7 +460,7 @@ def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
     assert "socket: /run/b/mented.sock" in mentectl(capsys, "hooks", "status")[1]
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert "Removed 2 mented hook entries" in out
-    assert our_hooks(settings) == []
+    assert not settings.exists()  # the install created it
 
 
 def test_setup_installs_the_hook_with_the_socket_option(
@@ -576,9 +576,9 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     before = settings.read_bytes()
     assert "nothing changed" in mentectl(capsys, "hooks", "install", "claude-code")[1]
     assert settings.read_bytes() == before
-    # Uninstall takes both entries and leaves no empty lists behind.
+    # Uninstall takes both entries and leaves no empty lists (nor the file it created) behind.
     mentectl(capsys, "hooks", "uninstall", "claude-code")
-    assert json.loads(settings.read_text()) == {}
+    assert not settings.exists()
 
 
 def test_uninstall_keeps_the_users_own_session_start_hooks(
@@ -720,3 +720,49 @@ def test_a_socket_path_over_the_limit_is_refused(
     status, out, _ = mentectl(capsys, "--socket", at_limit, "hooks", *verb)
     assert status == 0
     assert at_limit in out
+
+
+def test_uninstall_removes_the_file_the_install_created(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "hooks", "install", "claude-code")
+    mentectl(capsys, "hooks", "install", "claude-code", "--timeout", "7")  # a backup of ours
+    assert (settings.parent / "settings.json.mented-bak").exists()
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert status == 0
+    assert "it held nothing else, so it is removed" in out
+    assert list(settings.parent.iterdir()) == []
+
+
+def test_uninstall_keeps_a_backup_that_holds_the_users_settings(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    backup = settings.parent / "settings.json.mented-bak"
+    assert backup.read_text() == EXISTING
+    # The user then emptied the file of everything but the hook.
+    scratch = tmp_path / "scratch.json"
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(scratch))
+    settings.write_text(scratch.read_text())
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert not settings.exists()
+    assert backup.read_text() == EXISTING
+
+
+def test_uninstall_leaves_a_linked_file_in_place(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("{}\n")
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.symlink_to(dotfiles)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert settings.is_symlink()
+    assert json.loads(dotfiles.read_text()) == {}

@@ -14,6 +14,7 @@ the default), the shim's fallback when the agent's environment names none.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import subprocess
@@ -26,7 +27,7 @@ from mented import paths
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.files import display_path, write_atomically
+from mented_client.files import backup_path, display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
@@ -292,15 +293,23 @@ class Removal:
 
     removed: int = 0
     backup: Path | None = None
+    deleted: bool = False  # the file held nothing else, and is gone (its backup too)
 
     def in_words(self) -> str:
         entries = "entry" if self.removed == 1 else "entries"
+        if self.deleted:
+            return f"{self.removed} mented hook {entries} removed; it held nothing else and is gone"
         saved = f"; previous file saved as {display_path(self.backup)}" if self.backup else ""
         return f"{self.removed} mented hook {entries} removed, nothing else changed{saved}"
 
 
 def remove_from(path: Path) -> Removal:
     """Take our hook entries out of the settings file at `path`.
+
+    A file left as an empty object (`{}`: the install created it, or it held
+    nothing else) is removed rather than left behind, with a backup of ours
+    beside it that holds nothing of the user's either. A symlinked file (a
+    dotfiles checkout) stays, as `{}`.
 
     Raises:
         SettingsError: the file cannot be read as settings.
@@ -312,7 +321,22 @@ def remove_from(path: Path) -> Removal:
     text, removed = remove_hooks(previous, path, installed_shim())
     if not removed:
         return Removal()
+    if json.loads(text) == {} and not path.is_symlink():
+        saved = backup_path(path)
+        if _holds_nothing_else(saved):
+            saved.unlink(missing_ok=True)
+        path.unlink()
+        return Removal(removed, deleted=True)
     return Removal(removed, write_atomically(path, text, backup=True))
+
+
+def _holds_nothing_else(path: Path) -> bool:
+    """Whether a settings file (a backup) is missing, or holds only our hooks or nothing."""
+    try:
+        text = read_settings(path)
+        return not text or not text.strip() or json.loads(remove_hooks(text, path, None)[0]) == {}
+    except (SettingsError, ValueError):
+        return False
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
@@ -338,6 +362,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
                         "settings": str(path),
                         "removed": removal.removed,
                         "backup": str(removal.backup) if removal.backup else None,
+                        "deleted": removal.deleted,
                     }
                     for path, removal in removals
                 ],
@@ -347,6 +372,12 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for path, removal in found:
         where = display_path(path)
         entries = "entry" if removal.removed == 1 else "entries"
+        if removal.deleted:
+            print(
+                f"Removed {removal.removed} mented hook {entries} from {where}; it held nothing "
+                "else, so it is removed."
+            )
+            continue
         print(
             f"Removed {removal.removed} mented hook {entries} from {where}; nothing else changed."
         )
