@@ -17,6 +17,12 @@ The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
                                           "statusMessage": "mented: ..."}]}],
                "SessionStart": [{"matcher": "clear|compact", "hooks": [{... the same command}]}]}}
 
+Other agents lay the file out otherwise (`mented.agents.pretooluse.SettingsLayout`):
+Copilot CLI and Cursor list the entries themselves under the event, in a file
+with `"version": 1` (`{"hooks": {"PreToolUse": [{"type": "command", "bash": ...}]}}`);
+Copilot's command is in `bash`, Gemini CLI's time limit in milliseconds. The
+same splicing serves all of them.
+
 Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
 """
 
@@ -32,8 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mented.agents.pretooluse import SettingsLayout
+
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+# Claude Code's and Codex's layout: matcher groups, `command`, `timeout` in seconds.
+NESTED = SettingsLayout()
 
 # First bytes of a native executable: ELF, Mach-O (32/64 bit, both byte orders), fat Mach-O.
 _BINARY_MAGIC = (
@@ -47,8 +58,14 @@ _BINARY_MAGIC = (
 SHIM_MARKER = b"mented hook shim"
 # A settings file is a few KiB; past this it is not one (and is not read into memory).
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
-# The fields of our entry that an install rewrites; others are only added when missing.
-_OURS = frozenset({"type", "command", "timeout"})
+
+
+def _ours(layout: SettingsLayout) -> frozenset[str]:
+    """The fields of our entry that an install rewrites; others are only added when missing."""
+    fields = {"type", layout.command_key}
+    if layout.timeout_key is not None:
+        fields.add(layout.timeout_key)
+    return frozenset(fields)
 
 
 class SettingsError(Exception):
@@ -344,16 +361,39 @@ def _root(text: str, path: Path) -> _Node:
     return root
 
 
-def find_entries(text: str, path: Path, shim_path: Path | None = None) -> list[MentedEntry]:
-    """Our hook entries in the settings `text`, under any event, in file order."""
+def find_entries(
+    text: str, path: Path, shim_path: Path | None = None, layout: SettingsLayout = NESTED
+) -> list[MentedEntry]:
+    """Our hook entries in the settings `text`, under any event, in file order.
+
+    In a flat layout (`layout.nested` false) an entry's `hook` is -1: it is the
+    event list's item `group` itself.
+    """
     root = _root(text, path)
     hooks = _hooks_object(root, path)
     if hooks is None:
         return []
     doc = json.loads(text)["hooks"]
     found = []
+    key = layout.command_key
     for event in dict.fromkeys(name for name, _, _ in hooks.members):
         if _event_list(root, path, event) is None:
+            continue
+        if not layout.nested:
+            for g, hook in enumerate(doc[event]):
+                if isinstance(hook, dict) and is_mented_command(hook.get(key), shim_path):
+                    matcher = hook.get("matcher")
+                    found.append(
+                        MentedEntry(
+                            event,
+                            g,
+                            -1,
+                            hook[key],
+                            hook.get(layout.timeout_key) if layout.timeout_key else None,
+                            matcher if isinstance(matcher, str) else None,
+                            hook,
+                        )
+                    )
             continue
         for g, group in enumerate(doc[event]):
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -361,14 +401,14 @@ def find_entries(text: str, path: Path, shim_path: Path | None = None) -> list[M
                 continue
             matcher = group.get("matcher")
             for h, hook in enumerate(handlers):
-                if isinstance(hook, dict) and is_mented_command(hook.get("command"), shim_path):
+                if isinstance(hook, dict) and is_mented_command(hook.get(key), shim_path):
                     found.append(
                         MentedEntry(
                             event,
                             g,
                             h,
-                            hook["command"],
-                            hook.get("timeout"),
+                            hook[key],
+                            hook.get(layout.timeout_key) if layout.timeout_key else None,
                             matcher if isinstance(matcher, str) else None,
                             hook,
                         )
@@ -382,18 +422,31 @@ def missing_events(entries: list[MentedEntry], events: list[str]) -> list[str]:
     return [event for event in events if event not in have]
 
 
-def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node]:
-    """The event's group list and the hooks list of the group holding `entry`."""
+def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node | None]:
+    """The event's group list and the hooks list of the group holding `entry` (None: flat)."""
     groups = _event_list(_root(text, path), path, entry.event)
     assert groups is not None
+    if entry.hook < 0:
+        return groups, None
     group = groups.items[entry.group]
     hooks = group.member("hooks")
     assert hooks is not None
     return groups, hooks
 
 
+def _handler_node(text: str, path: Path, entry: MentedEntry) -> _Node:
+    """The entry's own object."""
+    groups, hooks = _entry_node(text, path, entry)
+    return groups.items[entry.group] if hooks is None else hooks.items[entry.hook]
+
+
 def add_hook(
-    text: str, path: Path, *, groups: dict[str, dict[str, Any]], shim_path: Path | None
+    text: str,
+    path: Path,
+    *,
+    groups: dict[str, dict[str, Any]],
+    shim_path: Path | None,
+    layout: SettingsLayout = NESTED,
 ) -> str:
     """`text` with our hooks installed (unchanged when they already are, exactly).
 
@@ -408,26 +461,50 @@ def add_hook(
     """
     if not text.strip():
         text = "{}\n"
+    for name, value in layout.top.items():
+        if _root(text, path).member(name) is None:
+            text = _set_member(text, _root(text, path), name, value)
     for event, group in groups.items():
-        text = _add_event_hook(text, path, event, group, shim_path)
+        text = _add_event_hook(text, path, event, group, shim_path, layout=layout)
+    if layout.enable is not None:
+        text = _enable(text, path, *layout.enable)
     return text
 
 
-def _add_event_hook(
-    text: str, path: Path, event: str, group: dict[str, Any], shim_path: Path | None
+def _enable(text: str, path: Path, name: str, member: str) -> str:
+    """`name.member` set to true when missing; a value the user set stays."""
+    root = _root(text, path)
+    holder = root.member(name)
+    if holder is None:
+        return _set_member(text, root, name, {member: True})
+    if holder.kind != "object" or holder.member(member) is not None:
+        return text
+    return _set_member(text, holder, member, True)
+
+
+def _add_event_hook(  # noqa: PLR0913 - the file, and what goes where
+    text: str,
+    path: Path,
+    event: str,
+    group: dict[str, Any],
+    shim_path: Path | None,
+    *,
+    layout: SettingsLayout,
 ) -> str:
-    entries = [entry for entry in find_entries(text, path, shim_path) if entry.event == event]
+    entries = [
+        entry for entry in find_entries(text, path, shim_path, layout) if entry.event == event
+    ]
     for extra in reversed(entries[1:]):
         text = _remove_entry(text, path, extra)
     if entries:
         first = entries[0]
-        for key, value in group["hooks"][0].items():
+        wanted = group["hooks"][0] if layout.nested else group
+        for key, value in wanted.items():
             # The command line and the timeout are ours; a field the user set
             # (their own `statusMessage`) stays, one they did not is added.
-            if key in first.handler and (key not in _OURS or first.handler[key] == value):
+            if key in first.handler and (key not in _ours(layout) or first.handler[key] == value):
                 continue
-            _, entry_hooks = _entry_node(text, path, first)
-            text = _set_member(text, entry_hooks.items[first.hook], key, value)
+            text = _set_member(text, _handler_node(text, path, first), key, value)
         return text
     root = _root(text, path)
     hooks = _hooks_object(root, path)
@@ -449,18 +526,22 @@ def _add_event_hook(
 
 def _remove_entry(text: str, path: Path, entry: MentedEntry) -> str:
     groups, hooks = _entry_node(text, path, entry)
-    if len(hooks.items) > 1:
+    if hooks is not None and len(hooks.items) > 1:
         return _remove_child(text, hooks, entry.hook)
     return _remove_child(text, groups, entry.group)
 
 
-def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, int]:
+def remove_hooks(
+    text: str, path: Path, shim_path: Path | None, layout: SettingsLayout = NESTED
+) -> tuple[str, int]:
     """`text` without our hook entries (under every event), and how many were removed.
 
     A matcher group left without hooks goes; so do the event's list and `hooks`
-    when our entries were all they held.
+    when our entries were all they held, and then the layout's `enable` setting
+    when it is true. A hooks-only file (`layout.hooks_only`) left with nothing
+    but the layout's `top` members comes back empty: the file is to be removed.
     """
-    entries = find_entries(text, path, shim_path)
+    entries = find_entries(text, path, shim_path, layout)
     if not entries:
         return text, 0
     for entry in reversed(entries):
@@ -475,7 +556,31 @@ def remove_hooks(text: str, path: Path, shim_path: Path | None) -> tuple[str, in
     hooks = _hooks_object(root, path)
     if hooks is not None and not hooks.members:
         text = _remove_child(text, root, [k for k, _, _ in root.members].index("hooks"))
+    if _root(text, path).member("hooks") is None:
+        if layout.enable is not None:
+            text = _disable(text, path, *layout.enable)
+        doc = json.loads(text)
+        if (
+            layout.hooks_only
+            and all(doc.get(k) == v for k, v in layout.top.items())
+            and (set(doc) <= set(layout.top))
+        ):
+            return "", len(entries)
     return text, len(entries)
+
+
+def _disable(text: str, path: Path, name: str, member: str) -> str:
+    """`name.member` removed when it is true (and `name` with it when it held nothing else)."""
+    root = _root(text, path)
+    holder = root.member(name)
+    if holder is None or holder.kind != "object":
+        return text
+    names = [k for k, _, _ in holder.members]
+    if member not in names or json.loads(text)[name].get(member) is not True:
+        return text
+    if len(names) == 1:
+        return _remove_child(text, root, [k for k, _, _ in root.members].index(name))
+    return _remove_child(text, holder, names.index(member))
 
 
 # ------------------------------------------------------------------ the file

@@ -26,6 +26,10 @@ are in mented.handover, the session memory in mented.sessions):
   can stop the same rules twice.
 - `SessionStart` with source `compact` or `clear` forgets the session: the
   model no longer has the rules, so the next matching command hands them over.
+- An agent may read no context at some point (Gemini CLI before a tool runs,
+  Cursor never): there only a stop is said; what would be context is not said
+  and not recorded as handed over, so that a later event can still say it
+  (Gemini CLI's `AfterTool`, after the tool ran: never stopped).
 
 The same event delivered twice within `[hook] dedupe_seconds` (a hook
 registered both in settings and in a plugin) is answered once. Events are
@@ -81,6 +85,7 @@ WHY_NO_SESSION = "no session id: cannot tell what the model has"
 WHY_NO_MEMORY = "session memory unavailable"
 WHY_CONTEXT = "delivery is `context`"
 WHY_TOO_LONG = "not even the headings fit `max_context_chars`"
+WHY_NO_CONTEXT = "{agent} reads no hook context at this point"
 
 
 class HookHandler:
@@ -235,6 +240,9 @@ class HookHandler:
             # nothing at all for the retry of the call just stopped (the model read the
             # rules one turn ago).
             assert key is not None  # an empty memory hands nothing over
+            if not adapter.takes_context(call):
+                fire.why = WHY_NO_CONTEXT.format(agent=adapter.title)
+                return b"", fire
             self._touch(key)
             if self._stopped.get(key.digest) == _call_digest(call):
                 del self._stopped[key.digest]
@@ -256,7 +264,17 @@ class HookHandler:
         wants_before = any(
             self._config.delivery.mode_of(section.action) == "before" for section in new
         )
-        stop = wants_before and adapter.context_arrives == "after" and unremembered is None
+        stop = (
+            wants_before
+            and adapter.context_arrives == "after"
+            and unremembered is None
+            and not call.ran
+        )
+        if not stop and not adapter.takes_context(call):
+            # Nothing said here would reach the model: hand nothing over, so that
+            # the agent's later event for this call (or its next call) still can.
+            fire.why = WHY_NO_CONTEXT.format(agent=adapter.title)
+            return b"", fire
         rendered = self._render(adapter, call, new, stop=stop, earlier=earlier)
         if not rendered:
             fire.why = WHY_TOO_LONG
@@ -398,5 +416,7 @@ def _past(deadline: float | None) -> bool:
 
 def _event_digest(agent: str, call: ToolCall) -> bytes:
     """What makes two deliveries the same event, in 16 bytes (a command runs to 1 MiB)."""
-    fields = msgspec.json.encode((agent, call.session, call.tool_use_id, call.cwd, call.describe()))
+    fields = msgspec.json.encode(
+        (agent, call.session, call.tool_use_id, call.cwd, call.describe(), call.ran)
+    )
     return hashlib.blake2b(fields, digest_size=16).digest()

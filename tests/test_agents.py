@@ -125,7 +125,11 @@ def test_an_mcp_tool_decodes_to_server_and_tool_whatever_its_input() -> None:
     assert call.kind_in_words() == "tool call"
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
+# The agents that answer in the shared `hookSpecificOutput` (the others: tests/test_more_agents.py).
+SHARED_ANSWER = ["claude-code", "codex", "copilot-cli"]
+
+
+@pytest.mark.parametrize("name", SHARED_ANSWER)
 def test_context_output_is_exactly_the_documented_shape(name: str) -> None:
     out = AGENTS[name].render_context('rules: "quoted"\nand ünïcode')
     assert json.loads(out) == {
@@ -136,7 +140,7 @@ def test_context_output_is_exactly_the_documented_shape(name: str) -> None:
     }
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
+@pytest.mark.parametrize("name", SHARED_ANSWER)
 def test_deny_output_is_exactly_the_documented_shape(name: str) -> None:
     out = AGENTS[name].render_deny("follow the rules, then run it again")
     assert json.loads(out) == {
@@ -171,7 +175,7 @@ def test_the_agents_own_variables_move_their_config_directories(
     assert AGENTS["codex"].settings_path() == Path("/cfg/codex/hooks.json")
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
+@pytest.mark.parametrize("name", ["claude-code", "codex"])
 def test_hook_groups_run_one_command_for_bash_and_for_a_context_reset(name: str) -> None:
     groups = AGENTS[name].hook_groups("/py -I -S /shim.py x", 5)
     assert list(groups) == ["PreToolUse", "SessionStart"]

@@ -268,7 +268,7 @@ def test_status_says_codex_will_not_run_an_untrusted_hook_and_how_to_fix_it(
     home: Path, codex_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mentectl(capsys, "hooks", "install", "codex")
-    status, out = mentectl(capsys, "hooks", "status")
+    status, out = mentectl(capsys, "hooks", "status", "codex")
     assert status == 1
     lines = [line for line in out.splitlines() if "hooks.json: " in line]
     assert len(lines) == 2

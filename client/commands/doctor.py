@@ -274,13 +274,15 @@ def check_hooks(target: FireTarget) -> list[Check]:
             )
         )
     for command, (agent, timeout) in commands.items():
-        seconds = float(timeout) if isinstance(timeout, int | float) else hooks.DEFAULT_TIMEOUT_S
+        seconds = agent.layout.timeout_seconds(timeout) or hooks.DEFAULT_TIMEOUT_S
         checks.append(check_fire(agent, command, seconds, target))
     return checks
 
 
-def sample_event(session: str, cwd: Path) -> bytes:
-    """A Claude-style PreToolUse event for a `git commit` (Codex sends the same shape)."""
+def sample_event(session: str, cwd: Path, agent: Agent | None = None) -> bytes:
+    """The event `agent` (default: Claude Code's shape) sends before a `git commit`."""
+    if agent is not None:
+        return agent.sample_event(SAMPLE_COMMAND, cwd=str(cwd), session=session)
     return pretooluse_event(
         SAMPLE_COMMAND, cwd=str(cwd), session=session, tool_use_id=f"toolu_{session}"
     )
@@ -295,7 +297,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
         result = subprocess.run(  # noqa: S602 - the agent runs it through a shell too
             command,
             shell=True,
-            input=sample_event(session, Path.cwd()),
+            input=sample_event(session, Path.cwd(), agent),
             capture_output=True,
             timeout=timeout_s,
             check=False,

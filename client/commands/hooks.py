@@ -53,7 +53,8 @@ def register(
 ) -> None:
     hooks = subparsers.add_parser(
         "hooks",
-        help="install or remove the agent hook that hands rules to Claude Code / Codex",
+        help="install or remove the agent hook that hands rules to Claude Code, Codex, "
+        "Gemini CLI, Copilot CLI or Cursor",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -95,6 +96,9 @@ def register(
     status = verbs.add_parser(
         "status", parents=[common], help="where the hook is installed and whether it still works"
     )
+    status.add_argument(
+        "agent", nargs="?", choices=agents, help="only this agent (default: every agent)"
+    )
     status.add_argument("--settings", metavar="PATH", help="also look in this settings file")
     status.set_defaults(handler=run_status)
 
@@ -113,8 +117,9 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
         "--project",
         metavar="DIR",
         type=project_directory,
-        help="edit the project's settings file, one not committed where the agent has one "
-        "(DIR/.claude/settings.local.json, DIR/.codex/hooks.json)",
+        help="edit the project's hook settings: a file not committed where the agent has one "
+        "(DIR/.claude/settings.local.json), else DIR/.codex/hooks.json, DIR/.gemini/settings.json, "
+        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json",
     )
 
 
@@ -206,17 +211,21 @@ def run_install(args: argparse.Namespace) -> int:
     command = hook_command(agent, args.python, args.socket)
     try:
         previous = read_settings(path)
-        before = find_entries(previous, path, installed_shim()) if previous else []
+        layout = agent.layout
+        before = find_entries(previous, path, installed_shim(), layout) if previous else []
         text = add_hook(
             previous or "",
             path,
             groups=agent.hook_groups(command, args.timeout),
             shim_path=installed_shim(),
+            layout=layout,
         )
         changed = text != previous
         backup = write_atomically(path, text, backup=True) if changed else None
         # An earlier install in the project's shared file would run the hook twice.
-        moved = [(place, removal) for place in older if (removal := remove_from(place)).removed]
+        moved = [
+            (place, removal) for place in older if (removal := remove_from(place, agent)).removed
+        ]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -263,7 +272,13 @@ def run_install(args: argparse.Namespace) -> int:
 def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
     """What to know about a project install: the file is committed, or git would commit it."""
     if agent.project_local_file is None:
-        return [agent.no_project_local_file] if agent.no_project_local_file else []
+        return [
+            agent.no_project_local_file
+            or f"{agent.title} has no uncommitted project file that mented knows of, so this "
+            "file names this machine's interpreter and socket: keep it out of git (add it to "
+            f".git/info/exclude), or install for your user instead (`mentectl hooks install "
+            f"{agent.name}`)."
+        ]
     if git_ignores(project, path) is False:
         name = agent.project_local_file
         return [
@@ -303,13 +318,13 @@ class Removal:
         return f"{self.removed} mented hook {entries} removed, nothing else changed{saved}"
 
 
-def remove_from(path: Path) -> Removal:
-    """Take our hook entries out of the settings file at `path`.
+def remove_from(path: Path, agent: Agent) -> Removal:
+    """Take `agent`'s hook entries out of the settings file at `path`.
 
     A file left as an empty object (`{}`: the install created it, or it held
-    nothing else) is removed rather than left behind, with a backup of ours
-    beside it that holds nothing of the user's either. A symlinked file (a
-    dotfiles checkout) stays, as `{}`.
+    nothing else), or a hooks-only file left without hooks, is removed rather
+    than left behind, with a backup of ours beside it that holds nothing of the
+    user's either. A symlinked file (a dotfiles checkout) stays, as `{}`.
 
     Raises:
         SettingsError: the file cannot be read as settings.
@@ -318,23 +333,26 @@ def remove_from(path: Path) -> Removal:
     previous = read_settings(path)
     if not previous:
         return Removal()
-    text, removed = remove_hooks(previous, path, installed_shim())
+    text, removed = remove_hooks(previous, path, installed_shim(), agent.layout)
     if not removed:
         return Removal()
-    if json.loads(text) == {} and not path.is_symlink():
+    if (not text.strip() or json.loads(text) == {}) and not path.is_symlink():
         saved = backup_path(path)
-        if _holds_nothing_else(saved):
+        if _holds_nothing_else(saved, agent):
             saved.unlink(missing_ok=True)
         path.unlink()
         return Removal(removed, deleted=True)
     return Removal(removed, write_atomically(path, text, backup=True))
 
 
-def _holds_nothing_else(path: Path) -> bool:
+def _holds_nothing_else(path: Path, agent: Agent) -> bool:
     """Whether a settings file (a backup) is missing, or holds only our hooks or nothing."""
     try:
         text = read_settings(path)
-        return not text or not text.strip() or json.loads(remove_hooks(text, path, None)[0]) == {}
+        if not text or not text.strip():
+            return True
+        left = remove_hooks(text, path, None, agent.layout)[0]
+        return not left.strip() or json.loads(left) == {}
     except (SettingsError, ValueError):
         return False
 
@@ -343,7 +361,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     places = settings_paths(agent, args)
     try:
-        removals = [(path, remove_from(path)) for path in places]
+        removals = [(path, remove_from(path, agent)) for path in places]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -497,7 +515,11 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
             continue
         place = SettingsPlace(settings=str(path), exists=text is not None)
         try:
-            entries = find_entries(text, path, installed_shim()) if text and text.strip() else []
+            entries = (
+                find_entries(text, path, installed_shim(), agent.layout)
+                if text and text.strip()
+                else []
+            )
         except SettingsError as exc:
             place.error = str(exc)
             entries = []
@@ -508,7 +530,8 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    report = {name: _places(agent, args.settings) for name, agent in sorted(AGENTS.items())}
+    chosen = [args.agent] if getattr(args, "agent", None) else sorted(AGENTS)
+    report = {name: _places(AGENTS[name], args.settings) for name in chosen}
     broken = any(place.broken for places in report.values() for place in places)
     if args.json:
         print_json(msgspec.to_builtins(report))

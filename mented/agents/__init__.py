@@ -5,19 +5,30 @@
 - where its hook settings live and what our entry in them looks like.
 
 Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
-module only names its differences. `AGENTS` maps the names used on the shim's
+module only names its differences. Copilot CLI speaks it too (under its
+PascalCase event names) and Gemini CLI with its own event names and answers;
+Cursor has a shape of its own. `AGENTS` maps the names used on the shim's
 command line (and in rule scopes) to the adapters; `DEFAULT_AGENT` is the one
 assumed where none is named.
 """
 
 from __future__ import annotations
 
-from mented.agents import claude_code, codex
+from mented.agents import claude_code, codex, copilot_cli, cursor, gemini_cli
 from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, ToolCall
 
 Agent = PreToolUseAgent
 
-AGENTS: dict[str, Agent] = {agent.name: agent for agent in (claude_code.AGENT, codex.AGENT)}
+AGENTS: dict[str, Agent] = {
+    agent.name: agent
+    for agent in (
+        claude_code.AGENT,
+        codex.AGENT,
+        gemini_cli.AGENT,
+        copilot_cli.AGENT,
+        cursor.AGENT,
+    )
+}
 
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
 DEFAULT_AGENT = claude_code.AGENT.name

@@ -28,7 +28,7 @@ silence.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -128,6 +128,9 @@ class ToolCall:
     cwd: str | None = None
     session: str | None = None
     tool_use_id: str | None = None
+    # The event came after the tool ran (Gemini CLI's `AfterTool`): it can no
+    # longer be stopped, only followed by context.
+    ran: bool = False
 
     def kind_in_words(self) -> str:
         """What the call is, as the words for the model say it."""
@@ -149,6 +152,43 @@ class ContextEmptied:
     """The agent compacted or cleared the model's context in `session`."""
 
     session: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingsLayout:
+    """How an agent's hook settings file holds our entry, for `mentectl hooks install`.
+
+    Attributes:
+        nested: entries sit in matcher groups, `hooks.<event>[g].hooks[h]` (Claude
+            Code, Codex, Gemini CLI); otherwise each entry is an item of
+            `hooks.<event>` itself (Copilot CLI, Cursor).
+        command_key: the entry's field holding the command line.
+        timeout_key: the entry's field holding the time limit, if it has one.
+        timeout_per_second: units of that field per second (1000: milliseconds).
+        top: top-level members the file must have (`{"version": 1}`), added when missing.
+        enable: `(object, member)` of a setting that must be true for hooks to
+            run on older versions (Gemini CLI `hooksConfig.enabled`): written when
+            missing, removed again with the last hook of the file.
+        hooks_only: the file holds hooks and nothing else: removed when no hook is left.
+    """
+
+    nested: bool = True
+    command_key: str = "command"
+    timeout_key: str | None = "timeout"
+    timeout_per_second: int = 1
+    top: Mapping[str, object] = field(default_factory=dict)
+    enable: tuple[str, str] | None = None
+    hooks_only: bool = False
+
+    def timeout_value(self, seconds: int) -> int:
+        """The value of `timeout_key` for a limit of `seconds`."""
+        return seconds * self.timeout_per_second
+
+    def timeout_seconds(self, value: object) -> float | None:
+        """An installed entry's time limit in seconds; None when it has no usable one."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return value / self.timeout_per_second
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +216,13 @@ class PreToolUseAgent:
             tool ran (both agents put it next to the tool's result) or "before".
         entry_trust: whether the agent will run an installed entry, for an agent
             that has a say of its own (Codex's `/hooks` trust); None: it always does.
+        event_name: the event sent before a tool runs.
+        after_event: the event sent after it ran, for an agent that reads hook
+            context only then (Gemini CLI's `AfterTool`); its calls have `ran` set.
+        context_emptied_events: events that by themselves mean the model's context
+            was emptied (Copilot CLI's `PreCompact`), besides `SessionStart` with a
+            source in `CONTEXT_EMPTIED`.
+        layout: how the settings file holds our entries.
     """
 
     name: str
@@ -191,8 +238,27 @@ class PreToolUseAgent:
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
     entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
+    event_name: str = EVENT_NAME
+    after_event: str | None = None
+    context_emptied_events: frozenset[str] = frozenset()
+    layout: SettingsLayout = field(default_factory=SettingsLayout)
 
     # ------------------------------------------------------------ event and output
+
+    def takes_context(self, call: ToolCall) -> bool:  # noqa: ARG002 - agents that differ use it
+        """Whether an answer of extra context to this call's event reaches the model at all."""
+        return True
+
+    def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
+        """The event this agent sends before running the shell `command` (for `mentectl doctor`)."""
+        return pretooluse_event(
+            command,
+            cwd=cwd,
+            session=session,
+            tool_use_id=f"toolu_{session}",
+            tool_name=min(self.shell_tools),
+            hook_event_name=self.event_name,
+        )
 
     def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
         """The tool call in `event`, a context emptied, or None when we do not act on it."""
@@ -201,11 +267,15 @@ class PreToolUseAgent:
         # msgspec gives up on very deep nesting with RecursionError, not DecodeError.
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
-        if decoded.hook_event_name == SESSION_START:
-            if decoded.source in CONTEXT_EMPTIED and decoded.session_id:
+        if decoded.hook_event_name == SESSION_START or (
+            decoded.hook_event_name in self.context_emptied_events
+        ):
+            emptied = decoded.hook_event_name != SESSION_START or decoded.source in CONTEXT_EMPTIED
+            if emptied and decoded.session_id:
                 return ContextEmptied(session=decoded.session_id)
             return None
-        if decoded.hook_event_name not in (None, EVENT_NAME):
+        ran = decoded.hook_event_name is not None and decoded.hook_event_name == self.after_event
+        if decoded.hook_event_name not in (None, self.event_name) and not ran:
             return None
         tool = decoded.tool_name or ""
         try:
@@ -222,6 +292,7 @@ class PreToolUseAgent:
             cwd=decoded.cwd or None,
             session=decoded.session_id or None,
             tool_use_id=decoded.tool_use_id or None,
+            ran=ran,
         )
 
     def _tool_call(self, tool: str, tool_input: msgspec.Raw) -> ToolCall | None:

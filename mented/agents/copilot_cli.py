@@ -1,0 +1,91 @@
+"""GitHub Copilot CLI: `PreToolUse` and `PreCompact` command hooks in a version-1 hooks file.
+
+Settings: a file of our own, `~/.copilot/hooks/mented.json` (user; under
+`$COPILOT_HOME` when that is set), or `<repo>/.github/hooks/mented.json`.
+Copilot CLI loads every `*.json` in both folders; a repository's only once the
+folder is trusted, and in prompt mode (`-p`) only for an already trusted one.
+
+Copilot CLI takes its own camelCase events (`preToolUse`, with `sessionId`,
+`toolName` `bash`, `toolArgs`) and, since 1.0.x, Claude Code's PascalCase names,
+for which it sends Claude Code's payload and reads Claude Code's answer. We use
+the latter, so this agent is the shared `PreToolUse` adapter; checked with
+Copilot CLI 1.0.102 driven against a mock model:
+
+- stdin: `{"hook_event_name": "PreToolUse", "session_id": ..., "timestamp": ISO,
+  "cwd": ..., "tool_name": "Bash", "tool_input": {"command": ..., "description": ...}}`;
+- `hookSpecificOutput.permissionDecision` `deny` stops the command; the model
+  reads "Denied by preToolUse hook: <reason>" as the tool's result, before it ran;
+- `hookSpecificOutput.additionalContext` becomes a user message "Additional
+  context from preToolUse hook:\\n<text>" after the tool's result: after it ran.
+
+An entry is flat (no matcher groups): `{"type": "command", "bash": ...,
+"timeoutSec": 5, "matcher": "bash"}`; the matcher must match the whole tool name.
+
+A hook that *fails* denies the call (1.0.102: a command exiting 1 gives
+"Denied by preToolUse hook from <file> (hook errored)"); one that times out is
+let through. The shim always exits 0, but a shell that cannot start it (the
+interpreter was removed) exits 127: the installed command ends in `|| true`.
+
+`/clear` ends the session (a new one gets a new id); `PreCompact` (fired when a
+compaction starts) empties the context of the session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mented.agents.pretooluse import EVENT_NAME, PreToolUseAgent, SettingsLayout
+
+PRE_COMPACT = "PreCompact"
+SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
+# A failing preToolUse hook denies the call: a shell that cannot start the shim must not fail.
+NEVER_FAIL = " || true"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CopilotAgent(PreToolUseAgent):
+    """Copilot CLI: the shared shape, in flat version-1 entries with `bash` and `timeoutSec`."""
+
+    def hook_command(self, command: str) -> str:
+        """The installed command line: the shim's, made unable to fail."""
+        return command + NEVER_FAIL
+
+    def hook_entry(self, command: str, timeout_s: int, event: str = EVENT_NAME) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "type": "command",
+            "bash": self.hook_command(command),
+            "timeoutSec": self.layout.timeout_value(timeout_s),
+        }
+        if event == EVENT_NAME:
+            entry["matcher"] = SHELL_TOOL_MATCHER
+        return entry
+
+    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
+        return self.hook_entry(command, timeout_s)
+
+    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
+        return {event: self.hook_entry(command, timeout_s, event) for event in self.hook_events}
+
+    @property
+    def hook_events(self) -> list[str]:
+        return [EVENT_NAME, PRE_COMPACT]
+
+
+AGENT = CopilotAgent(
+    name="copilot-cli",
+    title="GitHub Copilot CLI",
+    config_dir_env="COPILOT_HOME",
+    config_dir_name=".copilot",
+    settings_name="hooks/mented.json",
+    project_settings_file=".github/hooks/mented.json",
+    context_emptied_events=frozenset({PRE_COMPACT}),
+    install_note=("Copilot CLI loads a repository's .github/hooks only once you trust the folder."),
+    layout=SettingsLayout(
+        nested=False,
+        command_key="bash",
+        timeout_key="timeoutSec",
+        top={"version": 1},
+        hooks_only=True,
+    ),
+)

@@ -1,0 +1,185 @@
+"""Gemini CLI: `BeforeTool` and `AfterTool` command hooks in `settings.json`.
+
+Settings: `~/.gemini/settings.json` (user; `$GEMINI_CLI_HOME/.gemini/settings.json`
+when that is set) or `<project>/.gemini/settings.json`. Found in Gemini CLI 0.61's
+shipped code (`packages/core/src/hooks/`, bundled in `@google/gemini-cli`):
+
+- The event on stdin has Claude Code's field names (`session_id`,
+  `transcript_path`, `cwd`, `hook_event_name`, `timestamp`, `tool_name`,
+  `tool_input`; no `tool_use_id`); the shell tool is `run_shell_command`, the
+  file-writing tools `write_file` and `replace` (`tool_input.file_path`), and an
+  MCP tool comes with `mcp_context.server_name` / `tool_name`.
+- A deny is `{"decision": "deny", "reason": R}`: the model gets "Tool execution
+  blocked: R" and the tool does not run.
+- A `BeforeTool` answer's `hookSpecificOutput.additionalContext` is read by no
+  one; an `AfterTool` one is appended to the tool's output (`<hook_context>`),
+  after the tool ran. So we install both: before a tool only a stop is said,
+  after it the context.
+- A group's `matcher` is a regular expression searched in the tool name (so we
+  anchor ours), but compared for equality with a lifecycle event's trigger.
+- The hook `timeout` is in milliseconds (default 60,000).
+- `SessionStart` has source `startup`, `resume` or `clear` (no `compact`); the
+  compaction event is `PreCompress` with trigger `manual` or `auto`. An `auto`
+  one fires before every model request, before Gemini CLI knows whether it
+  will compress, so only `manual` (`/compress`) is taken to empty the context.
+- Hooks run only in a folder Gemini CLI trusts (folder trust is on by default),
+  and only when `hooksConfig.enabled` is not false (true by default since 0.27;
+  false before): `mentectl hooks install` writes it when missing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from mented import paths
+from mented.agents.pretooluse import (
+    SESSION_START,
+    ContextEmptied,
+    PreToolUseAgent,
+    SettingsLayout,
+    ToolCall,
+    pretooluse_event,
+)
+
+BEFORE_TOOL = "BeforeTool"
+AFTER_TOOL = "AfterTool"
+PRE_COMPRESS = "PreCompress"
+SHELL_TOOL = "run_shell_command"
+MCP_PREFIX = "mcp_"
+HOOK_NAME = "mented"  # what `/hooks disable` and `hooksConfig.disabled` call our hooks
+
+_DESCRIPTIONS = {
+    BEFORE_TOOL: "mented: your rules for this command",
+    AFTER_TOOL: "mented: your rules for the command that ran",
+    SESSION_START: "mented: context cleared, rules will be handed over again",
+    PRE_COMPRESS: "mented: context compressed, rules will be handed over again",
+}
+# Lifecycle matchers are compared for equality with the event's trigger.
+_LIFECYCLE_MATCHERS = {SESSION_START: "clear", PRE_COMPRESS: "manual"}
+
+
+class _McpContext(msgspec.Struct):
+    server_name: str | None = None
+    tool_name: str | None = None
+
+
+class _GeminiEvent(msgspec.Struct):
+    """The fields we use beyond the shared ones."""
+
+    hook_event_name: str | None = None
+    session_id: str | None = None
+    trigger: str | None = None  # PreCompress: manual or auto
+    mcp_context: _McpContext | None = None
+
+
+_decoder = msgspec.json.Decoder(_GeminiEvent)
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeminiAgent(PreToolUseAgent):
+    """Gemini CLI: the shared event shape under its own event names and outputs."""
+
+    def config_dir(self) -> Path:
+        """`$GEMINI_CLI_HOME/.gemini`, else `~/.gemini` (Gemini moves its home, not the folder)."""
+        home = os.environ.get(self.config_dir_env)
+        return (Path(home) if home else paths.home()) / self.config_dir_name
+
+    def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
+        try:
+            extra = _decoder.decode(event)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        if extra.hook_event_name == PRE_COMPRESS:
+            if extra.trigger == "manual" and extra.session_id:
+                return ContextEmptied(session=extra.session_id)
+            return None
+        call = super().decode(event)
+        if not isinstance(call, ToolCall) or not call.mcp_tool:
+            return call
+        # Gemini names an MCP tool mcp_SERVER_TOOL, which cannot be split on "_":
+        # the server and the tool come in `mcp_context`.
+        mcp = extra.mcp_context
+        if mcp is None or not mcp.server_name or not mcp.tool_name:
+            return None
+        return replace(call, mcp_tool=f"{mcp.server_name}/{mcp.tool_name}")
+
+    def _tool_call(self, tool: str, tool_input: msgspec.Raw) -> ToolCall | None:
+        if tool.startswith(MCP_PREFIX):  # named by `decode`, from `mcp_context`
+            return ToolCall(mcp_tool=tool)
+        return super()._tool_call(tool, tool_input)
+
+    def takes_context(self, call: ToolCall) -> bool:
+        """Only an `AfterTool` answer's context reaches the model."""
+        return call.ran
+
+    def render_context(self, text: str) -> bytes:
+        return _encoder.encode(
+            {"hookSpecificOutput": {"hookEventName": AFTER_TOOL, "additionalContext": text}}
+        )
+
+    def render_deny(self, reason: str) -> bytes:
+        return _encoder.encode({"decision": "deny", "reason": reason})
+
+    def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
+        return pretooluse_event(
+            command,
+            cwd=cwd,
+            session=session,
+            tool_name=SHELL_TOOL,
+            hook_event_name=BEFORE_TOOL,
+            transcript_path="",
+            timestamp="2026-01-01T00:00:00.000Z",
+        )
+
+    # ------------------------------------------------------------------ installing
+
+    def hook_entry(self, command: str, timeout_s: int, event: str = BEFORE_TOOL) -> dict[str, Any]:
+        return {
+            "name": HOOK_NAME,
+            "type": "command",
+            "command": command,
+            "timeout": self.layout.timeout_value(timeout_s),
+            "description": _DESCRIPTIONS[event],
+        }
+
+    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
+        return self._group(BEFORE_TOOL, command, timeout_s)
+
+    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
+        return {event: self._group(event, command, timeout_s) for event in self.hook_events}
+
+    def _group(self, event: str, command: str, timeout_s: int) -> dict[str, Any]:
+        if event in _LIFECYCLE_MATCHERS:
+            matcher = _LIFECYCLE_MATCHERS[event]
+        else:  # a regular expression searched in the tool name: anchored
+            matcher = "^(" + "|".join(sorted(self.shell_tools)) + ")$"
+        return {"matcher": matcher, "hooks": [self.hook_entry(command, timeout_s, event)]}
+
+    @property
+    def hook_events(self) -> list[str]:
+        return [BEFORE_TOOL, AFTER_TOOL, SESSION_START, PRE_COMPRESS]
+
+
+AGENT = GeminiAgent(
+    name="gemini-cli",
+    title="Gemini CLI",
+    shell_tools=frozenset({SHELL_TOOL}),
+    edit_tools=frozenset({"write_file", "replace"}),
+    config_dir_env="GEMINI_CLI_HOME",
+    config_dir_name=".gemini",
+    settings_name="settings.json",
+    project_settings_file=".gemini/settings.json",
+    event_name=BEFORE_TOOL,
+    after_event=AFTER_TOOL,
+    install_note=(
+        "Gemini CLI runs hooks only in folders it trusts; a project's hooks it "
+        "also asks you about once."
+    ),
+    layout=SettingsLayout(timeout_per_second=1000, enable=("hooksConfig", "enabled")),
+)

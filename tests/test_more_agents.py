@@ -1,0 +1,349 @@
+"""Gemini CLI, Copilot CLI and Cursor: their events decoded, their answers, their delivery.
+
+The events are the agents' own: Copilot CLI's as 1.0.102 sent them to a hook
+(captured with the real binary against a mock model), Gemini CLI's as 0.61's
+`hookEventHandler` builds them (`createBaseInput` plus `tool_name`,
+`tool_input`, `mcp_context`), Cursor's as its hooks reference gives them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mented.agents import AGENTS, ContextEmptied, ToolCall
+from mented.config import Config, DeliverySettings, HookSettings
+from mented.hooks import HookHandler
+from mented.memory import MemoryType
+from mented.sessions import SessionMemory
+from mented.store import Store
+from tests.test_hooks import make_matcher
+
+GEMINI = AGENTS["gemini-cli"]
+COPILOT = AGENTS["copilot-cli"]
+CURSOR = AGENTS["cursor"]
+RULE = "commit messages: single line, conventional prefix, no emojis"
+
+COPILOT_EVENT = {  # captured from Copilot CLI 1.0.102 (PascalCase PreToolUse entry)
+    "hook_event_name": "PreToolUse",
+    "session_id": "58434beb-954b-4123-b459-d7b4f374982c",
+    "timestamp": "2026-12-01T04:47:30.839Z",
+    "cwd": "/tmp/agx/repo1",
+    "tool_name": "Bash",
+    "tool_input": {"command": 'git commit --allow-empty -m "fix: x"', "description": "run"},
+}
+GEMINI_EVENT = {
+    "session_id": "gem-session",
+    "transcript_path": "/home/u/.gemini/tmp/x/chats/session.json",
+    "cwd": "/home/u/repo",
+    "hook_event_name": "BeforeTool",
+    "timestamp": "2026-01-01T00:00:00.000Z",
+    "tool_name": "run_shell_command",
+    "tool_input": {"command": "git commit -m 'fix: x'", "description": "Commit"},
+}
+CURSOR_EVENT = {
+    "hook_event_name": "beforeShellExecution",
+    "conversation_id": "conv-123",
+    "generation_id": "gen-456",
+    "workspace_roots": ["/home/u/repo"],
+    "command": "git commit -m 'fix: x'",
+    "cwd": "/home/u/repo",
+}
+
+
+def encode(event: dict[str, Any], **changes: Any) -> bytes:
+    return json.dumps({**event, **changes}).encode()
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def test_copilot_events_are_the_shared_shape() -> None:
+    call = COPILOT.decode(encode(COPILOT_EVENT))
+    assert isinstance(call, ToolCall)
+    assert call.command == 'git commit --allow-empty -m "fix: x"'
+    assert (call.cwd, call.session, call.ran) == (
+        "/tmp/agx/repo1",
+        COPILOT_EVENT["session_id"],
+        False,
+    )
+    compact = {"hook_event_name": "PreCompact", "session_id": "s1", "trigger": "auto"}
+    assert COPILOT.decode(encode(compact)) == ContextEmptied("s1")
+
+
+def test_gemini_before_and_after_tool() -> None:
+    before = GEMINI.decode(encode(GEMINI_EVENT))
+    after = GEMINI.decode(encode(GEMINI_EVENT, hook_event_name="AfterTool", tool_response={}))
+    assert isinstance(before, ToolCall)
+    assert isinstance(after, ToolCall)
+    assert before.command == after.command == "git commit -m 'fix: x'"
+    assert (before.ran, after.ran) == (False, True)
+    assert not GEMINI.takes_context(before)
+    assert GEMINI.takes_context(after)
+
+
+def test_gemini_mcp_tool_is_named_by_its_context_and_edits_by_path() -> None:
+    mcp = encode(
+        GEMINI_EVENT,
+        tool_name="mcp_github_create_pull_request",
+        tool_input={"title": "x"},
+        mcp_context={"server_name": "github", "tool_name": "create_pull_request", "command": "x"},
+    )
+    call = GEMINI.decode(mcp)
+    assert isinstance(call, ToolCall)
+    assert call.mcp_tool == "github/create_pull_request"
+    no_context = encode(GEMINI_EVENT, tool_name="mcp_github_create_pull_request")
+    assert GEMINI.decode(no_context) is None  # mcp_a_b_c cannot be split safely
+    edit = encode(GEMINI_EVENT, tool_name="write_file", tool_input={"file_path": "db/m/1.sql"})
+    edited = GEMINI.decode(edit)
+    assert isinstance(edited, ToolCall)
+    assert edited.edited == ("db/m/1.sql",)
+
+
+@pytest.mark.parametrize(
+    ("event", "emptied"),
+    [
+        ({"hook_event_name": "PreCompress", "trigger": "manual"}, True),
+        # Fired before every model request, compressing or not: not an emptied context.
+        ({"hook_event_name": "PreCompress", "trigger": "auto"}, False),
+        ({"hook_event_name": "SessionStart", "source": "clear"}, True),
+        ({"hook_event_name": "SessionStart", "source": "startup"}, False),
+    ],
+)
+def test_gemini_context_emptied(event: dict[str, Any], *, emptied: bool) -> None:
+    decoded = GEMINI.decode(encode({"session_id": "g1", "cwd": "/r", **event}))
+    assert decoded == (ContextEmptied("g1") if emptied else None)
+
+
+def test_cursor_shell_and_mcp_events() -> None:
+    call = CURSOR.decode(encode(CURSOR_EVENT))
+    assert isinstance(call, ToolCall)
+    assert (call.command, call.cwd, call.session) == (
+        "git commit -m 'fix: x'",
+        "/home/u/repo",
+        "conv-123",
+    )
+    mcp = {
+        **CURSOR_EVENT,
+        "hook_event_name": "beforeMCPExecution",
+        "tool_name": "create_pull_request",
+        "tool_input": '{"title": "x"}',
+        "url": "https://api.githubcopilot.com/mcp/",
+    }
+    del mcp["command"]
+    tool = CURSOR.decode(encode(mcp))
+    assert isinstance(tool, ToolCall)
+    assert tool.mcp_tool == "/create_pull_request"  # the server is not named
+    assert CURSOR.decode(encode(CURSOR_EVENT, hook_event_name="afterShellExecution")) is None
+    assert not CURSOR.takes_context(call)
+
+
+# ------------------------------------------------------------------ answers
+
+
+def test_answers_in_each_agents_shape() -> None:
+    assert json.loads(GEMINI.render_deny("R")) == {"decision": "deny", "reason": "R"}
+    assert json.loads(GEMINI.render_context("C")) == {
+        "hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": "C"}
+    }
+    assert json.loads(COPILOT.render_deny("R"))["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "R",
+    }
+    cursor = json.loads(CURSOR.render_deny("R"))
+    assert cursor["permission"] == "deny"
+    assert cursor["agent_message"] == "R"
+
+
+# ------------------------------------------------------------------ delivery
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "data", sync=False)
+    opened.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
+    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def handler(store: Store, sessions: SessionMemory | None, delivery: str = "before") -> HookHandler:
+    config = Config(
+        hook=HookSettings(dedupe_seconds=0),
+        delivery=DeliverySettings(default=delivery),  # type: ignore[arg-type]
+    )
+    return HookHandler(store, make_matcher(config), config, sessions)
+
+
+def test_gemini_stops_before_and_says_the_pointer_after(
+    store: Store, sessions: SessionMemory
+) -> None:
+    hooks = handler(store, sessions)
+    before = encode(GEMINI_EVENT)
+    after = encode(GEMINI_EVENT, hook_event_name="AfterTool", tool_response={})
+    stop = json.loads(hooks.handle("gemini-cli", before))
+    assert stop["decision"] == "deny"
+    assert RULE in stop["reason"]
+    assert hooks.handle("gemini-cli", before) == b""  # the retry: nothing Gemini would read
+    assert hooks.handle("gemini-cli", after) == b""  # ... nor after it: the model just read them
+    later = {**GEMINI_EVENT, "tool_input": {"command": "git commit -m 'fix: y'"}}
+    assert hooks.handle("gemini-cli", encode(later)) == b""
+    pointer = json.loads(hooks.handle("gemini-cli", encode(later, hook_event_name="AfterTool")))
+    text = pointer["hookSpecificOutput"]["additionalContext"]
+    assert "still apply" in text
+    assert RULE not in text
+
+
+def test_gemini_context_delivery_waits_for_after_tool(
+    store: Store, sessions: SessionMemory
+) -> None:
+    hooks = handler(store, sessions, delivery="context")
+    assert hooks.handle("gemini-cli", encode(GEMINI_EVENT)) == b""
+    after = hooks.handle("gemini-cli", encode(GEMINI_EVENT, hook_event_name="AfterTool"))
+    assert RULE in json.loads(after)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_gemini_after_tool_is_never_a_stop(store: Store) -> None:
+    hooks = handler(store, None)  # no session memory: context, never a stop
+    after = hooks.handle("gemini-cli", encode(GEMINI_EVENT, hook_event_name="AfterTool"))
+    assert "decision" not in json.loads(after)
+
+
+def test_cursor_stops_once_then_says_nothing(store: Store, sessions: SessionMemory) -> None:
+    hooks = handler(store, sessions)
+    first = json.loads(hooks.handle("cursor", encode(CURSOR_EVENT)))
+    assert first["permission"] == "deny"
+    assert RULE in first["agent_message"]
+    assert hooks.handle("cursor", encode(CURSOR_EVENT)) == b""  # handed over: nothing to say
+
+
+def test_cursor_without_session_memory_never_stops(store: Store) -> None:
+    hooks = handler(store, None)
+    assert hooks.handle("cursor", encode(CURSOR_EVENT)) == b""
+    assert hooks.handle("cursor", encode(CURSOR_EVENT)) == b""
+
+
+def test_copilot_stops_once_then_points(store: Store, sessions: SessionMemory) -> None:
+    hooks = handler(store, sessions)
+    first = json.loads(hooks.handle("copilot-cli", encode(COPILOT_EVENT)))
+    assert first["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert hooks.handle("copilot-cli", encode(COPILOT_EVENT)) == b""  # the retry
+    later = {**COPILOT_EVENT, "tool_input": {"command": "git commit -m 'fix: y'"}}
+    second = json.loads(hooks.handle("copilot-cli", encode(later)))
+    assert "still apply" in second["hookSpecificOutput"]["additionalContext"]
+    # A compaction: the rules go over again.
+    compact = encode({"hook_event_name": "PreCompact", "session_id": COPILOT_EVENT["session_id"]})
+    assert hooks.handle("copilot-cli", compact) == b""
+    again = json.loads(hooks.handle("copilot-cli", encode(COPILOT_EVENT)))
+    assert again["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# ------------------------------------------------------------------ installing
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("GEMINI_CLI_HOME", "COPILOT_HOME", "MENTED_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def mentectl(*args: str) -> int:
+    from mented_client.cli import main
+
+    return main(list(args))
+
+
+def test_gemini_install_is_milliseconds_and_round_trips(home: Path) -> None:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  "theme": "GitHub",\n  "security": {"folderTrust": {"enabled": true}}\n}\n'
+    settings.write_text(original)
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    doc = json.loads(settings.read_text())
+    assert set(doc["hooks"]) == {"BeforeTool", "AfterTool", "SessionStart", "PreCompress"}
+    (group,) = doc["hooks"]["BeforeTool"]
+    assert group["matcher"] == "^(run_shell_command)$"
+    (hook,) = group["hooks"]
+    assert hook["timeout"] == 5000  # milliseconds
+    assert hook["name"] == "mented"
+    assert doc["hooks"]["SessionStart"][0]["matcher"] == "clear"
+    assert doc["hooksConfig"] == {"enabled": True}
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    assert json.loads(settings.read_text()) == doc  # nothing added twice
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    assert settings.read_text() == original
+
+
+def test_gemini_install_keeps_hooks_config_the_user_set(home: Path) -> None:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"hooksConfig": {"enabled": false, "notifications": false}}')
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    assert json.loads(settings.read_text())["hooksConfig"] == {
+        "enabled": False,
+        "notifications": False,
+    }
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    assert json.loads(settings.read_text()) == {
+        "hooksConfig": {"enabled": False, "notifications": False}
+    }
+
+
+def test_copilot_install_writes_its_own_file_and_uninstall_removes_it(home: Path) -> None:
+    path = home / ".copilot" / "hooks" / "mented.json"
+    assert mentectl("hooks", "install", "copilot-cli") == 0
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 1
+    (entry,) = doc["hooks"]["PreToolUse"]
+    assert entry["type"] == "command"
+    assert entry["matcher"] == "bash"
+    assert entry["timeoutSec"] == 5
+    assert entry["bash"].endswith(" || true")  # a failing hook would deny the command
+    assert list(doc["hooks"]) == ["PreToolUse", "PreCompact"]
+    assert mentectl("hooks", "uninstall", "copilot-cli") == 0
+    assert not path.exists()
+
+
+def test_copilot_project_file_keeps_other_hooks(home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "repo" / ".github" / "hooks" / "mented.json"
+    path.parent.mkdir(parents=True)
+    theirs = {"type": "command", "bash": "./lint.sh", "timeoutSec": 30}
+    path.write_text(json.dumps({"version": 1, "hooks": {"postToolUse": [theirs]}}, indent=2))
+    original = path.read_text()
+    assert mentectl("hooks", "install", "copilot-cli", "--project", str(tmp_path / "repo")) == 0
+    assert json.loads(path.read_text())["hooks"]["postToolUse"] == [theirs]
+    assert mentectl("hooks", "uninstall", "copilot-cli", "--project", str(tmp_path / "repo")) == 0
+    assert path.read_text() == original
+
+
+def test_cursor_install_both_events_in_version_1_file(home: Path) -> None:
+    path = home / ".cursor" / "hooks.json"
+    assert mentectl("hooks", "install", "cursor") == 0
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 1
+    assert set(doc["hooks"]) == {"beforeShellExecution", "beforeMCPExecution"}
+    (entry,) = doc["hooks"]["beforeShellExecution"]
+    assert list(entry) == ["command"]
+    assert mentectl("hooks", "status", "cursor") == 0
+    assert mentectl("hooks", "uninstall", "cursor") == 0
+    assert not path.exists()
