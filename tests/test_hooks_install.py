@@ -766,3 +766,15 @@ def test_uninstall_leaves_a_linked_file_in_place(
     mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert settings.is_symlink()
     assert json.loads(dotfiles.read_text()) == {}
+
+
+@pytest.mark.parametrize("agent", ["gemini-cli", "copilot-cli", "cursor"])
+def test_other_agents_project_install_says_the_file_is_the_shared_one(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    status, out, _ = mentectl(capsys, "hooks", "install", agent, "--project", str(project))
+    assert status == 0
+    assert "has no uncommitted project file that mented knows of" in out
+    assert f"`mentectl hooks install {agent}`" in out
