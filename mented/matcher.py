@@ -51,6 +51,7 @@ with `actions_in` in a worker thread (the cache is shared, under a lock).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import math
 import re
@@ -1472,7 +1473,7 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
     with_value = (sub.options_with_value if sub else frozenset()) | extra
     if not shape.subcommand:
         with_value |= spec.options_with_value
-    flags, positionals = _parse_arguments(argv, index, with_value)
+    flags, positionals, values = _parse_arguments(argv, index, with_value)
     if flags & spec.help_flags:
         return "!asks for help"
     if shape.any_flag and not flags.intersection(shape.any_flag):
@@ -1483,19 +1484,35 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
             return f"!has {', '.join(present)}"
     if len(positionals) < shape.min_positionals:
         return f"!needs {shape.min_positionals} positional argument(s), has {len(positionals)}"
+    if shape.max_positionals is not None and len(positionals) > shape.max_positionals:
+        return (
+            f"!takes at most {shape.max_positionals} positional argument(s), has {len(positionals)}"
+        )
     if shape.positional_starts_with is not None and not any(
         word.startswith(shape.positional_starts_with) for word in positionals
     ):
         return f"!needs an argument starting with {shape.positional_starts_with!r}"
+    if shape.positional_matches is not None and not any(
+        fnmatch.fnmatchcase(word, shape.positional_matches) for word in positionals
+    ):
+        return f"!needs an argument like {shape.positional_matches!r}"
+    if shape.any_value and not values.intersection(shape.any_value):
+        return f"!needs one of {', '.join(shape.any_value)}"
+    if shape.no_value:
+        present = sorted(values.intersection(shape.no_value))
+        if present:
+            return f"!has {', '.join(present)}"
     return None
 
 
 def _parse_arguments(
     argv: Sequence[str], index: int, with_value: frozenset[str]
-) -> tuple[set[str], list[str]]:
-    """The options present (by name) and the positional arguments, from `index` on."""
+) -> tuple[set[str], list[str], set[str]]:
+    """The options present (by name), the positional arguments, and `OPTION=VALUE` of
+    each option given a value, from `index` on."""
     flags: set[str] = set()
     positionals: list[str] = []
+    values: set[str] = set()
     while index < len(argv):
         word = argv[index]
         if word == "--":
@@ -1504,7 +1521,8 @@ def _parse_arguments(
         if _is_option(word):
             index, seen = _read_option(argv, index, with_value)
             flags.update(option for option, _ in seen)
+            values.update(f"{option}={value}" for option, value in seen if value is not None)
         else:
             positionals.append(word)
             index += 1
-    return flags, positionals
+    return flags, positionals, values

@@ -543,3 +543,29 @@ def test_git_alias_lookup_never_blocks_nor_fails_on_odd_places(
     assert lookup.for_directory(str(repo)).table["ci"] == "commit -v"
     assert lookup.for_directory("/" + "s" * 100_000).table["ci"] == "commit -v"
     assert lookup.for_directory("/tmp/a\0b").table["ci"] == "commit -v"
+
+
+def test_shapes_on_option_values_and_positional_counts_in_the_users_config() -> None:
+    matcher = matcher_for(
+        {
+            "deploy": {
+                "description": "deploy",
+                "shapes": [
+                    {
+                        "program": "curl",
+                        "any_value": ["-X=POST"],
+                        "positional_matches": "*/deploy",
+                        "options_with_value": ["-X"],
+                    },
+                    {"program": "make", "max_positionals": 0},
+                ],
+            }
+        }
+    )
+    assert matcher.actions_in("curl -X POST https://ci/deploy") == ("deploy",)
+    assert matcher.actions_in("curl -X GET https://ci/deploy") == ()
+    assert matcher.actions_in("curl -X POST https://ci/status") == ()
+    assert matcher.actions_in("make -j4") == ("deploy",)
+    assert matcher.actions_in("make test") == ()
+    (step,) = matcher.explain("make test").commands
+    assert "takes at most 0 positional argument(s), has 1" in step.reason
