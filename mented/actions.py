@@ -61,7 +61,11 @@ class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     any_flag: tuple[str, ...] = ()
     no_flag: tuple[str, ...] = ()
     min_positionals: int = 0
+    max_positionals: int | None = None
     positional_starts_with: str | None = None
+    positional_matches: str | None = None
+    any_value: tuple[str, ...] = ()
+    no_value: tuple[str, ...] = ()
     options_with_value: tuple[str, ...] = ()
 
     def describe(self) -> str:
@@ -76,8 +80,18 @@ class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
         if self.min_positionals:
             plural = "s" if self.min_positionals > 1 else ""
             conditions.append(f"with {self.min_positionals} positional argument{plural}")
+        if self.max_positionals == 0:
+            conditions.append("with no positional arguments")
+        elif self.max_positionals is not None:
+            conditions.append(f"with at most {self.max_positionals} positional arguments")
         if self.positional_starts_with:
             conditions.append(f"with an argument starting with {self.positional_starts_with!r}")
+        if self.positional_matches:
+            conditions.append(f"with an argument like {self.positional_matches!r}")
+        if self.any_value:
+            conditions.append(f"with one of {', '.join(self.any_value)}")
+        if self.no_value:
+            conditions.append(f"without {', '.join(self.no_value)}")
         text = " ".join(words)
         return f"{text} ({'; '.join(conditions)})" if conditions else text
 
@@ -512,8 +526,17 @@ def _shape_problem(shape: Shape) -> str | None:
         for flag in getattr(shape, field):
             if not flag.startswith("-") or len(flag) < 2 or "=" in flag:
                 return f"{field} entry {flag!r} must be an option such as '-f' or '--force'"
+    for field in ("any_value", "no_value"):
+        for pair in getattr(shape, field):
+            option, equals, value = pair.partition("=")
+            if not option.startswith("-") or len(option) < 2 or not equals or not value:
+                return f"{field} entry {pair!r} must be an option and its value, such as '-X=POST'"
     if shape.min_positionals < 0:
         return "min_positionals cannot be negative"
+    if shape.max_positionals is not None and shape.max_positionals < shape.min_positionals:
+        return "max_positionals cannot be below min_positionals (nor negative)"
+    if shape.positional_matches is not None and not shape.positional_matches:
+        return "positional_matches cannot be empty"
     if shape.positional_starts_with is not None and not shape.positional_starts_with:
         return "positional_starts_with cannot be empty"
     return None

@@ -51,6 +51,7 @@ import msgspec
 
 from mented.agents import AGENTS, ContextEmptied
 from mented.edits import EditMatcher
+from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.memory import short_handle
@@ -118,6 +119,17 @@ class HookHandler:
         self._chars_total = 0
         self._noticed: OrderedDict[bytes, None] = OrderedDict()  # (agent, session, project)
         self._failures_logged: set[str] = set()
+        self._git_aliases = GitAliases()
+
+    def git_aliases_for(self, call: ToolCall) -> Aliases:
+        """The user's git aliases where `call` runs, for a command that may run git.
+
+        Read from the git config files and cached by their times (`git_aliases`):
+        a command that cannot run git costs nothing, one that can a few `stat`s.
+        """
+        if not call.command or "git" not in call.command:
+            return NO_ALIASES
+        return self._git_aliases.for_directory(call.cwd)
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         """Use a new action table and settings from the next request on."""
@@ -229,7 +241,8 @@ class HookHandler:
     def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""
         if call.command:
-            return self._matcher.actions_in(call.command, deadline=deadline)
+            aliases = self.git_aliases_for(call)
+            return self._matcher.actions_in(call.command, deadline=deadline, aliases=aliases)
         if call.mcp_tool:
             return self._tools.actions_for(call.mcp_tool)
         return self._edits.actions_for(call.edited, call.cwd)

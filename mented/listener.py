@@ -21,11 +21,9 @@ import errno
 import os
 import socket
 import stat
-import sys
 from pathlib import Path
 
-# The kernel's limit on sun_path, less the terminating NUL (Linux 108, macOS 104).
-MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
+from mented.paths import MAX_SOCKET_PATH
 
 
 class ListenerError(Exception):

@@ -51,6 +51,7 @@ with `actions_in` in a worker thread (the cache is shared, under a lock).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import math
 import re
@@ -64,7 +65,9 @@ from typing import Literal
 import bashlex
 import msgspec
 
+from mented import git_aliases
 from mented.actions import ANY_WORD, ActionTable, ProgramSpec, Shape, WrapperSpec
+from mented.git_aliases import NO_ALIASES, Aliases
 
 # Longer commands are not analyzed at all: no action, a note saying why.
 MAX_COMMAND_CHARS = 128 * 1024
@@ -262,7 +265,9 @@ class Matcher:
         """What the cache holds now, weighed as it counts against `CACHE_BYTES`."""
         return self._cache_used
 
-    def actions_in(self, command: str, *, deadline: float | None = None) -> tuple[str, ...]:
+    def actions_in(
+        self, command: str, *, deadline: float | None = None, aliases: Aliases = NO_ALIASES
+    ) -> tuple[str, ...]:
         """The actions `command` performs, de-duplicated, in command order. Never raises.
 
         Args:
@@ -270,14 +275,15 @@ class Matcher:
             deadline: a `time.monotonic()` value after which the answer is of no use
                 (the hook's shim has given up by then): matching stops there, and an
                 answer cut short by it is not cached.
+            aliases: the user's git aliases where the command runs (`git_aliases`).
         """
         if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
             return ()
-        key = _cache_key(command)
+        key = _cache_key(command, aliases)
         cached = self._cached(key)
         if cached is not None:
             return cached
-        explanation, clock = self._explain(command, deadline)
+        explanation, clock = self._explain(command, deadline, aliases=aliases)
         if clock is None or not clock.late:
             self._remember(key, explanation.actions)
         return explanation.actions
@@ -291,7 +297,12 @@ class Matcher:
             return cached
 
     def quick_actions_in(
-        self, command: str, cpu_budget_s: float, *, deadline: float | None = None
+        self,
+        command: str,
+        cpu_budget_s: float,
+        *,
+        deadline: float | None = None,
+        aliases: Aliases = NO_ALIASES,
     ) -> tuple[str, ...] | None:
         """`actions_in`, if matching takes under `cpu_budget_s` of CPU; else None.
 
@@ -300,23 +311,25 @@ class Matcher:
         """
         if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
             return ()
-        key = _cache_key(command)
+        key = _cache_key(command, aliases)
         cached = self._cached(key)
         if cached is not None:
             return cached
-        explanation, clock = self._explain(command, deadline, cpu_budget_s)
+        explanation, clock = self._explain(command, deadline, cpu_budget_s, aliases=aliases)
         if clock is not None and (clock.out_of_time or clock.bashlex_cut):
             return None
         if clock is None or not clock.late:
             self._remember(key, explanation.actions)
         return explanation.actions
 
-    def explain(self, command: str, *, deadline: float | None = None) -> Explanation:
+    def explain(
+        self, command: str, *, deadline: float | None = None, aliases: Aliases = NO_ALIASES
+    ) -> Explanation:
         """Every simple command in `command` and what it performs. Never raises.
 
         Within the same time budget as `actions_in` (see the module docstring).
         """
-        return self._explain(command, deadline)[0]
+        return self._explain(command, deadline, aliases=aliases)[0]
 
     def _remember(self, key: bytes, actions: tuple[str, ...]) -> None:
         weight = _CACHE_ENTRY_BYTES + 8 * len(actions)
@@ -332,7 +345,12 @@ class Matcher:
                 self._cache_used -= _CACHE_ENTRY_BYTES + 8 * len(evicted)
 
     def _explain(
-        self, command: str, deadline: float | None, cpu_budget_s: float = MATCH_CPU_BUDGET_S
+        self,
+        command: str,
+        deadline: float | None,
+        cpu_budget_s: float = MATCH_CPU_BUDGET_S,
+        *,
+        aliases: Aliases = NO_ALIASES,
     ) -> tuple[Explanation, _Clock | None]:
         """The explanation, and the clock that timed it (None: there was nothing to time)."""
         if not isinstance(command, str):
@@ -349,7 +367,7 @@ class Matcher:
         if not command.strip():
             return Explanation(actions=(), parser="none", notes=("empty command",)), None
         clock = _Clock(deadline, cpu_budget_s)
-        analysis = _Analysis(self.table, clock)
+        analysis = _Analysis(self.table, clock, aliases)
         try:
             parser = analysis.run(command, via=(), shell_depth=0)
         except Exception as exc:  # noqa: BLE001 - the matcher never raises; say what broke
@@ -374,8 +392,12 @@ class Matcher:
         ), clock
 
 
-def _cache_key(command: str) -> bytes:
-    return hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _cache_key(command: str, aliases: Aliases = NO_ALIASES) -> bytes:
+    """The command's digest; with git aliases in force, theirs too (`git ci` differs by them)."""
+    digest = hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16)
+    if aliases.digest:
+        digest.update(aliases.digest)
+    return digest.digest()
 
 
 # ======================================================================== lexer
@@ -983,9 +1005,10 @@ def _fallback_commands(  # noqa: PLR0915 - one state machine, easier to read who
 class _Analysis:
     """One `explain` run: collects simple commands, actions and notes in command order."""
 
-    def __init__(self, table: ActionTable, clock: _Clock) -> None:
+    def __init__(self, table: ActionTable, clock: _Clock, aliases: Aliases = NO_ALIASES) -> None:
         self.table = table
         self.clock = clock
+        self.aliases = aliases
         self.commands: list[SimpleCommand] = []
         self.actions: dict[str, None] = {}
         self.notes: list[str] = []
@@ -1184,7 +1207,25 @@ class _Analysis:
             self._record(shown, None, peeled, reason="too many wrappers", parser=parser)
             return
         program = _basename(args[0].value)
-        matches, reason = self._match(program, [word.value for word in args[1:]])
+        argv = [word.value for word in args[1:]]
+        if program == "git":
+            index, _ = _scan_options(argv, 0, self.table.program(program).options_with_value)
+            expansion = git_aliases.expand(argv, index, self.aliases)
+            if expansion is not None:
+                peeled = (*peeled, f"git alias {expansion.alias}")
+                if expansion.shell is not None:
+                    if shell_depth >= MAX_SHELL_DEPTH:
+                        reason = (
+                            f"command strings nested over {MAX_SHELL_DEPTH} deep are not analyzed"
+                        )
+                        self._record(shown, program, peeled, parser=parser, reason=reason)
+                        return
+                    reason = "the alias runs a shell command: analyzed below"
+                    self._record(shown, program, peeled, parser=parser, reason=reason)
+                    self.run(expansion.shell, via=peeled, shell_depth=shell_depth + 1)
+                    return
+                argv = expansion.argv
+        matches, reason = self._match(program, argv)
         self._record(shown, program, peeled, matches=matches, reason=reason, parser=parser)
 
     def _record(  # noqa: PLR0913 - fields of the record
@@ -1432,7 +1473,7 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
     with_value = (sub.options_with_value if sub else frozenset()) | extra
     if not shape.subcommand:
         with_value |= spec.options_with_value
-    flags, positionals = _parse_arguments(argv, index, with_value)
+    flags, positionals, values = _parse_arguments(argv, index, with_value)
     if flags & spec.help_flags:
         return "!asks for help"
     if shape.any_flag and not flags.intersection(shape.any_flag):
@@ -1443,19 +1484,35 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
             return f"!has {', '.join(present)}"
     if len(positionals) < shape.min_positionals:
         return f"!needs {shape.min_positionals} positional argument(s), has {len(positionals)}"
+    if shape.max_positionals is not None and len(positionals) > shape.max_positionals:
+        return (
+            f"!takes at most {shape.max_positionals} positional argument(s), has {len(positionals)}"
+        )
     if shape.positional_starts_with is not None and not any(
         word.startswith(shape.positional_starts_with) for word in positionals
     ):
         return f"!needs an argument starting with {shape.positional_starts_with!r}"
+    if shape.positional_matches is not None and not any(
+        fnmatch.fnmatchcase(word, shape.positional_matches) for word in positionals
+    ):
+        return f"!needs an argument like {shape.positional_matches!r}"
+    if shape.any_value and not values.intersection(shape.any_value):
+        return f"!needs one of {', '.join(shape.any_value)}"
+    if shape.no_value:
+        present = sorted(values.intersection(shape.no_value))
+        if present:
+            return f"!has {', '.join(present)}"
     return None
 
 
 def _parse_arguments(
     argv: Sequence[str], index: int, with_value: frozenset[str]
-) -> tuple[set[str], list[str]]:
-    """The options present (by name) and the positional arguments, from `index` on."""
+) -> tuple[set[str], list[str], set[str]]:
+    """The options present (by name), the positional arguments, and `OPTION=VALUE` of
+    each option given a value, from `index` on."""
     flags: set[str] = set()
     positionals: list[str] = []
+    values: set[str] = set()
     while index < len(argv):
         word = argv[index]
         if word == "--":
@@ -1464,7 +1521,8 @@ def _parse_arguments(
         if _is_option(word):
             index, seen = _read_option(argv, index, with_value)
             flags.update(option for option, _ in seen)
+            values.update(f"{option}={value}" for option, value in seen if value is not None)
         else:
             positionals.append(word)
             index += 1
-    return flags, positionals
+    return flags, positionals, values

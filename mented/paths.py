@@ -16,6 +16,9 @@ SOCKET_ENV = "MENTED_SOCKET"
 DATA_DIR_ENV = "MENTED_DATA_DIR"
 CONFIG_ENV = "MENTED_CONFIG"
 SOCKET_NAME = "mented.sock"
+# The kernel's limit on a Unix socket's path (sun_path), less the terminating NUL
+# (Linux 108, macOS 104): the daemon cannot listen at a longer path, nor a hook connect.
+MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
 
 
 def home() -> Path:

@@ -44,6 +44,7 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import AGENTS, ToolCall
 from mented.config import Config, ConfigError, load_config
+from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookHandler
 from mented.listener import (
     ListenerError,
@@ -664,13 +665,16 @@ class Server:
         call = adapter.decode(event) if adapter is not None else None
         command = call.command if isinstance(call, ToolCall) else None
         matcher = self.matcher
-        if command and matcher.quick_actions_in(command, _QUICK_MATCH_S) is None:
+        aliases = self.hooks.git_aliases_for(call) if isinstance(call, ToolCall) else NO_ALIASES
+        if command and matcher.quick_actions_in(command, _QUICK_MATCH_S, aliases=aliases) is None:
             async with self._slow_matches:
                 if time.monotonic() >= deadline:
                     return b""
                 # Cached by the matcher for the handler's lookup below.
                 await trio.to_thread.run_sync(
-                    functools.partial(matcher.actions_in, command, deadline=deadline)
+                    functools.partial(
+                        matcher.actions_in, command, deadline=deadline, aliases=aliases
+                    )
                 )
         return self.hooks.handle(request.agent, event, deadline=deadline)
 

@@ -166,6 +166,10 @@ def test_switching_off_an_unknown_action_is_an_error(tmp_path: Path) -> None:
         ('{ program = "git", positional_starts_with = "" }', "cannot be empty"),
         ('{ program = "git", subcommand = [[]] }', "at least one alternative"),
         ('{ program = "git", min_positionals = "1" }', "Expected `int`"),
+        ('{ program = "gh", any_value = ["-X"] }', "'-X' must be an option and its value"),
+        ('{ program = "gh", no_value = ["X=GET"] }', "'X=GET' must be an option and its value"),
+        ('{ program = "git", min_positionals = 2, max_positionals = 1 }', "below min_positionals"),
+        ('{ program = "gh", positional_matches = "" }', "cannot be empty"),
     ],
 )
 def test_a_bad_shape_is_reported_with_its_number(tmp_path: Path, shape: str, expected: str) -> None:

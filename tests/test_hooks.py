@@ -653,3 +653,24 @@ def test_an_edit_under_migrations_gets_the_migration_rules(
     assert "append-only" in reason
     other = event(tool="Write", cwd=str(repo), tool_input={"file_path": "src/app.py"})
     assert handler.handle("claude-code", other) == b""
+
+
+def test_a_git_alias_of_the_users_gets_the_rules_of_what_it_runs(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[alias]\n\tci = commit -v\n")
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store)
+    assert "single line" in context_of(
+        handler.handle("claude-code", event("git ci -m x", cwd=str(repo)))
+    )
+    # Elsewhere `git ci` is nothing git knows: no rules.
+    assert handler.handle("claude-code", event("git ci -m y", cwd=str(tmp_path))) == b""

@@ -6,6 +6,9 @@ import difflib
 import json
 import os
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,16 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def mentectl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def mentectl_exit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`mentectl`, for a command line argparse refuses (it exits)."""
+    try:
+        status = main(list(args))
+    except SystemExit as exc:
+        status = int(exc.code or 0)
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -249,12 +262,102 @@ def test_uninstall_without_a_file(home: Path, capsys: pytest.CaptureFixture[str]
     assert not (home / ".codex").exists()
 
 
-def test_project_install(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_project_install_writes_the_uncommitted_local_settings(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hook names this machine's interpreter and socket: not in the file teams commit.
     project = tmp_path / "repo"
     project.mkdir()
     assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
-    assert our_hooks(project / ".claude" / "settings.json")
+    assert our_hooks(project / ".claude" / "settings.local.json")
+    assert not (project / ".claude" / "settings.json").exists()
     assert not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_project_install_refuses_a_missing_project_directory(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    missing = tmp_path / "no-such-repo"
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for project in (missing, a_file):
+        status, _, err = mentectl_exit(
+            capsys, "hooks", verb, "claude-code", "--project", str(project)
+        )
+        assert status == 2
+        assert f"project directory '{project}'" in err
+        assert "is not a directory" in err
+    assert not missing.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "notes.txt"]
+
+
+def test_project_install_moves_an_older_entry_out_of_the_shared_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    shared = project / ".claude" / "settings.json"
+    shared.parent.mkdir(parents=True)
+    shared.write_text(EXISTING)
+    # What an install before the local file did.
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(shared))
+    assert our_hooks(shared)
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status == 0
+    assert "Moved it out of" in out
+    assert shared.read_text() == EXISTING
+    assert len(our_hooks(project / ".claude" / "settings.local.json")) == 1
+
+
+def test_status_and_uninstall_find_the_hook_in_both_project_files(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "repo"
+    shared = project / ".claude" / "settings.json"
+    local = project / ".claude" / "settings.local.json"
+    shared.parent.mkdir(parents=True)
+    shared.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(shared))
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(local))
+    monkeypatch.chdir(project)
+    _, out, _ = mentectl(capsys, "hooks", "status")
+    assert ".claude/settings.json: PreToolUse installed" in out
+    assert ".claude/settings.local.json: PreToolUse installed" in out
+    status, out, _ = mentectl(
+        capsys, "hooks", "uninstall", "claude-code", "--project", str(project)
+    )
+    assert status == 0
+    assert f"from {shared};" in out
+    assert f"from {local};" in out
+    assert shared.read_text() == EXISTING
+    assert not local.exists()  # it held only the hook
+
+
+def test_codex_project_install_says_there_is_no_uncommitted_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    status, out, _ = mentectl(capsys, "hooks", "install", "codex", "--project", str(project))
+    assert status == 0
+    assert our_hooks(project / ".codex" / "hooks.json")
+    assert "no uncommitted variant" in out
+    assert "mentectl hooks install codex" in out
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_project_install_says_when_git_would_commit_the_local_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    _, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert "git does not ignore .claude/settings.local.json" in out
+    (project / ".gitignore").write_text(".claude/settings.local.json\n")
+    mentectl(capsys, "hooks", "uninstall", "claude-code", "--project", str(project))
+    _, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert "git does not ignore" not in out
 
 
 def test_codex_install_says_to_trust_the_hook(
@@ -357,7 +460,7 @@ def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
     assert "socket: /run/b/mented.sock" in mentectl(capsys, "hooks", "status")[1]
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert "Removed 2 mented hook entries" in out
-    assert our_hooks(settings) == []
+    assert not settings.exists()  # the install created it
 
 
 def test_setup_installs_the_hook_with_the_socket_option(
@@ -473,9 +576,9 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     before = settings.read_bytes()
     assert "nothing changed" in mentectl(capsys, "hooks", "install", "claude-code")[1]
     assert settings.read_bytes() == before
-    # Uninstall takes both entries and leaves no empty lists behind.
+    # Uninstall takes both entries and leaves no empty lists (nor the file it created) behind.
     mentectl(capsys, "hooks", "uninstall", "claude-code")
-    assert json.loads(settings.read_text()) == {}
+    assert not settings.exists()
 
 
 def test_uninstall_keeps_the_users_own_session_start_hooks(
@@ -579,7 +682,7 @@ def test_project_install_refuses_a_linked_settings_directory_outside(
     (project / ".claude").symlink_to(shared)
     status, _, err = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
     assert status != 0
-    assert f"to {shared / 'settings.json'}" in err
+    assert f"to {shared / 'settings.local.json'}" in err
     assert list(shared.iterdir()) == []
 
 
@@ -590,8 +693,88 @@ def test_project_install_follows_a_link_that_stays_in_the_project(
     (project / ".claude").mkdir(parents=True)
     (project / "config").mkdir()
     real = project / "config" / "claude.json"
-    real.write_text("{}\n")
-    (project / ".claude" / "settings.json").symlink_to("../config/claude.json")
+    real.write_text('{"model": "opus"}\n')
+    (project / ".claude" / "settings.local.json").symlink_to("../config/claude.json")
     assert mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))[0] == 0
     assert our_hooks(real)
-    assert (project / ".claude" / "settings.json").is_symlink()
+    assert (project / ".claude" / "settings.local.json").is_symlink()
+
+
+@pytest.mark.parametrize("verb", [("install", "claude-code"), ("command", "codex")])
+def test_a_socket_path_over_the_limit_is_refused(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, str]
+) -> None:
+    # One byte over the kernel's limit: the hook could never connect there.
+    limit = 103 if sys.platform == "darwin" else 107
+    base = str(tmp_path / "s") + "/"
+    too_long = base + "x" * (limit + 1 - len(os.fsencode(base)))
+    assert len(os.fsencode(too_long)) == limit + 1
+    status, out, err = mentectl(capsys, "--socket", too_long, "hooks", *verb)
+    assert status == 1
+    assert f"is {limit + 1} bytes long; Unix sockets allow {limit}" in err
+    assert "Choose a shorter path" in err
+    assert out == ""
+    assert not (home / ".claude").exists()
+    # At the limit it is written in.
+    at_limit = too_long[:-1]
+    status, out, _ = mentectl(capsys, "--socket", at_limit, "hooks", *verb)
+    assert status == 0
+    assert at_limit in out
+
+
+def test_uninstall_removes_the_file_the_install_created(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    mentectl(capsys, "hooks", "install", "claude-code")
+    mentectl(capsys, "hooks", "install", "claude-code", "--timeout", "7")  # a backup of ours
+    assert (settings.parent / "settings.json.mented-bak").exists()
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert status == 0
+    assert "it held nothing else, so it is removed" in out
+    assert list(settings.parent.iterdir()) == []
+
+
+def test_uninstall_keeps_a_backup_that_holds_the_users_settings(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    backup = settings.parent / "settings.json.mented-bak"
+    assert backup.read_text() == EXISTING
+    # The user then emptied the file of everything but the hook.
+    scratch = tmp_path / "scratch.json"
+    mentectl(capsys, "hooks", "install", "claude-code", "--settings", str(scratch))
+    settings.write_text(scratch.read_text())
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert not settings.exists()
+    assert backup.read_text() == EXISTING
+
+
+def test_uninstall_leaves_a_linked_file_in_place(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("{}\n")
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.symlink_to(dotfiles)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert settings.is_symlink()
+    assert json.loads(dotfiles.read_text()) == {}
+
+
+@pytest.mark.parametrize("agent", ["gemini-cli", "copilot-cli", "cursor"])
+def test_other_agents_project_install_says_the_file_is_the_shared_one(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    status, out, _ = mentectl(capsys, "hooks", "install", agent, "--project", str(project))
+    assert status == 0
+    assert "has no uncommitted project file that mented knows of" in out
+    assert f"`mentectl hooks install {agent}`" in out

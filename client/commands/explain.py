@@ -22,6 +22,7 @@ import msgspec
 from mented import paths
 from mented.actions import ActionTable, TableInForce, load_table_in_force
 from mented.agents import DEFAULT_AGENT
+from mented.git_aliases import NO_ALIASES, GitAliases
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
@@ -128,8 +129,9 @@ def run_explain(args: argparse.Namespace) -> int:
         raise CommandError("give the shell command to explain, e.g. `mentectl explain git push`", 2)
     command = sys.stdin.read() if words == ["-"] else " ".join(words)
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
-    explanation = Matcher(table).explain(command)
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
+    aliases = GitAliases().for_directory(cwd) if "git" in command else NO_ALIASES
+    explanation = Matcher(table).explain(command, aliases=aliases)
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
         document: dict[str, Any] = msgspec.to_builtins(explanation)

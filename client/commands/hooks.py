@@ -14,7 +14,10 @@ the default), the shim's fallback when the agent's environment names none.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shlex
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from mented import paths
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.files import display_path, write_atomically
+from mented_client.files import backup_path, display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
@@ -113,9 +116,22 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--project",
         metavar="DIR",
-        help="edit the project's settings file (DIR/.claude/settings.json, DIR/.codex/hooks.json, "
-        "DIR/.gemini/settings.json, DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json)",
+        type=project_directory,
+        help="edit the project's hook settings: a file not committed where the agent has one "
+        "(DIR/.claude/settings.local.json), else DIR/.codex/hooks.json, DIR/.gemini/settings.json, "
+        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json",
     )
+
+
+def project_directory(value: str) -> Path:
+    """argparse type for `--project`: an existing directory (`~` expanded, made absolute)."""
+    path = Path(value).expanduser().absolute()
+    if not path.is_dir():
+        # As `rule add --project`: a typo would otherwise create DIR/.claude/ from nothing.
+        raise argparse.ArgumentTypeError(
+            f"project directory {value!r} ({path}) is not a directory; nothing was written"
+        )
+    return path
 
 
 # --------------------------------------------------------------- the command line
@@ -142,21 +158,38 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
     # XDG_RUNTIME_DIR) would otherwise look in /tmp/mented-UID while the daemon
     # listens in /run/user/UID. $MENTED_SOCKET at run time still wins.
     fallback = paths.socket_path(socket).absolute()
+    length = len(os.fsencode(fallback))
+    if length > paths.MAX_SOCKET_PATH:
+        # The shim could never connect to it, nor the daemon listen there.
+        raise CommandError(
+            f"socket path {fallback} is {length} bytes long; Unix sockets allow "
+            f"{paths.MAX_SOCKET_PATH} on this system, so the hook could never reach mented; "
+            "nothing was written. Choose a shorter path (`mentectl --socket PATH ...` or "
+            "$MENTED_SOCKET), the same one the daemon uses (`mented --socket PATH`)."
+        )
     return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
 
 
-def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
-    """The settings file a verb edits (`--settings`, `--project` or the user's).
+def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
+    """The settings files a verb edits: where an install writes, then where older ones did.
+
+    `--settings` and the user's file are one file. `--project` is the agent's
+    local, uncommitted project file where it has one (the hook names this
+    machine's interpreter and socket), then the shared project file that
+    earlier installs wrote to: an install moves our entry out of it, an
+    uninstall removes it from both.
 
     Raises:
-        CommandError: `--project`'s file is a symlink that leads out of the project
+        CommandError: a `--project` file is a symlink that leads out of the project
             (writing there would change a file the project does not own).
     """
     if getattr(args, "settings", None):
-        return Path(args.settings).expanduser().absolute()
-    if getattr(args, "project", None):
-        project = Path(args.project).expanduser().absolute()
-        path = agent.project_settings_path(project)
+        return [Path(args.settings).expanduser().absolute()]
+    project = getattr(args, "project", None)
+    if not project:
+        return [agent.settings_path()]
+    found = agent.project_install_paths(project)
+    for path in found:
         target = outside_link(path, project)
         if target is not None:
             raise CommandError(
@@ -164,8 +197,7 @@ def settings_path(agent: Agent, args: argparse.Namespace) -> Path:
                 "Remove the link to keep the hook in the project, or pass "
                 f"--settings {target} to edit that file on purpose."
             )
-        return path
-    return agent.settings_path()
+    return found
 
 
 # ------------------------------------------------------------------------ verbs
@@ -175,7 +207,7 @@ def run_install(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
-    path = settings_path(agent, args)
+    path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
     try:
         previous = read_settings(path)
@@ -190,11 +222,18 @@ def run_install(args: argparse.Namespace) -> int:
         )
         changed = text != previous
         backup = write_atomically(path, text, backup=True) if changed else None
+        # An earlier install in the project's shared file would run the hook twice.
+        moved = [
+            (place, removal) for place in older if (removal := remove_from(place, agent)).removed
+        ]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
         raise CommandError(f"{path}: cannot write it: {exc}") from exc
-    outcome = "unchanged" if not changed else "updated" if before else "installed"
+    outcome = "unchanged" if not changed else "updated" if before or moved else "installed"
+    notes = [agent.install_note] if agent.install_note and changed else []
+    if args.project:
+        notes.extend(_project_notes(agent, args.project, path))
     if args.json:
         print_json(
             {
@@ -205,7 +244,9 @@ def run_install(args: argparse.Namespace) -> int:
                 "command": command,
                 "timeout": args.timeout,
                 "backup": str(backup) if backup else None,
+                "moved_from": [str(place) for place, _ in moved],
                 "note": agent.install_note,
+                "notes": notes,
             }
         )
         return 0
@@ -218,46 +259,151 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"  runs: {command}")
         if backup:
             print(f"  previous file saved as {display_path(backup)}")
-    if agent.install_note and changed:
-        print(agent.install_note)
+    for place, removal in moved:
+        print(
+            f"Moved it out of {display_path(place)}, the project's shared file "
+            f"({removal.in_words()})."
+        )
+    for note in notes:
+        print(note)
     return 0
+
+
+def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
+    """What to know about a project install: the file is committed, or git would commit it."""
+    if agent.project_local_file is None:
+        return [
+            agent.no_project_local_file
+            or f"{agent.title} has no uncommitted project file that mented knows of, so this "
+            "file names this machine's interpreter and socket: keep it out of git (add it to "
+            f".git/info/exclude), or install for your user instead (`mentectl hooks install "
+            f"{agent.name}`)."
+        ]
+    if git_ignores(project, path) is False:
+        name = agent.project_local_file
+        return [
+            f"git does not ignore {name} in this repository: add it to .gitignore (or "
+            ".git/info/exclude) so that this machine's paths are not committed."
+        ]
+    return []
+
+
+def git_ignores(project: Path, path: Path) -> bool | None:
+    """Whether git ignores `path` in `project`'s repository; None: no repository, or no git."""
+    try:
+        result = subprocess.run(  # noqa: S603 - a fixed git command line, paths as arguments
+            ["git", "-C", str(project), "check-ignore", "-q", "--", str(path)],  # noqa: S607
+            capture_output=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(result.returncode)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What taking our entries out of one settings file did."""
+
+    removed: int = 0
+    backup: Path | None = None
+    deleted: bool = False  # the file held nothing else, and is gone (its backup too)
+
+    def in_words(self) -> str:
+        entries = "entry" if self.removed == 1 else "entries"
+        if self.deleted:
+            return f"{self.removed} mented hook {entries} removed; it held nothing else and is gone"
+        saved = f"; previous file saved as {display_path(self.backup)}" if self.backup else ""
+        return f"{self.removed} mented hook {entries} removed, nothing else changed{saved}"
+
+
+def remove_from(path: Path, agent: Agent) -> Removal:
+    """Take `agent`'s hook entries out of the settings file at `path`.
+
+    A file left as an empty object (`{}`: the install created it, or it held
+    nothing else), or a hooks-only file left without hooks, is removed rather
+    than left behind, with a backup of ours beside it that holds nothing of the
+    user's either. A symlinked file (a dotfiles checkout) stays, as `{}`.
+
+    Raises:
+        SettingsError: the file cannot be read as settings.
+        OSError: it cannot be written.
+    """
+    previous = read_settings(path)
+    if not previous:
+        return Removal()
+    text, removed = remove_hooks(previous, path, installed_shim(), agent.layout)
+    if not removed:
+        return Removal()
+    if (not text.strip() or json.loads(text) == {}) and not path.is_symlink():
+        saved = backup_path(path)
+        if _holds_nothing_else(saved, agent):
+            saved.unlink(missing_ok=True)
+        path.unlink()
+        return Removal(removed, deleted=True)
+    return Removal(removed, write_atomically(path, text, backup=True))
+
+
+def _holds_nothing_else(path: Path, agent: Agent) -> bool:
+    """Whether a settings file (a backup) is missing, or holds only our hooks or nothing."""
+    try:
+        text = read_settings(path)
+        if not text or not text.strip():
+            return True
+        left = remove_hooks(text, path, None, agent.layout)[0]
+        return not left.strip() or json.loads(left) == {}
+    except (SettingsError, ValueError):
+        return False
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
-    path = settings_path(agent, args)
+    places = settings_paths(agent, args)
     try:
-        previous = read_settings(path)
-        text, removed = (
-            remove_hooks(previous, path, installed_shim(), agent.layout) if previous else ("", 0)
-        )
-        backup: Path | None
-        if removed and not text:  # a hooks-only file with nothing of anyone's left in it
-            backup = path.with_name(path.name + ".mented-bak")
-            path.rename(backup)
-        else:
-            backup = write_atomically(path, text, backup=True) if removed else None
+        removals = [(path, remove_from(path, agent)) for path in places]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
-        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+        raise CommandError(f"cannot write the settings file: {exc}") from exc
+    found = [(path, removal) for path, removal in removals if removal.removed]
     if args.json:
+        first = found[0] if found else (places[0], Removal())
         print_json(
             {
                 "agent": agent.name,
-                "settings": str(path),
-                "removed": removed,
-                "backup": str(backup) if backup else None,
+                "settings": str(first[0]),
+                "removed": sum(removal.removed for _, removal in removals),
+                "backup": str(first[1].backup) if first[1].backup else None,
+                "files": [
+                    {
+                        "settings": str(path),
+                        "removed": removal.removed,
+                        "backup": str(removal.backup) if removal.backup else None,
+                        "deleted": removal.deleted,
+                    }
+                    for path, removal in removals
+                ],
             }
         )
-    elif removed:
-        entries = "entry" if removed == 1 else "entries"
+        return 0
+    for path, removal in found:
         where = display_path(path)
-        print(f"Removed {removed} mented hook {entries} from {where}; nothing else changed.")
-        if backup:
-            print(f"  previous file saved as {display_path(backup)}")
-    else:
-        print(f"No mented hook for {agent.title} in {display_path(path)}; nothing changed.")
+        entries = "entry" if removal.removed == 1 else "entries"
+        if removal.deleted:
+            print(
+                f"Removed {removal.removed} mented hook {entries} from {where}; it held nothing "
+                "else, so it is removed."
+            )
+            continue
+        print(
+            f"Removed {removal.removed} mented hook {entries} from {where}; nothing else changed."
+        )
+        if removal.backup:
+            print(f"  previous file saved as {display_path(removal.backup)}")
+    if not found:
+        where = " or ".join(display_path(path) for path in places)
+        print(f"No mented hook for {agent.title} in {where}; nothing changed.")
     return 0
 
 
@@ -355,7 +501,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
 def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
     """The agent's user settings, its project settings here (if any) and `extra`."""
     user = agent.settings_path()
-    paths = [user, agent.project_settings_path(Path.cwd())]
+    paths = [user, *agent.project_install_paths(Path.cwd())]
     if extra:
         paths.append(Path(extra).expanduser().absolute())
     places = []

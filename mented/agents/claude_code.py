@@ -1,7 +1,10 @@
 """Claude Code: a `PreToolUse` command hook with matcher `Bash`.
 
 Settings: `~/.claude/settings.json` (user; `$CLAUDE_CONFIG_DIR/settings.json` when
-that is set) or `<project>/.claude/settings.json`.
+that is set) or, for one project, `<project>/.claude/settings.local.json`: Claude
+Code's file for one person's project settings, which teams do not commit (the
+hook names this machine's interpreter and socket). `<project>/.claude/settings.json`,
+the team's file, is where older installs wrote; it is still looked at.
 Claude Code cuts context strings over 10,000 characters, and delivers a
 PreToolUse `additionalContext` alongside the tool result, i.e. after the
 command ran; only a deny reaches the model before it runs (gate mode).
@@ -18,6 +21,7 @@ AGENT = PreToolUseAgent(
     config_dir_name=".claude",
     settings_name="settings.json",
     project_settings_file=".claude/settings.json",
+    project_local_file=".claude/settings.local.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     user_notices=True,  # `systemMessage`: shown to the user, not the model
 )

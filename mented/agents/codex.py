@@ -81,6 +81,12 @@ AGENT = PreToolUseAgent(
     config_dir_name=".codex",
     settings_name="hooks.json",
     project_settings_file=".codex/hooks.json",
+    no_project_local_file=(
+        "Codex reads a project's hooks only from .codex/hooks.json and .codex/config.toml "
+        "and has no uncommitted variant, so this file names this machine's interpreter and "
+        "socket: keep it out of git (add it to .git/info/exclude), or install for your user "
+        "instead (`mentectl hooks install codex`, which covers every project)."
+    ),
     install_note=(
         "Codex runs a hook it does not manage only after you trust it: open Codex, type "
         "`/hooks`, review the mented entries and trust them (again after any change)."

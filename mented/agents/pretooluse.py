@@ -204,7 +204,13 @@ class PreToolUseAgent:
         config_dir_env: the environment variable that moves its user config directory.
         config_dir_name: that directory's name in the home directory otherwise.
         settings_name: the user-level hook settings file, in that directory.
-        project_settings_file: the hook settings file inside a project directory.
+        project_settings_file: the hook settings file inside a project directory
+            (teams commit it).
+        project_local_file: the project's file for one person's settings, which
+            is not committed (Claude Code's `.claude/settings.local.json`): where
+            `hooks install --project` writes, since the hook names this machine's
+            interpreter and socket; None when the agent has none.
+        no_project_local_file: for an agent without one, why, and what to do instead.
         install_note: what to tell the user after installing, if anything.
         context_arrives: when the model reads a hook's extra context: "after" the
             tool ran (both agents put it next to the tool's result) or "before".
@@ -227,6 +233,8 @@ class PreToolUseAgent:
     config_dir_name: str
     settings_name: str
     project_settings_file: str
+    project_local_file: str | None = None
+    no_project_local_file: str | None = None
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
     user_notices: bool = False  # shows a hook answer's `systemMessage` to the user
@@ -349,8 +357,19 @@ class PreToolUseAgent:
         return self.config_dir() / self.settings_name
 
     def project_settings_path(self, project: Path) -> Path:
-        """The project-level settings file inside `project`."""
+        """The project-level settings file inside `project` (the one teams commit)."""
         return project / self.project_settings_file
+
+    def project_install_paths(self, project: Path) -> list[Path]:
+        """The project files that can hold our hook: where an install writes first.
+
+        The local, uncommitted file when the agent has one, then the shared file
+        (where earlier installs wrote; status, doctor and uninstall look there too).
+        """
+        shared = self.project_settings_path(project)
+        if self.project_local_file is None:
+            return [shared]
+        return [project / self.project_local_file, shared]
 
     def hook_entry(self, command: str, timeout_s: int, event: str = EVENT_NAME) -> dict[str, Any]:
         """One command hook as it appears in the settings file, for `event`."""
