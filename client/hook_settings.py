@@ -14,8 +14,14 @@ The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
 
     {"hooks": {"PreToolUse": [{"matcher": "Bash",
                                "hooks": [{"type": "command", "command": "...", "timeout": 5,
-                                          "statusMessage": "mented: ..."}]}],
+                                          "if": "Bash(*git*commit*)",
+                                          "statusMessage": "mented: ..."}, ...]},
+                              {"matcher": "^(?:mcp__.*__create_pull_request|...)$",
+                               "hooks": [{... the same command}]}],
                "SessionStart": [{"matcher": "clear|compact", "hooks": [{... the same command}]}]}}
+
+Which groups, matchers and conditions: the agent's (`Agent.hook_groups`), from
+the action table (mented/registration.py).
 
 Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
 """
@@ -48,7 +54,7 @@ SHIM_MARKER = b"mented hook shim"
 # A settings file is a few KiB; past this it is not one (and is not read into memory).
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 # The fields of our entry that an install rewrites; others are only added when missing.
-_OURS = frozenset({"type", "command", "timeout"})
+_OURS = frozenset({"type", "command", "timeout", "if"})
 
 
 class SettingsError(Exception):
@@ -393,42 +399,73 @@ def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node
 
 
 def add_hook(
-    text: str, path: Path, *, groups: dict[str, dict[str, Any]], shim_path: Path | None
+    text: str, path: Path, *, groups: dict[str, list[dict[str, Any]]], shim_path: Path | None
 ) -> str:
     """`text` with our hooks installed (unchanged when they already are, exactly).
 
-    `groups` maps each event to the agent's matcher group holding our one hook
-    entry for it (`Agent.hook_groups`). Per event, the group is added as is, or
-    its entry's `command` and `timeout` are written into the entry of ours
-    already there (an older interpreter or shim path is updated in place), with
-    the other fields it lacks; extra copies are removed.
+    `groups` maps each event to the agent's matcher groups holding our entries
+    for it (`Agent.hook_groups`). Per event: when our entries there are laid out
+    as `groups` says (the same matchers and conditions, in order), each one's
+    `command` and `timeout` are written into it (an older interpreter or shim
+    path is updated in place) with the fields it lacks; otherwise (the action
+    table asks for other tools now) ours are removed and `groups` added, a
+    field the user set on our first entry (their own `statusMessage`) carried over.
 
     Raises:
         SettingsError: the text is not a JSON object, or `hooks` is not laid out as expected.
     """
     if not text.strip():
         text = "{}\n"
-    for event, group in groups.items():
-        text = _add_event_hook(text, path, event, group, shim_path)
+    for event, event_groups in groups.items():
+        text = _add_event_hooks(text, path, event, event_groups, shim_path)
     return text
 
 
-def _add_event_hook(
-    text: str, path: Path, event: str, group: dict[str, Any], shim_path: Path | None
+def _layout(matcher: object, hook: dict[str, Any]) -> tuple[object, object]:
+    """What places an entry in the registration: its group's matcher and its condition."""
+    return matcher, hook.get("if")
+
+
+def _add_event_hooks(
+    text: str, path: Path, event: str, groups: list[dict[str, Any]], shim_path: Path | None
 ) -> str:
     entries = [entry for entry in find_entries(text, path, shim_path) if entry.event == event]
-    for extra in reversed(entries[1:]):
-        text = _remove_entry(text, path, extra)
-    if entries:
-        first = entries[0]
-        for key, value in group["hooks"][0].items():
-            # The command line and the timeout are ours; a field the user set
-            # (their own `statusMessage`) stays, one they did not is added.
-            if key in first.handler and (key not in _OURS or first.handler[key] == value):
-                continue
-            _, entry_hooks = _entry_node(text, path, first)
-            text = _set_member(text, entry_hooks.items[first.hook], key, value)
+    wanted = [(group.get("matcher"), hook) for group in groups for hook in group["hooks"]]
+    if entries and [_layout(e.matcher, e.handler) for e in entries] == [
+        _layout(matcher, hook) for matcher, hook in wanted
+    ]:
+        for entry, (_, hook) in zip(entries, wanted, strict=True):
+            text = _update_entry(text, path, entry, hook)
         return text
+    ours = wanted[0][1] if wanted else {}
+    first = entries[0].handler if entries else {}
+    kept = {
+        key: value
+        for key, value in first.items()
+        if key not in _OURS and key in ours and value != ours[key]
+    }
+    for entry in reversed(entries):
+        text = _remove_entry(text, path, entry)
+    for group in groups:
+        with_kept = {**group, "hooks": [{**hook, **kept} for hook in group["hooks"]]}
+        text = _add_group(text, path, event, with_kept)
+    return text
+
+
+def _update_entry(text: str, path: Path, entry: MentedEntry, hook: dict[str, Any]) -> str:
+    """Our `hook` written into the installed `entry`: our fields set, missing ones added."""
+    for key, value in hook.items():
+        # The command line and the timeout are ours; a field the user set
+        # (their own `statusMessage`) stays, one they did not is added.
+        if key in entry.handler and (key not in _OURS or entry.handler[key] == value):
+            continue
+        _, entry_hooks = _entry_node(text, path, entry)
+        text = _set_member(text, entry_hooks.items[entry.hook], key, value)
+    return text
+
+
+def _add_group(text: str, path: Path, event: str, group: dict[str, Any]) -> str:
+    """`text` with `group` appended to `hooks.<event>`, creating what is missing."""
     root = _root(text, path)
     hooks = _hooks_object(root, path)
     if hooks is None:
