@@ -71,6 +71,17 @@ class HookNeeds:
         """The programs whose commands can perform an action, sorted."""
         return sorted({words[0] for words in self.commands})
 
+    def summary(self) -> str:
+        """The tool calls in a few words, as `hooks install` says what it registered."""
+        parts = []
+        if self.commands:
+            parts.append(f"shell commands of {', '.join(self.programs())}")
+        if self.mcp_tools:
+            parts.append(f"MCP tools {', '.join(self.mcp_tools)}")
+        if self.edits:
+            parts.append("file edits")
+        return "; ".join(parts) or "nothing (the action table names no trigger)"
+
 
 # A shape whose subcommand alternatives multiply past this is filtered on its
 # program alone (a looser filter, never a wrong one).
