@@ -134,7 +134,7 @@ def test_existing_settings_are_kept_byte_for_byte(
     # Our groups under the PreToolUse list already there, one new SessionStart list.
     pretooluse, session_start = inserted
     ours = json.loads(after)["hooks"]["PreToolUse"][1:]
-    assert [group["matcher"] for group in ours][0] == "Bash"
+    assert ours[0]["matcher"] == "Bash"
     assert json.loads("[" + pretooluse.strip().lstrip(",") + "]") == ours
     assert json.loads("{" + session_start.strip().lstrip(",") + "}") == {
         "SessionStart": [
