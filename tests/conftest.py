@@ -22,6 +22,19 @@ from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
 START_TIMEOUT = 15.0
+AGENT_TESTS_ENV = "MENTED_AGENT_TESTS"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `agents` tests download and run the real agents: only when asked to."""
+    if os.environ.get(AGENT_TESTS_ENV) == "1":
+        return
+    skip = pytest.mark.skip(
+        reason=f"with the real agents: set {AGENT_TESTS_ENV}=1 (needs npm; .ci/run does it)"
+    )
+    for item in items:
+        if item.get_closest_marker("agents") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture

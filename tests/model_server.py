@@ -1,0 +1,401 @@
+"""A scripted model behind the two wire formats the real agents speak, on loopback.
+
+The end-to-end tests run Claude Code and Codex CLI for real; only the model is
+ours. This server answers
+
+- `POST /v1/messages` (Anthropic Messages API, streaming SSE), which Claude Code
+  calls when `ANTHROPIC_BASE_URL` points here, and
+- `POST /v1/responses` (OpenAI Responses API, streaming SSE), which Codex calls
+  through a custom `model_provider` whose `base_url` points here,
+
+with the moves of a `Script`: run these shell commands one after the other; when
+a command comes back as an error (a hook's deny, or a command that failed), run
+the same command again, a bounded number of times; after the last one, answer a
+final text. Every request body is recorded, so that a test can see where
+mented's text sat in the conversation, and a callback runs before each answer
+(e.g. to note how many commits the repository had when the model was asked, or
+to supersede a rule between two commits).
+
+Requests that are not the main conversation (Claude Code's side calls: title,
+quota, ...) get a short text and are recorded apart. Stdlib only: it runs in a
+thread of the test process.
+
+Wire formats, as the agents' own test suites use them: Claude Code reads
+`message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta`,
+`message_stop`; a `tool_use` block carries its input as `input_json_delta`
+fragments. Codex reads `response.created`, `response.output_item.done` (a
+`function_call` item with `call_id`, `name`, `arguments` as a JSON string, or an
+assistant `message`) and `response.completed`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar, Self
+
+FINAL_TEXT = "All done."
+SIDE_TEXT = "ok"
+
+
+@dataclass
+class ToolResult:
+    """What came back for the model's last tool call."""
+
+    call_id: str
+    text: str
+    is_error: bool
+
+
+@dataclass
+class Turn:
+    """One main-conversation request, as the server saw it."""
+
+    index: int
+    api: str  # "anthropic" or "responses"
+    body: dict[str, Any]
+    result: ToolResult | None  # the result of the model's previous tool call, if any
+    reply: str = ""  # "tool: <command>" or "text: <text>"
+    probe: object = None  # what the script's `probe` returned when the request came in
+
+    def conversation(self) -> list[Any]:
+        """The conversation items of the request: messages (Claude Code) or input (Codex)."""
+        items = self.body.get("messages") if self.api == "anthropic" else self.body.get("input")
+        return list(items or [])
+
+    def conversation_text(self) -> str:
+        """Every string in the conversation items, one per line (no system prompt, no tools)."""
+        return "\n".join(_strings(self.conversation()))
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+@dataclass
+class Script:
+    """The scripted model: run `commands` in order, retrying one that came back an error.
+
+    Attributes:
+        commands: the shell commands, one tool call each.
+        max_retries: how many times one command is run again after an error result.
+        probe: called as each main request comes in, before the answer; its value is
+            kept on the `Turn` (e.g. the number of commits in the repository then).
+        before_command: called with the index of a command right before the model
+            first asks to run it (e.g. supersede a rule between two commits).
+    """
+
+    commands: list[str]
+    max_retries: int = 2
+    probe: Callable[[], object] | None = None
+    before_command: Callable[[int], None] | None = None
+    _next: int = field(default=0, init=False)  # the index of the next command to run
+    _retries: int = field(default=0, init=False)  # of the current command, so far
+
+    def next_move(self, result: ToolResult | None) -> tuple[str, str]:
+        """("tool", command) or ("text", final text), given the last tool call's result."""
+        if result is not None and result.is_error and self._retries < self.max_retries:
+            self._retries += 1
+            return "tool", self.commands[self._next - 1]
+        if self._next >= len(self.commands):
+            return "text", FINAL_TEXT
+        self._retries = 0
+        if self.before_command is not None:
+            self.before_command(self._next)
+        self._next += 1
+        return "tool", self.commands[self._next - 1]
+
+
+@dataclass
+class Recording:
+    turns: list[Turn] = field(default_factory=list)
+    side_requests: list[dict[str, Any]] = field(default_factory=list)
+    other_paths: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class ModelServer:
+    """The server; `with ModelServer(script) as server:` serves on `server.base_url`."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.recording = Recording()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._last_call_id: str | None = None
+        handler = type("Handler", (_Handler,), {"model": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return self.recording.turns
+
+    # ----------------------------------------------------------------- the model
+
+    def answer(self, api: str, body: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The SSE events answering `body`, or None for a side request."""
+        with self._lock:
+            if not _is_main(api, body):
+                self.recording.side_requests.append(body)
+                return None
+            result = _last_result(api, body, self._last_call_id)
+            turn = Turn(index=len(self.recording.turns), api=api, body=body, result=result)
+            if self.script.probe is not None:
+                turn.probe = self.script.probe()
+            self.recording.turns.append(turn)
+            kind, value = self.script.next_move(result)
+            turn.reply = f"{kind}: {value}"
+            if kind == "text":
+                self._last_call_id = None
+                return _anthropic_text(value) if api == "anthropic" else _responses_text(value)
+            call_id = f"call_{next(self._ids)}"
+            self._last_call_id = call_id
+            if api == "anthropic":
+                return _anthropic_tool_use("toolu_" + call_id, value)
+            return _responses_shell_call(call_id, value, body.get("tools") or [])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    model: ClassVar[ModelServer]
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass
+
+    def do_GET(self) -> None:
+        self.model.recording.other_paths.append(f"GET {self.path}")
+        self._send(404, b'{"error": "not found"}', "application/json")
+
+    def do_HEAD(self) -> None:
+        self._send(200, b"", "text/plain")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        path = self.path.split("?", 1)[0]
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        if path.endswith("/v1/messages"):
+            api = "anthropic"
+        elif path.endswith("/responses"):
+            api = "responses"
+        else:
+            self.model.recording.other_paths.append(f"POST {self.path}")
+            self._send(404, b'{"error": "not found"}', "application/json")
+            return
+        try:
+            events = self.model.answer(api, body)
+        # A broken script or callback must show in the test, not leave the agent waiting.
+        except Exception as exc:  # noqa: BLE001
+            self.model.recording.errors.append(repr(exc))
+            self._send(500, json.dumps({"error": repr(exc)}).encode(), "application/json")
+            return
+        if events is None:
+            events = (
+                _anthropic_text(SIDE_TEXT) if api == "anthropic" else _responses_text(SIDE_TEXT)
+            )
+            if api == "anthropic" and not body.get("stream"):
+                self._send(
+                    200, json.dumps(_anthropic_message(SIDE_TEXT)).encode(), "application/json"
+                )
+                return
+        self._send(200, _sse(events), "text/event-stream")
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+    )
+
+
+# ------------------------------------------------------------------ Anthropic
+
+_USAGE = {
+    "input_tokens": 10,
+    "output_tokens": 1,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+}
+
+
+def _is_main(api: str, body: dict[str, Any]) -> bool:
+    """Is `body` the agent's conversation (it offers a shell tool), not a side call?"""
+    names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+    if api == "anthropic":
+        return "Bash" in names
+    return bool(names & set(_SHELL_TOOLS))
+
+
+def _anthropic_message(text: str) -> dict[str, Any]:
+    return {
+        "id": "msg_side",
+        "type": "message",
+        "role": "assistant",
+        "model": "mock-model",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": _USAGE,
+    }
+
+
+def _anthropic_frame(blocks: list[list[dict[str, Any]]], stop_reason: str) -> list[dict[str, Any]]:
+    start = {**_anthropic_message(""), "id": "msg_mock", "content": [], "stop_reason": None}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for block in blocks:
+        events.extend(block)
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def _anthropic_text(text: str) -> list[dict[str, Any]]:
+    block = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    return _anthropic_frame([block], "end_turn")
+
+
+def _anthropic_tool_use(tool_use_id: str, command: str) -> list[dict[str, Any]]:
+    arguments = json.dumps({"command": command, "description": "Run the command"})
+    block = [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": tool_use_id, "name": "Bash", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": arguments},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]
+    return _anthropic_frame([block], "tool_use")
+
+
+# ------------------------------------------------------------------ Responses
+
+# Codex's shell tools and how each takes a command line.
+_SHELL_TOOLS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "shell_command": lambda command: {"command": command},
+    "exec_command": lambda command: {"cmd": command},
+    "shell": lambda command: {"command": ["bash", "-lc", command]},
+}
+
+
+def _responses_frame(item: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"type": "response.created", "response": {"id": "resp_mock"}},
+        {"type": "response.output_item.done", "item": item},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "resp_mock",
+                "usage": {
+                    "input_tokens": 10,
+                    "input_tokens_details": None,
+                    "output_tokens": 5,
+                    "output_tokens_details": None,
+                    "total_tokens": 15,
+                },
+            },
+        },
+    ]
+
+
+def _responses_text(text: str) -> list[dict[str, Any]]:
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_mock",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    return _responses_frame(item)
+
+
+def _responses_shell_call(call_id: str, command: str, tools: list[Any]) -> list[dict[str, Any]]:
+    offered = [tool.get("name") for tool in tools if isinstance(tool, dict)]
+    name = next(name for name in _SHELL_TOOLS if name in offered)
+    item = {
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": json.dumps(_SHELL_TOOLS[name](command)),
+    }
+    return _responses_frame(item)
+
+
+# ------------------------------------------------------------------ results
+
+# Codex's tool output for a hook's deny, and for a command that failed.
+_CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
+
+
+def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolResult | None:
+    """The result of the tool call `call_id` in the request's conversation, if it is there."""
+    if call_id is None:
+        return None
+    if api == "anthropic":
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            if message.get("role") != "user" or not isinstance(content, list):
+                continue
+            for block in content:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == (
+                    "toolu_" + call_id
+                ):
+                    text = "\n".join(_strings(block.get("content")))
+                    return ToolResult(call_id, text, bool(block.get("is_error")))
+        return None
+    for item in body.get("input") or []:
+        if item.get("type") == "function_call_output" and item.get("call_id") == call_id:
+            text = "\n".join(_strings(item.get("output")))
+            return ToolResult(call_id, text, _CODEX_ERROR.search(text) is not None)
+    return None

@@ -1,0 +1,367 @@
+"""The real Claude Code and Codex CLI, installed from npm and run against the mock model.
+
+`tests/test_real_agents.py` uses these helpers; they are opt-in (the `agents`
+marker, enabled by `MENTED_AGENT_TESTS=1`, which `.ci/run` sets when `npm` is
+there), because they download the agents (~650 MB on first use) and run them.
+
+- `install`: the agent's npm package at the pinned version, in a cache outside
+  the checkout (`${XDG_CACHE_HOME:-~/.cache}/mented-tests/agents/`), installed
+  once into a temporary directory and renamed into place, so that an interrupted
+  install is never mistaken for a finished one.
+- `AgentSession`: an agent with `HOME`, `CLAUDE_CONFIG_DIR` / `CODEX_HOME` in the
+  daemon's temporary directory and mented's hook installed the way a user does
+  it (`mentectl hooks install <agent>`; for Codex also trusted, as its `/hooks`
+  view would); `run` is one non-interactive session (`claude -p`, `codex exec`)
+  in a fresh git repository, with the mock model as its model.
+- `mented_texts`: what of a request's conversation came from mented: the items
+  (a tool result, a context block, a developer message) that carry its text.
+
+`python -m tests.real_agents` runs the measurement test and prints the figures
+for docs/agents-e2e.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import msgspec
+import pytest
+
+from mented.agents import codex
+from tests.conftest import AGENT_TESTS_ENV, DaemonProcess
+from tests.model_server import ModelServer, Turn
+
+REPORT_ENV = "MENTED_AGENT_REPORT"
+RUN_TIMEOUT_S = 120
+# The shim's budget: a loaded machine must not turn a slow answer into silence here
+# (the budget itself is tested in tests/test_shim.py).
+HOOK_BUDGET_MS = "3000"
+# Every text mented hands an agent names it ("from mented", "mented stopped ...").
+MENTED_MARK = "mented"
+
+
+@dataclass(frozen=True)
+class NpmAgent:
+    """An agent as npm ships it, at the version mented's hooks were checked with."""
+
+    name: str  # the name mented knows it by (`mentectl hooks install NAME`)
+    package: str
+    version: str
+    binary: str
+
+    @property
+    def cache_name(self) -> str:
+        return f"{self.package.lstrip('@').replace('/', '+')}@{self.version}"
+
+
+CLAUDE_CODE = NpmAgent("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude")
+CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", "codex")
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX)}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mented-tests" / "agents"
+
+
+def install(agent: NpmAgent) -> Path:
+    """The agent's executable, installed from npm into the cache unless it is there already.
+
+    Skips the test, with npm's own words, when npm is missing or the install fails
+    (no network): the agents are not part of the project.
+    """
+    target = cache_dir() / agent.cache_name
+    binary = target / "node_modules" / ".bin" / agent.binary
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: cannot install the real agents")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".install-", dir=target.parent))
+    spec = f"{agent.package}@{agent.version}"
+    try:
+        result = subprocess.run(
+            [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", spec],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if result.returncode != 0:
+            pytest.skip(f"npm install {spec} failed: {result.stderr.strip()[-500:]}")
+        try:
+            staging.rename(target)
+        except OSError:  # installed meanwhile by another run: keep that one
+            if not binary.exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return binary
+
+
+def commit_count(repo: Path) -> int:
+    """How many commits the repository's HEAD has (0 before the first)."""
+    result = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--count", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return int(result.stdout.strip()) if result.returncode == 0 else 0
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir()
+    for args in (
+        ["init", "-q"],
+        ["config", "user.name", "Test"],
+        ["config", "user.email", "test@example.com"],
+        ["config", "commit.gpgsign", "false"],
+    ):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    return path
+
+
+# How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
+# Claude Code keeps a `hook_non_blocking_error` record in the session's transcript.
+HOOK_ERROR = re.compile(r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"", re.MULTILINE)
+
+
+@dataclass
+class AgentRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    transcript: str  # Claude Code's session transcript (JSON lines); empty for Codex
+    seconds: float
+
+    def hook_errors(self) -> list[str]:
+        """What the agent reported about a hook that failed, wherever it reports it."""
+        return [
+            match.group(0)
+            for text in (self.stdout, self.stderr, self.transcript)
+            for match in HOOK_ERROR.finditer(text)
+        ]
+
+
+class AgentSession:
+    """One agent, its private configuration with mented's hook in it, and a daemon.
+
+    The daemon and the configuration serve several runs (one test each): every
+    run of an agent is a new session for mented, in a new repository.
+    """
+
+    def __init__(self, agent: NpmAgent, binary: Path, daemon: DaemonProcess) -> None:
+        self.agent = agent
+        self.binary = binary
+        self.daemon = daemon
+        self.config_dir = daemon.home / (".claude" if agent is CLAUDE_CODE else ".codex")
+        self.config_dir.mkdir(parents=True)
+        self.codex_trust = ""
+        variable = "CLAUDE_CONFIG_DIR" if agent is CLAUDE_CODE else "CODEX_HOME"
+        # mentectl writes the hook where the agent reads it: the same variable.
+        daemon.env[variable] = str(self.config_dir)
+        daemon.mentectl("hooks", "install", agent.name)
+        if agent is CODEX:
+            self._trust_codex_hooks()
+        self._repos = 0
+        self.repo = self.new_repo()
+
+    def _trust_codex_hooks(self) -> None:
+        """Trust the installed entries as the user does in Codex's `/hooks` view.
+
+        Codex skips an untrusted hook without a word; it records the trust as a hash
+        of each entry under `hooks.state` in `$CODEX_HOME/config.toml`.
+        """
+        with mock.patch.dict(os.environ, {"CODEX_HOME": str(self.config_dir)}):
+            self.codex_trust = codex.trust_config_toml(codex.user_hooks_path())
+        assert "trusted_hash" in self.codex_trust, "no mented entry in Codex's hooks.json"
+
+    def new_repo(self) -> Path:
+        """A fresh repository for the next run."""
+        self._repos += 1
+        self.repo = make_repo(self.daemon.root / f"repo{self._repos}")
+        return self.repo
+
+    def environment(self, server: ModelServer) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in self.daemon.env.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_CODE_"))
+        }
+        env["MENTED_HOOK_BUDGET_MS"] = HOOK_BUDGET_MS
+        if self.agent is CLAUDE_CODE:
+            env.update(
+                ANTHROPIC_BASE_URL=server.base_url,
+                ANTHROPIC_API_KEY="sk-ant-mock",
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                DISABLE_AUTOUPDATER="1",
+                DISABLE_TELEMETRY="1",
+                DISABLE_ERROR_REPORTING="1",
+            )
+        else:
+            env["MOCK_MODEL_API_KEY"] = "sk-mock"
+            config = _CODEX_CONFIG.format(base_url=server.base_url) + self.codex_trust
+            (self.config_dir / "config.toml").write_text(config, encoding="utf-8")
+        return env
+
+    def run(self, server: ModelServer, prompt: str) -> AgentRun:
+        """Run the agent once, non-interactively, in the repository, until it answers."""
+        if self.agent is CLAUDE_CODE:
+            # As root, Claude Code refuses bypassPermissions: allow the one tool instead.
+            args = ["-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5"]
+        else:
+            args = [
+                "exec",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                prompt,
+            ]
+        started = time.monotonic()
+        started_at = time.time()
+        result = subprocess.run(
+            [str(self.binary), *args],
+            cwd=self.repo,
+            env=self.environment(server),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+        seconds = time.monotonic() - started
+        transcripts = [
+            path.read_text(encoding="utf-8", errors="replace")
+            for path in (self.config_dir / "projects").glob("*/*.jsonl")
+            if path.stat().st_mtime >= started_at - 1
+        ]
+        return AgentRun(
+            result.returncode, result.stdout, result.stderr, "".join(transcripts), seconds
+        )
+
+
+# Codex's own model-provider table; no retries, so that a server fault shows at once.
+_CODEX_CONFIG = """\
+model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock model"
+base_url = "{base_url}/v1"
+wire_api = "responses"
+env_key = "MOCK_MODEL_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+# ------------------------------------------------------------- mented's text
+
+
+def mented_texts(turn: Turn) -> list[str]:
+    """The conversation items of `turn` that carry mented's text, as the model read them.
+
+    Claude Code: a `tool_result` (a deny's reason) or a text block (the
+    `<system-reminder>` carrying a hook's context). Codex: a `function_call_output`
+    ("Command blocked by PreToolUse hook: ...") or a developer/user message.
+    """
+    found = []
+    for item in turn.conversation():
+        if not isinstance(item, dict):
+            continue
+        parts = item.get("content") if turn.api == "anthropic" else [item]
+        for part in parts if isinstance(parts, list) else []:
+            text = _text_of(part)
+            if text and MENTED_MARK in text:
+                found.append(text)
+    return found
+
+
+# How each agent wraps a hook's text for the model (see docs/design.md, "Agents").
+_WRAPPERS = (
+    # Claude Code's context: a system reminder after the tool result.
+    re.compile(
+        r"<system-reminder>\s*PreToolUse:\w+ hook additional context: (.*?)\s*</system-reminder>",
+        re.DOTALL,
+    ),
+    # Codex's deny: the reason inside its own sentence.
+    re.compile(r"Command blocked by PreToolUse hook: (.*)\. Command: .*", re.DOTALL),
+)
+
+
+def mented_own_text(text: str) -> str:
+    """`text` without the agent's wrapping: what mented itself wrote."""
+    for wrapper in _WRAPPERS:
+        if match := wrapper.fullmatch(text.strip()):
+            return match.group(1)
+    return text.strip()
+
+
+def _text_of(part: object) -> str:
+    if not isinstance(part, dict):
+        return ""
+    kind = part.get("type")
+    if kind == "text":
+        return str(part.get("text", ""))
+    if kind == "tool_result":
+        content = part.get("content")
+        if isinstance(content, list):
+            return "\n".join(_text_of(block) for block in content)
+        return str(content or "")
+    if kind == "function_call_output":
+        output = part.get("output")
+        return output if isinstance(output, str) else msgspec.json.encode(output).decode()
+    if kind == "message":
+        return "\n".join(
+            str(span.get("text", ""))
+            for span in part.get("content") or []
+            if isinstance(span, dict)
+        )
+    return ""
+
+
+def record_figures(test: str, **figures: float | str) -> None:
+    """Append `figures` under the name `test` when `MENTED_AGENT_REPORT` names a file."""
+    target = os.environ.get(REPORT_ENV)
+    if not target:
+        return
+    with Path(target).open("ab") as report:
+        report.write(msgspec.json.encode({"test": test, **figures}) + b"\n")
+
+
+def _main() -> int:
+    """Run the measurement with the real agents and print the figures as a Markdown table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "figures.jsonl"
+        env = {**os.environ, AGENT_TESTS_ENV: "1", REPORT_ENV: str(report)}
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"]
+        command += ["-k", "session_cost", "tests/test_real_agents.py"]
+        status = subprocess.run(command, env=env, check=False).returncode
+        lines = report.read_bytes().splitlines() if report.exists() else []
+    print(
+        "| agent | commits | mented characters in the conversation (mented's own) "
+        "| full rule texts | extra model turns |"
+    )
+    print("|---|--:|--:|--:|--:|")
+    for line in lines:
+        row = msgspec.json.decode(line)
+        print(
+            f"| {row['agent']} {row['version']} | {row['commits']} "
+            f"| {row['chars']:,} ({row['own_chars']:,}) | {row['full_texts']} "
+            f"| {row['extra_turns']} |"
+        )
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -1,0 +1,227 @@
+"""With the real agents: Claude Code and Codex CLI from npm, mented's default configuration.
+
+Each agent gets a real daemon and the hook installed with `mentectl hooks install
+<agent>` into a temporary `CLAUDE_CONFIG_DIR` / `CODEX_HOME`; each test adds its
+own rules (the request `mentectl rule add` sends) and runs the agent once,
+non-interactively, in a fresh git repository, against the project's mock model
+(tests/model_server.py), which runs the shell commands of its script and
+retries one that came back as an error (a stop). What the model was sent is read
+from the recorded requests; whether a commit had happened when the model was
+asked, from the repository at that moment.
+
+Opt-in: the `agents` marker runs only with `MENTED_AGENT_TESTS=1` (`.ci/run` sets
+it when `npm` is there); the first run downloads the agents into
+`~/.cache/mented-tests/agents/`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mented.memory import MemoryType, short_handle, trigger_tag
+from mented.protocol import (
+    ForgetRequest,
+    ForgottenReply,
+    ListRequest,
+    MemoriesReply,
+    StoredReply,
+    StoreRequest,
+)
+from tests.conftest import DaemonProcess
+from tests.model_server import ModelServer, Script, Turn
+from tests.real_agents import (
+    AGENTS,
+    AgentSession,
+    commit_count,
+    install,
+    mented_own_text,
+    mented_texts,
+    record_figures,
+)
+
+pytestmark = pytest.mark.agents
+
+RULE = "commit messages: single line, conventional prefix, no emojis"
+NEW_RULE = "commit messages: one short line in sentence case, no prefix"
+SHORT_LINE = 120  # the most a later matching command may cost, in characters
+PROMPT = "Commit the change."
+
+
+def commit(n: int) -> str:
+    return f'git commit --allow-empty -m "fix: change {n}"'
+
+
+@pytest.fixture(scope="module", params=sorted(AGENTS), ids=sorted(AGENTS))
+def agent_session(request: pytest.FixtureRequest) -> Iterator[AgentSession]:
+    """One daemon and one agent configuration, shared by that agent's tests (start-up is slow)."""
+    npm_agent = AGENTS[request.param]
+    binary = install(npm_agent)
+    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    daemon = DaemonProcess(root)
+    daemon.start()
+    try:
+        yield AgentSession(npm_agent, binary, daemon)
+    finally:
+        if daemon.proc is not None:
+            daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def session(agent_session: AgentSession) -> AgentSession:
+    """The agent's session for one test: the daemon running, no rules, a new repository."""
+    daemon = agent_session.daemon
+    if daemon.proc is None:
+        daemon.start()
+    with daemon.client() as client:
+        listed = client.expect(ListRequest(include_superseded=True), MemoriesReply)
+        for memory in listed.memories:
+            client.expect(ForgetRequest(id=memory.id), ForgottenReply)
+    agent_session.new_repo()
+    return agent_session
+
+
+def add_rule(daemon: DaemonProcess, text: str, action: str = "git-commit") -> str:
+    """Add a rule as `mentectl rule add ACTION TEXT` does (without its start-up time); its id."""
+    with daemon.client() as client:
+        request = StoreRequest(
+            content=text, memory_type=MemoryType.PROCEDURAL, tags=[trigger_tag(action)]
+        )
+        return client.expect(request, StoredReply).id
+
+
+def run(
+    session: AgentSession,
+    commands: list[str],
+    *,
+    before_command: Callable[[int], None] | None = None,
+) -> list[Turn]:
+    """Run the agent through `commands`; the requests it sent to the model."""
+    script = Script(
+        commands=commands,
+        probe=lambda: commit_count(session.repo),
+        before_command=before_command,
+    )
+    with ModelServer(script) as server:
+        result = session.run(server, PROMPT)
+    assert result.returncode == 0, f"{session.agent.name} failed:\n{result.stdout}\n{result.stderr}"
+    assert not server.recording.errors, server.recording.errors
+    assert server.turns, "the agent never asked the model"
+    assert server.turns[-1].reply.startswith("text:"), "the script did not run to its end"
+    return server.turns
+
+
+def count(text: str, turns: list[Turn]) -> int:
+    """How many times `text` is in the whole conversation (the last request holds it all)."""
+    return turns[-1].conversation_text().count(text)
+
+
+def test_the_rule_reaches_the_model_before_the_commit(session: AgentSession) -> None:
+    add_rule(session.daemon, RULE)
+    turns = run(session, [commit(1)])
+    first = next((turn for turn in turns if RULE in turn.conversation_text()), None)
+    assert first is not None, "the rule never reached the model"
+    assert first.probe == 0, f"the model first read the rule with {first.probe} commit(s) made"
+    assert commit_count(session.repo) == 1  # the retried commit lands, once
+
+
+def test_five_commits_hand_the_full_rule_over_once(session: AgentSession) -> None:
+    add_rule(session.daemon, RULE)
+    turns = run(session, [commit(n) for n in range(1, 6)])
+    assert commit_count(session.repo) == 5
+    assert count(RULE, turns) == 1
+    later = [mented_own_text(text) for text in mented_texts(turns[-1]) if RULE not in text]
+    too_long = [text for text in later if len(text) > SHORT_LINE]
+    assert not too_long, f"later commits cost more than {SHORT_LINE} characters: {too_long}"
+
+
+def test_a_superseded_rule_is_handed_over_alone(session: AgentSession) -> None:
+    daemon = session.daemon
+    old_id = add_rule(daemon, RULE)
+
+    def supersede_before_the_second_commit(index: int) -> None:
+        if index == 1:
+            daemon.mentectl("rule", "supersede", short_handle(old_id), NEW_RULE)
+
+    turns = run(session, [commit(1), commit(2)], before_command=supersede_before_the_second_commit)
+    assert commit_count(session.repo) == 2
+    assert count(NEW_RULE, turns) == 1
+    assert count(RULE, turns) == 1, "the superseded rule came back"
+    (handover,) = [text for text in mented_texts(turns[-1]) if NEW_RULE in text]
+    assert short_handle(old_id) in handover, "the new rule does not say which rule it replaces"
+    assert RULE not in handover
+
+
+def test_commands_that_are_no_action_get_nothing(session: AgentSession) -> None:
+    add_rule(session.daemon, RULE)
+    turns = run(session, ["ls -la", 'echo "git commit"'])
+    assert [turn.result.is_error for turn in turns if turn.result] == [False, False]
+    assert all(not mented_texts(turn) for turn in turns)
+    assert count(RULE, turns) == 0
+
+
+def test_with_the_daemon_stopped_the_commit_runs_quietly(session: AgentSession) -> None:
+    add_rule(session.daemon, RULE)
+    session.daemon.stop()
+    script = Script(commands=[commit(1)], probe=lambda: commit_count(session.repo))
+    with ModelServer(script) as server:
+        result = session.run(server, PROMPT)
+    assert result.returncode == 0
+    assert commit_count(session.repo) == 1
+    turns = server.turns
+    assert len(turns) == 2, "the commit was not run exactly once"
+    assert turns[1].result is not None
+    assert not turns[1].result.is_error
+    assert not mented_texts(turns[-1])
+    assert not result.hook_errors()
+
+
+RULES = [
+    RULE,
+    "commit messages: the subject says why, not what",
+    "never commit generated files or lock files without saying so",
+    "run the tests before committing",
+    "one logical change per commit",
+    "no Co-Authored-By lines",
+]
+
+
+@pytest.mark.parametrize("commits", [1, 10])
+def test_session_cost(session: AgentSession, commits: int) -> None:
+    """Characters of mented text in the conversation, and extra model turns, for one session."""
+    for rule in RULES:
+        add_rule(session.daemon, rule)
+    commands = [commit(n) for n in range(1, commits + 1)]
+    turns = run(session, commands)
+    assert commit_count(session.repo) == commits
+    texts = mented_texts(turns[-1])
+    chars = sum(len(text) for text in texts)
+    own = [mented_own_text(text) for text in texts]
+    own_chars = sum(map(len, own))
+    full_texts = count(RULE, turns)
+    extra_turns = len(turns) - len(commands) - 1
+    record_figures(
+        "session_cost",
+        agent=session.agent.name,
+        version=session.agent.version,
+        commits=commits,
+        rules=len(RULES),
+        chars=chars,
+        own_chars=own_chars,
+        full_texts=full_texts,
+        extra_turns=extra_turns,
+    )
+    # The goal (issue 11): one full text, then at most a short line per later commit,
+    # and one stop per action per session.
+    assert full_texts == 1
+    budget = max(map(len, own)) + (commits - 1) * SHORT_LINE
+    assert own_chars <= budget, (
+        f"mented's text came to {own_chars} characters, over the goal of {budget} (the full "
+        f"text, then {SHORT_LINE} per later commit): {own}"
+    )
+    assert extra_turns == 1
