@@ -63,7 +63,10 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.config import Config
+from mented.handover import MAX_POINTER_CHARS
+from mented.hooks import HookHandler
 from mented.matcher import Matcher
+from mented.memory import MemoryType, trigger_tag
 from mented.protocol import (
     HookRequest,
     IncompleteFrameError,
@@ -79,6 +82,7 @@ from mented.protocol import (
     encode,
     recv_frame,
 )
+from mented.sessions import SessionMemory
 from mented.store import Store, StoreItem
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
@@ -279,6 +283,17 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     met: bool
 
 
+class SessionCost(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session of commits costs in mented text, with the default delivery."""
+
+    commits: int
+    rules: int
+    chars: int  # mented's own text handed to the model over the session
+    full_chars: int  # one full text of the rules
+    full_texts: int  # answers that carried every rule's text
+    stops: int  # commands stopped: each costs the model one extra turn
+
+
 class BenchResult(msgspec.Struct, kw_only=True):
     mented: str
     plan: str
@@ -296,6 +311,7 @@ class BenchResult(msgspec.Struct, kw_only=True):
     recall_floors: list[Floor]
     memory: list[MemorySize]
     targets: list[Target]
+    session_cost: list[SessionCost] = []
 
 
 def summarize(samples_ns: Sequence[int]) -> Summary:
@@ -741,7 +757,7 @@ def time_matcher(corpus: Sequence[str], rounds: int) -> tuple[dict[str, list[int
         Each command's timings parsed afresh (cache miss), and all timings from the cache (hit).
     """
     table = load_action_table(Config())
-    uncached = Matcher(table, cache_size=0)
+    uncached = Matcher(table, cache_bytes=0)
     cached = Matcher(table)
     for command in corpus:  # first calls compile regexes and fill the cache: not counted
         uncached.actions_in(command)
@@ -1081,6 +1097,63 @@ def bench_concurrency(plan: Plan, daemon: Daemon, progress: Progress) -> list[Co
 # -------------------------------------------------------------------- 5. writes
 
 
+SESSION_COMMITS = (1, 10)
+
+
+def bench_session_cost(root: Path) -> list[SessionCost]:
+    """Sessions of 1 and 10 commits with RULES_PER_REPLY commit rules, in process.
+
+    The daemon's own hook handler on the default configuration, as Claude Code
+    drives it: a stopped command is run again at once. Counts mented's text in
+    what the model is handed; docs/agents-e2e.md measures the same with the
+    real agents, wrapping included.
+    """
+    data_dir = root / "session-cost"
+    store = Store(data_dir, sync=False)
+    sessions = SessionMemory(data_dir / "sessions", ttl_s=3600)
+    try:
+        for number in range(RULES_PER_REPLY):
+            store.store(
+                _rule_text(number, "git-commit"),
+                memory_type=MemoryType.PROCEDURAL,
+                tags=[trigger_tag("git-commit")],
+            )
+        config = Config()
+        handler = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+        return [_session_cost(handler, commits) for commits in SESSION_COMMITS]
+    finally:
+        sessions.close()
+        store.close()
+
+
+def _session_cost(handler: HookHandler, commits: int) -> SessionCost:
+    chars = full_chars = full_texts = stops = 0
+    calls = 0
+    for number in range(commits):
+        command = f'git commit -m "fix: change {number}"'
+        while True:  # the command, and its retry when it was stopped
+            calls += 1
+            out = handler.handle(
+                "claude-code", _event(command, f"toolu_{calls}", session=f"cost-{commits}")
+            )
+            text = text_of_answer(out) or ""
+            chars += len(text)
+            if all(_rule_text(n, "git-commit") in text for n in range(RULES_PER_REPLY)):
+                full_texts += 1
+                full_chars = len(text)
+            if b'"permissionDecision":"deny"' not in out:
+                break
+            stops += 1
+    return SessionCost(
+        commits=commits,
+        rules=RULES_PER_REPLY,
+        chars=chars,
+        full_chars=full_chars,
+        full_texts=full_texts,
+        stops=stops,
+    )
+
+
 def bench_durable_adds(plan: Plan, daemon: Daemon) -> tuple[Summary, float]:
     """Single rule adds through the daemon, each committed with fsync before the reply."""
     samples = []
@@ -1387,6 +1460,18 @@ def _targets(result: BenchResult) -> list[Target]:
             met=result.matcher.miss.p50_us < 1000,
         ),
     ]
+    for cost in result.session_cost:
+        goal = cost.full_chars + (cost.commits - 1) * MAX_POINTER_CHARS
+        targets.append(
+            Target(
+                figure=f"mented text, session of {cost.commits} commits, {cost.rules} rules",
+                target=f"<= 1 full text + {cost.commits - 1} x {MAX_POINTER_CHARS} characters; "
+                "one stop",
+                measured=f"{cost.chars:,} characters ({cost.full_texts} full text of "
+                f"{cost.full_chars:,}), {cost.stops} stop",
+                met=cost.chars <= goal and cost.full_texts == 1 and cost.stops == 1,
+            )
+        )
     return targets
 
 
@@ -1406,6 +1491,8 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         config.write_text("# mentectl bench: built-in defaults\n")
         progress(f"matcher: {len(CORPUS)} commands, {plan.matcher_rounds} rounds")
         matcher = bench_matcher(plan)
+        progress(f"session cost: sessions of {' and '.join(map(str, SESSION_COMMITS))} commits")
+        session_cost = bench_session_cost(root)
         floors = [EchoServer(root, kind) for kind in FLOOR_KINDS]
         daemon = Daemon(root, "hook", config)
         _hook_store(daemon.data_dir)
@@ -1456,6 +1543,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         recall_floors=recall_floors,
         memory=memory,
         targets=[],
+        session_cost=session_cost,
     )
     result.targets = _targets(result)
     result.seconds = time.perf_counter() - started
@@ -1829,6 +1917,29 @@ def _two_cores(result: BenchResult) -> str:
     )
 
 
+def _session_cost_section(result: BenchResult) -> list[str]:
+    if not result.session_cost:
+        return []
+    return [
+        "## Session cost",
+        "",
+        "Characters of mented text handed to the model in one agent session, with "
+        f"{RULES_PER_REPLY} rules for `git-commit` and the default delivery (the first commit "
+        "stopped once with the rules, its retry given nothing, later commits a one-line "
+        "pointer). Each stop costs the model one extra turn. Measured in process; "
+        "`docs/agents-e2e.md` has the same with the real Claude Code and Codex (and what "
+        "the context-only delivery of 0.1 cost: the full text on every commit).",
+        "",
+        "| commits | mented characters | full texts | stops (extra model turns) |",
+        "|--:|--:|--:|--:|",
+        *(
+            f"| {cost.commits} | {cost.chars:,} | {cost.full_texts} | {cost.stops} |"
+            for cost in result.session_cost
+        ),
+        "",
+    ]
+
+
 def render_markdown(result: BenchResult) -> str:
     """docs/benchmarks.md: the machine, the command, the table, the targets, the reasons."""
     machine = result.machine
@@ -1872,6 +1983,7 @@ def render_markdown(result: BenchResult) -> str:
             for target in result.targets
         ),
         "",
+        *_session_cost_section(result),
         "## What bounds each figure",
         "",
     ]

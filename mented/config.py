@@ -5,7 +5,7 @@ One TOML file (see `mented.paths.config_path`). Every section is optional::
     [hook]
     k = 6                      # rules per action handed to the agent
     max_context_chars = 4000   # cap on the text injected into the agent's context
-    budget_ms = 250            # read only by `mentectl doctor` (see below), not by the hook
+    budget_ms = 250            # the shim's deadline, as its environment sets it (see below)
     dedupe_seconds = 5         # the same event twice within this long is answered once
     session_ttl_s = 43200      # a session's memory of what it was handed expires this long
                                # after its last hook (was `gate_session_ttl_s`, still read)
@@ -34,7 +34,8 @@ A bad file is reported with its path and line; the daemon keeps what it had.
 file, and stops at `$MENTED_HOOK_BUDGET_MS` in the agent's environment (default
 250 ms). `mentectl doctor` fails a sample hook call slower than
 `$MENTED_HOOK_BUDGET_MS` in its own environment, else than this value; set it to
-the deadline the agent's environment gives the shim. The daemon ignores it.
+the deadline the agent's environment gives the shim. The daemon stops working on
+a hook request this long after it received it (the shim has given up by then).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class HookSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     k: Annotated[int, msgspec.Meta(ge=1, le=50)] = 6
     # Claude Code cuts context over 10,000 characters: stay under it with a margin.
     max_context_chars: Annotated[int, msgspec.Meta(ge=200, le=9500)] = 4000
-    # Only `mentectl doctor`'s threshold: the shim reads no config (MENTED_HOOK_BUDGET_MS).
+    # The shim reads no config (MENTED_HOOK_BUDGET_MS): `mentectl doctor`'s threshold, and
+    # how long the daemon works on a hook request.
     budget_ms: Annotated[int, msgspec.Meta(ge=10, le=10_000)] = 250
     dedupe_seconds: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 5.0
     session_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=30 * 86_400)] = 12 * 3600

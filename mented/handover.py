@@ -47,9 +47,10 @@ INTRO: dict[Moment, str] = {
     ),
 }
 EARLIER = "The rules you were shown earlier in this session still apply, unless replaced here."
+# No full stop at the end: Codex follows a deny's reason with ". Command: ...".
 FOOTER = (
     "Newest first; when two conflict, the newest wins. To change a rule when the user asks: "
-    'the mented MCP tool `supersede_rule`, or `mentectl rule supersede HANDLE "new text"`.'
+    '`mentectl rule supersede HANDLE "new text"` (or the mented MCP tool `supersede_rule`)'
 )
 _CUT = " … (cut; `mentectl rule show {handle}` shows it whole)"
 _LEFT_OUT = (

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
 FIRE_LOG_SIZE = 500
 MAX_RECENT_EVENTS = 1024  # events remembered for de-duplication
+MAX_STOPPED = 4096  # sessions whose last stopped call is remembered, to let its retry pass silently
 MAX_SESSIONS_COUNTED = 4096  # sessions in the "characters per session" average of `status`
 # Cuts of what the fire log keeps of an event's own fields (the shim passes up to 1 MiB).
 MAX_LOGGED_COMMAND = 1000
@@ -74,6 +75,7 @@ MAX_LOGGED_SESSION = 128
 WHY_NEW = "first time in this session"
 WHY_CHANGED = "rules new or changed since this session was handed them"
 WHY_HANDED = "this session already has them"
+WHY_RETRY = "the retry of the call stopped for these rules"
 WHY_NO_RULES = "no rule visible to this agent here"
 WHY_NO_SESSION = "no session id: cannot tell what the model has"
 WHY_NO_MEMORY = "session memory unavailable"
@@ -102,6 +104,8 @@ class HookHandler:
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
+        # Per session, the call last stopped: its retry follows the rules just read.
+        self._stopped: OrderedDict[bytes, bytes] = OrderedDict()
         self._chars: OrderedDict[bytes, int] = OrderedDict()  # session digest -> chars handed
         self._chars_total = 0
         self._failures_logged: set[str] = set()
@@ -115,10 +119,14 @@ class HookHandler:
         if self._sessions is not None:
             self._sessions.ttl_s = config.hook.session_ttl_s
 
-    def handle(self, agent: str, event: bytes) -> bytes:
-        """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises."""
+    def handle(self, agent: str, event: bytes, *, deadline: float | None = None) -> bytes:
+        """The exact stdout bytes for `agent`'s hook `event`; empty for silence. Never raises.
+
+        Past `deadline` (a `time.monotonic()` value: when the shim gives up) the answer is
+        silence, and no more work is done for it.
+        """
         try:
-            return self._handle(agent, event)
+            return self._handle(agent, event, deadline)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -150,19 +158,19 @@ class HookHandler:
             self._failures_logged.add(kind)
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
-    def _handle(self, agent: str, event: bytes) -> bytes:
+    def _handle(self, agent: str, event: bytes, deadline: float | None) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
         if adapter is None:
             return b""
         call = adapter.decode(event)
-        if call is None:
+        if call is None or _past(deadline):
             return b""
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
-        actions = self._actions_of(call)
-        if not actions:
+        actions = self._actions_of(call, deadline)
+        if not actions or _past(deadline):
             return b""
         now = time.monotonic()
         event_key = _event_digest(agent, call)
@@ -182,10 +190,10 @@ class HookHandler:
         self._record(fire)
         return out
 
-    def _actions_of(self, call: ToolCall) -> tuple[str, ...]:
+    def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""
         if call.command:
-            return self._matcher.actions_in(call.command)
+            return self._matcher.actions_in(call.command, deadline=deadline)
         if call.mcp_tool:
             return self._tools.actions_for(call.mcp_tool)
         return self._edits.actions_for(call.edited, call.cwd)
@@ -223,9 +231,15 @@ class HookHandler:
             if (fresh := [rule for rule in rules if rule.id not in handed])
         ]
         if not new:
-            # Everything here was handed over in this session: a pointer, never a stop.
+            # Everything here was handed over in this session: a pointer, never a stop;
+            # nothing at all for the retry of the call just stopped (the model read the
+            # rules one turn ago).
             assert key is not None  # an empty memory hands nothing over
             self._touch(key)
+            if self._stopped.get(key.digest) == _call_digest(call):
+                del self._stopped[key.digest]
+                fire.why = WHY_RETRY
+                return b"", fire
             text = render_pointer(
                 [(action, [short_handle(rule.id) for rule in rules]) for action, rules in visible]
             )
@@ -268,8 +282,16 @@ class HookHandler:
         if key is not None:
             self._count_chars(key, fire.chars)
         if stop:
+            assert key is not None  # a stop needs the session memory
+            self._remember_stop(key, call)
             return adapter.render_deny(rendered.text), fire
         return adapter.render_context(rendered.text), fire
+
+    def _remember_stop(self, key: SessionKey, call: ToolCall) -> None:
+        self._stopped[key.digest] = _call_digest(call)
+        self._stopped.move_to_end(key.digest)
+        while len(self._stopped) > MAX_STOPPED:
+            self._stopped.popitem(last=False)
 
     def _render(
         self, adapter: Agent, call: ToolCall, new: list[Section], *, stop: bool, earlier: bool
@@ -361,6 +383,17 @@ def _cut(text: str | None, limit: int) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+def _call_digest(call: ToolCall) -> bytes:
+    """What makes a call the retry of another: the same command (or tool, or files), there."""
+    return hashlib.blake2b(
+        msgspec.json.encode((call.cwd, call.describe())), digest_size=16
+    ).digest()
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _event_digest(agent: str, call: ToolCall) -> bytes:

@@ -25,14 +25,38 @@ bashlex 0.18 cannot parse all that agents send, so two things come first:
   `case` patterns, `[[ ]]` and `for` headers.
 
 The matcher never raises, its input is capped (`MAX_COMMAND_CHARS`), nesting is
-bounded without recursing past `MAX_NESTING`, and results are cached per command
-string in a bounded LRU.
+bounded without recursing past `MAX_NESTING`, and the hook's answers (the actions
+only) are cached by the command's digest in an LRU bounded in bytes (`CACHE_BYTES`).
+
+The daemon matches on its one event-loop thread, so a command that takes long to
+match delays every other session's hook. bashlex costs 50-100 us a token and more
+on some shapes (a word of 2,700 backtick substitutions took a second), and no
+count of words or characters done before parsing predicts it. So each command
+gets a time budget in CPU time of the matching thread, checked at cheap points
+inside bashlex (its character reader and parameter expansion, patched below) and
+inside our own tokenizer and analysis:
+
+* bashlex may spend `BASHLEX_CPU_BUDGET_S` on all the strings of one command
+  together (nested `bash -c` strings included); past it, the string it was reading
+  and every later one go to the fallback tokenizer;
+* the whole match stops at `MATCH_CPU_BUDGET_S`: the actions found so far are the
+  answer (each of them is in the command: careful, never a guess), with a note.
+
+A caller may add a wall-clock `deadline` (the hook's: its shim has given up by
+then); matching stops there too, and such a cut answer is not cached.
+`quick_actions_in` matches within a smaller budget or says it could not: the
+daemon answers most commands that way on its event loop, and matches the rest
+with `actions_in` in a worker thread (the cache is shared, under a lock).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import shlex
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -61,12 +85,22 @@ MAX_WRAPPERS = 16
 MAX_WORDS = 512
 # Simple commands analyzed in one command (nested ones included); the rest are skipped.
 MAX_SIMPLE_COMMANDS = 512
-# Tokens read from one command string; the rest of the input is ignored (and noted).
+# Pieces (tokens, and the quoted parts and expansions within words) read from one
+# command, nested strings included; the rest of the input is ignored (and noted).
 MAX_TOKENS = 4096
 # `$((...))` longer than this is read as `$( (...) )`.
 MAX_ARITHMETIC_CHARS = 1024
-# Commands longer than this are not cached: the cache stays small in memory.
-MAX_CACHED_CHARS = 8 * 1024
+# CPU time (of the matching thread) one command may take, all strings in it together:
+# bashlex gets the first part, the fallback tokenizer and the analysis the rest.
+MATCH_CPU_BUDGET_S = 0.050
+BASHLEX_CPU_BUDGET_S = 0.025
+# Checkpoints passed between two looks at the clock (a look costs about 1 us, a
+# checkpoint in bashlex stands for a character read: 1-3 us of its work).
+_CHECK_EVERY = 32
+# Bytes the hook's cache (command digest -> actions) may hold, each entry weighed by
+# `_CACHE_ENTRY_BYTES` and 8 bytes an action (the names are the table's own strings).
+CACHE_BYTES = 1 << 20
+_CACHE_ENTRY_BYTES = 240  # measured: the dict slot and list node, a 16-byte digest, a tuple
 
 Parser = Literal["bashlex", "fallback", "none"]
 
@@ -78,13 +112,108 @@ def _checked_paramexpand(parserobj: object, string: str, sindex: int) -> object:
     `_expandwordinternal` starts the word over, for ever, growing a list until memory
     runs out (found by fuzzing). Bash itself calls this a bad substitution.
     """
+    _bashlex_checkpoint()
     if string.startswith("${", sindex) and string.find("}", sindex + 2) < 0:
         raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, sindex)
     return _bashlex_paramexpand(parserobj, string, sindex)
 
 
+class _OutOfTimeError(Exception):
+    """Raised inside bashlex at a checkpoint once its time for this command is up."""
+
+
+class _Clock:
+    """The time limits of one match, looked at every `_CHECK_EVERY` checkpoints.
+
+    CPU time of this thread for the command's own budgets (what a command costs, the
+    same on a busy machine), wall-clock time for the caller's deadline.
+    """
+
+    __slots__ = (
+        "bashlex_cut",
+        "bashlex_until",
+        "cpu_until",
+        "late",
+        "out_of_time",
+        "ticks",
+        "wall_until",
+    )
+
+    def __init__(self, deadline: float | None, cpu_budget_s: float = MATCH_CPU_BUDGET_S) -> None:
+        now = time.thread_time()
+        self.cpu_until = now + cpu_budget_s
+        self.bashlex_until = now + cpu_budget_s * (BASHLEX_CPU_BUDGET_S / MATCH_CPU_BUDGET_S)
+        self.wall_until = math.inf if deadline is None else deadline
+        self.ticks = _CHECK_EVERY
+        self.out_of_time = False  # the command used up its own budget
+        self.bashlex_cut = False  # bashlex used up its part of it
+        self.late = False  # the caller's deadline passed
+
+    def expired(self) -> bool:
+        """Whether matching must stop now (own budget used up, or the deadline passed)."""
+        if not (self.out_of_time or self.late):
+            if time.monotonic() >= self.wall_until:
+                self.late = True
+            elif time.thread_time() >= self.cpu_until:
+                self.out_of_time = True
+        return self.out_of_time or self.late
+
+    def tick(self) -> bool:
+        """`expired()`, looked at only every `_CHECK_EVERY` calls (cheap in between)."""
+        self.ticks -= 1
+        if self.ticks > 0:
+            return self.out_of_time or self.late
+        self.ticks = _CHECK_EVERY
+        return self.expired()
+
+    def bashlex_expired(self) -> bool:
+        if self.expired():
+            return True
+        if time.thread_time() >= self.bashlex_until:
+            self.bashlex_cut = True
+        return self.bashlex_cut
+
+
+class _BashlexGuard(threading.local):
+    """The clock of the bashlex parse running on this thread, if any."""
+
+    clock: _Clock | None = None
+
+
+_GUARD = _BashlexGuard()
+
+
+def _bashlex_checkpoint() -> None:
+    """Stop the bashlex parse running on this thread once its time is up."""
+    clock = _GUARD.clock
+    if clock is None:
+        return
+    clock.ticks -= 1
+    if clock.ticks <= 0:
+        clock.ticks = _CHECK_EVERY
+        if clock.bashlex_expired():
+            raise _OutOfTimeError
+
+
+def _checked_getc(tokenizer: object, remove_quoted_newline: bool = True) -> str | None:
+    """bashlex's character reader with a checkpoint: everything it parses is read here.
+
+    The checkpoint is written out, not called: this runs for every character.
+    """
+    clock = _GUARD.clock
+    if clock is not None:
+        clock.ticks -= 1
+        if clock.ticks <= 0:
+            clock.ticks = _CHECK_EVERY
+            if clock.bashlex_expired():
+                raise _OutOfTimeError
+    return _bashlex_getc(tokenizer, remove_quoted_newline)  # type: ignore[no-any-return]
+
+
 _bashlex_paramexpand = bashlex.subst._paramexpand  # noqa: SLF001 - patched below, see above
 bashlex.subst._paramexpand = _checked_paramexpand  # noqa: SLF001
+_bashlex_getc = bashlex.tokenizer.tokenizer._getc  # noqa: SLF001 - patched: a checkpoint
+bashlex.tokenizer.tokenizer._getc = _checked_getc  # noqa: SLF001
 
 
 class ShapeMatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,33 +245,94 @@ class Explanation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Matcher:
-    """Names the actions in shell commands, with one action table and an LRU cache."""
+    """Names the actions in shell commands, with one action table and the hook's cache."""
 
-    def __init__(self, table: ActionTable, cache_size: int = 4096) -> None:
+    def __init__(self, table: ActionTable, cache_bytes: int = CACHE_BYTES) -> None:
         self.table = table
-        self._cache: OrderedDict[str, Explanation] = OrderedDict()
-        self._cache_size = max(0, cache_size)
+        # Only what the hook needs, by a digest of the command: a cached 128 KiB
+        # command costs as little as a short one (`explain` is not cached).
+        self._cache: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
+        self._cache_limit = max(0, cache_bytes)
+        self._cache_used = 0
+        # The daemon matches slow commands in a worker thread, the rest on its own.
+        self._cache_lock = threading.Lock()
 
-    def actions_in(self, command: str) -> tuple[str, ...]:
-        """The actions `command` performs, de-duplicated, in command order. Never raises."""
-        return self.explain(command).actions
+    @property
+    def cache_bytes(self) -> int:
+        """What the cache holds now, weighed as it counts against `CACHE_BYTES`."""
+        return self._cache_used
 
-    def explain(self, command: str) -> Explanation:
-        """Every simple command in `command` and what it performs. Never raises; cached."""
+    def actions_in(self, command: str, *, deadline: float | None = None) -> tuple[str, ...]:
+        """The actions `command` performs, de-duplicated, in command order. Never raises.
+
+        Args:
+            command: the shell command.
+            deadline: a `time.monotonic()` value after which the answer is of no use
+                (the hook's shim has given up by then): matching stops there, and an
+                answer cut short by it is not cached.
+        """
+        if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
+            return ()
+        key = _cache_key(command)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        explanation, clock = self._explain(command, deadline)
+        if clock is None or not clock.late:
+            self._remember(key, explanation.actions)
+        return explanation.actions
+
+    def quick_actions_in(
+        self, command: str, cpu_budget_s: float, *, deadline: float | None = None
+    ) -> tuple[str, ...] | None:
+        """`actions_in`, if matching takes under `cpu_budget_s` of CPU; else None.
+
+        For the event loop: it answers ordinary commands at once, and leaves a slow
+        one (None, nothing cached) to `actions_in` in a worker thread.
+        """
+        if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
+            return ()
+        key = _cache_key(command)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        explanation, clock = self._explain(command, deadline, cpu_budget_s)
+        if clock is not None and (clock.out_of_time or clock.bashlex_cut):
+            return None
+        if clock is None or not clock.late:
+            self._remember(key, explanation.actions)
+        return explanation.actions
+
+    def explain(self, command: str, *, deadline: float | None = None) -> Explanation:
+        """Every simple command in `command` and what it performs. Never raises.
+
+        Within the same time budget as `actions_in` (see the module docstring).
+        """
+        return self._explain(command, deadline)[0]
+
+    def _remember(self, key: bytes, actions: tuple[str, ...]) -> None:
+        weight = _CACHE_ENTRY_BYTES + 8 * len(actions)
+        if weight > self._cache_limit:
+            return
+        with self._cache_lock:
+            if key in self._cache:
+                return
+            self._cache[key] = actions
+            self._cache_used += weight
+            while self._cache_used > self._cache_limit:
+                _, evicted = self._cache.popitem(last=False)
+                self._cache_used -= _CACHE_ENTRY_BYTES + 8 * len(evicted)
+
+    def _explain(
+        self, command: str, deadline: float | None, cpu_budget_s: float = MATCH_CPU_BUDGET_S
+    ) -> tuple[Explanation, _Clock | None]:
+        """The explanation, and the clock that timed it (None: there was nothing to time)."""
         if not isinstance(command, str):
-            return Explanation(actions=(), parser="none", notes=("not a string",))
-        cached = self._cache.get(command)
-        if cached is not None:
-            self._cache.move_to_end(command)
-            return cached
-        explanation = self._explain_uncached(command)
-        if self._cache_size and len(command) <= MAX_CACHED_CHARS:
-            self._cache[command] = explanation
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return explanation
-
-    def _explain_uncached(self, command: str) -> Explanation:
+            return Explanation(actions=(), parser="none", notes=("not a string",)), None
         if len(command) > MAX_COMMAND_CHARS:
             return Explanation(
                 actions=(),
@@ -151,10 +341,11 @@ class Matcher:
                     f"command is {len(command)} characters long; commands over "
                     f"{MAX_COMMAND_CHARS} are not analyzed",
                 ),
-            )
+            ), None
         if not command.strip():
-            return Explanation(actions=(), parser="none", notes=("empty command",))
-        analysis = _Analysis(self.table)
+            return Explanation(actions=(), parser="none", notes=("empty command",)), None
+        clock = _Clock(deadline, cpu_budget_s)
+        analysis = _Analysis(self.table, clock)
         try:
             parser = analysis.run(command, via=(), shell_depth=0)
         except Exception as exc:  # noqa: BLE001 - the matcher never raises; say what broke
@@ -162,6 +353,13 @@ class Matcher:
                 actions=(),
                 parser="none",
                 notes=(f"internal error while matching: {type(exc).__name__}: {exc}",),
+            ), clock
+        if clock.late:
+            analysis.note("matching stopped at the caller's deadline: the rest was not analyzed")
+        elif clock.out_of_time:
+            analysis.note(
+                f"matching stopped at its time budget ({MATCH_CPU_BUDGET_S * 1000:.0f} ms of "
+                "CPU): the rest of the command was not analyzed"
             )
         return Explanation(
             actions=tuple(analysis.actions),
@@ -169,7 +367,11 @@ class Matcher:
             parser=parser,
             fallback_used=analysis.fallback_used,
             notes=tuple(analysis.notes),
-        )
+        ), clock
+
+
+def _cache_key(command: str) -> bytes:
+    return hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 # ======================================================================== lexer
@@ -248,10 +450,18 @@ class _Lexer:
 
     It never raises: an unterminated quote or substitution runs to the end of the
     input (as data), nesting deeper than `MAX_NESTING` is skipped over and noted.
+    Every piece it reads (a token, a quoted part, an expansion) is counted against
+    `budget` and passes a clock checkpoint; past either, it stops reading.
     """
 
     def __init__(
-        self, text: str, *, depth: int = 0, record_edits: bool = True, budget: int = MAX_TOKENS
+        self,
+        text: str,
+        *,
+        depth: int = 0,
+        record_edits: bool = True,
+        budget: int = MAX_TOKENS,
+        clock: _Clock | None = None,
     ) -> None:
         self.text = text
         self.n = len(text)
@@ -261,12 +471,22 @@ class _Lexer:
         self.edits: list[tuple[int, int, str]] = []
         self.rewrites: set[str] = set()  # what the edits did, for `explain`
         self.too_deep = False
-        self.budget = budget  # tokens left to read; then the rest of the input is ignored
-        self.truncated = False
+        self.budget = budget  # pieces left to read; then the rest of the input is ignored
+        self.clock = clock
+        self.truncated = False  # stopped early: out of budget or out of time
         self._pending_heredocs: list[tuple[_Word, bool]] = []
 
     def tokens(self) -> list[_Token]:
         return self._lex(nested=False)
+
+    def _spend(self) -> bool:
+        """Count one piece read; past the budget or the time, skip the rest and say False."""
+        self.budget -= 1
+        if self.budget >= 0 and (self.clock is None or not self.clock.tick()):
+            return True
+        self.truncated = True
+        self.pos = self.n
+        return False
 
     # ---------------------------------------------------------------- token level
 
@@ -281,10 +501,7 @@ class _Lexer:
             if ch in " \t":
                 self.pos = _BLANKS.match(text, self.pos).end()  # type: ignore[union-attr]
                 continue
-            self.budget -= 1
-            if self.budget < 0:
-                self.truncated = True
-                self.pos = n
+            if not self._spend():
                 break
             if ch == "\n":
                 tokens.append("\n")
@@ -417,7 +634,7 @@ class _Lexer:
                 return _Word(value, assignment=assignment, start=start, end=end)
         state = _WordState()
         parts = state.parts
-        while self.pos < n:
+        while self.pos < n and self._spend():
             match = _PLAIN_RUN.match(text, self.pos)
             if match:
                 parts.append(match.group())
@@ -474,7 +691,7 @@ class _Lexer:
         text, n = self.text, self.n
         state.quoted = True
         self.pos += 1
-        while self.pos < n:
+        while self.pos < n and self._spend():
             match = _DQ_RUN.match(text, self.pos)
             if match:
                 state.parts.append(match.group())
@@ -497,6 +714,8 @@ class _Lexer:
                 self._read_backtick(state)
 
     def _read_dollar(self, state: _WordState, *, in_double_quotes: bool) -> None:
+        if not self._spend():
+            return
         text, n = self.text, self.n
         start = self.pos
         following = text[start + 1 : start + 2]
@@ -553,6 +772,8 @@ class _Lexer:
         state.sub_spans.append((start, self.pos))
 
     def _read_backtick(self, state: _WordState) -> None:
+        if not self._spend():
+            return
         text = self.text
         start = self.pos
         match = _BACKTICK_BODY.match(text, start + 1)
@@ -569,11 +790,14 @@ class _Lexer:
             depth=self.depth + 1,
             record_edits=False,
             budget=self.budget,
+            clock=self.clock,
         )
         state.subs.append(inner.tokens())
         self.budget = inner.budget
         self.too_deep = self.too_deep or inner.too_deep
-        self.truncated = self.truncated or inner.truncated
+        if inner.truncated:  # the budget or the time ran out in there: stop here too
+            self.truncated = True
+            self.pos = self.n
 
     def _read_array(self, state: _WordState) -> None:
         """`name=(a b $(c))`: the elements are data; substitutions inside still run."""
@@ -755,8 +979,9 @@ def _fallback_commands(  # noqa: PLR0915 - one state machine, easier to read who
 class _Analysis:
     """One `explain` run: collects simple commands, actions and notes in command order."""
 
-    def __init__(self, table: ActionTable) -> None:
+    def __init__(self, table: ActionTable, clock: _Clock) -> None:
         self.table = table
+        self.clock = clock
         self.commands: list[SimpleCommand] = []
         self.actions: dict[str, None] = {}
         self.notes: list[str] = []
@@ -793,12 +1018,19 @@ class _Analysis:
             why = "the command is too long or too deeply nested for bashlex"
         elif _paren_depth(source) > BASHLEX_MAX_PAREN_DEPTH:
             why = "the command is nested too deeply for bashlex"
+        elif self.clock.bashlex_expired():
+            why = f"bashlex used its {BASHLEX_CPU_BUDGET_S * 1000:.0f} ms for this command"
         else:
             self._bashlex_words_left -= words
+            outer, _GUARD.clock = _GUARD.clock, self.clock
             try:
                 trees = bashlex.parse(source)
+            except _OutOfTimeError:
+                why = f"bashlex took over {BASHLEX_CPU_BUDGET_S * 1000:.0f} ms"
             except Exception as exc:  # noqa: BLE001 - any bashlex failure means: fall back
                 why = f"bashlex could not parse it ({type(exc).__name__}: {exc})"
+            finally:
+                _GUARD.clock = outer
         if trees is not None:
             self._walk_bashlex(trees, via, shell_depth)
             return "bashlex"
@@ -808,14 +1040,14 @@ class _Analysis:
             lexer, tokens = self._lex(text)
         if lexer.too_deep:
             self.note(f"command substitutions nested over {MAX_NESTING} deep were not analyzed")
-        if lexer.truncated:
+        if lexer.truncated and not self.clock.expired():
             self.note(f"only the first {MAX_TOKENS} tokens were analyzed")
         self._walk_tokens(tokens, via, shell_depth)
         return "fallback"
 
     def _lex(self, text: str) -> tuple[_Lexer, list[_Token]]:
         """Tokens of `text`, within what is left of this run's token budget."""
-        lexer = _Lexer(text, budget=self._tokens_left)
+        lexer = _Lexer(text, budget=self._tokens_left, clock=self.clock)
         tokens = lexer.tokens()
         self._tokens_left = max(0, lexer.budget)
         return lexer, tokens
@@ -885,6 +1117,8 @@ class _Analysis:
         if self._budget <= 0:
             self.note(f"only the first {MAX_SIMPLE_COMMANDS} simple commands were analyzed")
             return
+        if self.clock.tick():
+            return  # out of time: `Matcher._explain` says so once
         self._budget -= 1
         words = words[:MAX_WORDS]
         shown = tuple(word.value for word in words)

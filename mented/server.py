@@ -18,6 +18,7 @@ import functools
 import os
 import signal
 import socket
+import sys
 import time
 import traceback
 from collections import deque
@@ -30,6 +31,7 @@ import trio
 
 from mented import __version__
 from mented.actions import load_action_table
+from mented.agents import AGENTS, ToolCall
 from mented.config import Config, ConfigError, load_config
 from mented.hooks import HookHandler
 from mented.listener import (
@@ -102,6 +104,13 @@ _BUSY_RECEIVING_FRAME = encode(
     )
 )
 _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
+# CPU a command may take to match on the event loop; a slower one goes to a worker.
+# Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
+_QUICK_MATCH_S = 0.005
+_SLOW_MATCHES = 2  # worker threads matching slow commands at once
+# How long a thread holding the GIL keeps it from another that wants it (Python's
+# default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
+_GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 class ServerBusyError(Exception):
@@ -167,6 +176,7 @@ class Server:
         self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
+        self._slow_matches = trio.CapacityLimiter(_SLOW_MATCHES)
         self.config = Config()
         self.config_error: str | None = None  # why the config on disk is unusable, for `status`
         self._config_stamp: tuple[int, int] | None = None
@@ -239,6 +249,7 @@ class Server:
     ) -> None:
         """Serve until a signal or a `shutdown` request; then drain and return."""
         assert self._listen_sock is not None, "call open() first"
+        sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
         listener = trio.socket.from_stdlib_socket(self._listen_sock)
         async with trio.open_nursery() as nursery:
             if self.options.handle_signals:
@@ -476,10 +487,14 @@ class Server:
 
     async def _dispatch(self, body: bytes) -> bytes:
         """The complete reply frame for one request body."""
+        received = time.monotonic()
         request = decode_request(body)
         if isinstance(request, HookRequest):
-            # The hook's reply is raw stdout bytes; HookHandler never raises.
-            answer = frame(self.hooks.handle(request.agent, bytes(request.event)))
+            # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
+            # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
+            # after that is read by nobody, so the work stops there.
+            deadline = received + self.config.hook.budget_ms / 1000
+            answer = frame(await self._answer_hook(request, deadline))
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
             return answer
@@ -530,6 +545,29 @@ class Server:
             self.store_failure = self.store.failure or "the store failed"
             log.error("store_failed", error=self.store_failure)
             self.request_shutdown()
+
+    async def _answer_hook(self, request: HookRequest, deadline: float) -> bytes:
+        """The hook's stdout bytes; a command slow to match is matched off the event loop.
+
+        Most commands match in well under a millisecond, here. One that takes longer
+        (built to be slow: issue 12) is matched again in a worker thread, up to the
+        matcher's budget, so that other sessions' hooks are answered meanwhile; at most
+        `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
+        """
+        event = bytes(request.event)
+        adapter = AGENTS.get(request.agent)
+        call = adapter.decode(event) if adapter is not None else None
+        command = call.command if isinstance(call, ToolCall) else None
+        matcher = self.matcher
+        if command and matcher.quick_actions_in(command, _QUICK_MATCH_S) is None:
+            async with self._slow_matches:
+                if time.monotonic() >= deadline:
+                    return b""
+                # Cached by the matcher for the handler's lookup below.
+                await trio.to_thread.run_sync(
+                    functools.partial(matcher.actions_in, command, deadline=deadline)
+                )
+        return self.hooks.handle(request.agent, event, deadline=deadline)
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store

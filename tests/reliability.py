@@ -8,7 +8,7 @@
   `start_refused`: start one that must refuse to start.
 - `rss_kib`, `open_descriptors`: what /proc says about a process.
 
-`python -m tests.reliability [--long]` runs the three test files and prints
+`python -m tests.reliability [--long]` runs the reliability test files and prints
 their figures (docs/reliability.md).
 """
 
@@ -96,7 +96,12 @@ def open_descriptors(pid: int) -> list[str]:
 
 # ------------------------------------------------------------- the figures run
 
-FILES = ("tests/test_crash_safety.py", "tests/test_hostile_clients.py", "tests/test_permissions.py")
+FILES = (
+    "tests/test_crash_safety.py",
+    "tests/test_hostile_clients.py",
+    "tests/test_hostile_commands.py",
+    "tests/test_permissions.py",
+)
 # `--long`: the same tests, ten times further (a few minutes on two cores).
 LONG_RUN = {
     "MENTED_KILL_ROUNDS": "200",
@@ -104,6 +109,7 @@ LONG_RUN = {
     "MENTED_IDLE_CONNECTIONS": "4000",
     "MENTED_LOAD_SECONDS": "30",
     "MENTED_START_STOP_CYCLES": "40",
+    "MENTED_FLOOD_COMMANDS": "4096",
 }
 
 

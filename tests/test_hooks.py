@@ -331,7 +331,9 @@ def test_by_default_the_first_matching_command_is_stopped_once_then_passes(
     assert f"[{short_handle(rule_id)}]" in reason
     assert "before it ran" in reason
     assert "Run it again once it follows them" in reason
-    # The retry, and every later commit of the session: one short line, never a stop.
+    # The retry: nothing more (the model read the rules one turn ago).
+    assert handler.handle("claude-code", event(session="a")) == b""
+    # Every later commit of the session: one short line, never a stop.
     for _ in range(5):
         pointer = context_of(handler.handle("claude-code", event(session="a")))
         assert len(pointer) <= 120
@@ -343,10 +345,12 @@ def test_by_default_the_first_matching_command_is_stopped_once_then_passes(
     fires = handler.recent_fires(10)
     assert [(f.mode, f.delivery) for f in reversed(fires)] == [
         ("stop", "full"),
+        ("none", "none"),
         *[("context", "pointer")] * 5,
         ("stop", "full"),
     ]
     assert fires[-1].why == hooks.WHY_NEW
+    assert fires[-2].why == hooks.WHY_RETRY
     assert fires[1].why == hooks.WHY_HANDED
 
 
@@ -356,7 +360,8 @@ def test_the_full_text_goes_once_per_session(store: Store, sessions: SessionMemo
     handler = stopping(store, sessions)
     outputs = [handler.handle("claude-code", event(session="s")) for _ in range(10)]
     full = deny_reason_of(outputs[0])
-    pointers = [context_of(out) for out in outputs[1:]]
+    assert outputs[1] == b""  # the retry of the stopped commit
+    pointers = [context_of(out) for out in outputs[2:]]
     assert all(len(p) <= 120 for p in pointers)
     assert sum(len(p) for p in pointers) + len(full) <= len(full) + 9 * 120
     assert handler.chars_per_session() == (len(full) + sum(len(p) for p in pointers), 1)
@@ -379,7 +384,7 @@ def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
     old = rule(store, "git-commit", "squash before merging")
     handler = stopping(store, sessions)
     deny_reason_of(handler.handle("claude-code", event()))
-    context_of(handler.handle("claude-code", event()))
+    assert handler.handle("claude-code", event()) == b""  # the retry
     new, _ = store.supersede(old, "rebase, never squash")
     reason = deny_reason_of(handler.handle("claude-code", event()))
     assert (
@@ -393,7 +398,8 @@ def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
     assert "sign your commits" in reason
     assert "replaces" not in reason
     assert "rebase, never squash" not in reason
-    pointer = context_of(handler.handle("claude-code", event()))
+    assert handler.handle("claude-code", event()) == b""  # the retry
+    pointer = context_of(handler.handle("claude-code", event("git commit -m next")))
     assert all(short_handle(i) in pointer for i in (kept, new.id, added))
     assert short_handle(old) not in pointer
     assert handler.recent_fires(1)[0].why == hooks.WHY_HANDED
@@ -468,11 +474,11 @@ def test_compacting_the_context_hands_the_rules_over_again(
     rule(store, "git-commit", "commit messages: single line")
     handler = stopping(store, sessions)
     deny_reason_of(handler.handle("claude-code", event(session="s")))
-    context_of(handler.handle("claude-code", event(session="s")))
+    assert handler.handle("claude-code", event(session="s")) == b""  # the retry
     for source, forgets in (("resume", False), ("startup", False), ("compact", True)):
         started = {"hook_event_name": "SessionStart", "session_id": "s", "source": source}
         assert handler.handle("claude-code", json.dumps(started).encode()) == b""
-        out = handler.handle("claude-code", event(session="s"))
+        out = handler.handle("claude-code", event("git commit -m other", session="s"))
         assert ("permissionDecision" in json.loads(out)["hookSpecificOutput"]) == forgets
     context_of(handler.handle("claude-code", event(session="s")))
     cleared = {"hook_event_name": "SessionStart", "session_id": "s", "source": "clear"}
@@ -502,8 +508,9 @@ def test_rules_left_out_for_room_do_not_stop_the_command_again(
     handler = stopping(store, sessions, max_context_chars=1400)
     reason = deny_reason_of(handler.handle("claude-code", event()))
     assert "left out" in reason
-    assert len(context_of(handler.handle("claude-code", event()))) <= 120
-    fire = handler.recent_fires(2)[1]
+    assert handler.handle("claude-code", event()) == b""  # the retry
+    assert len(context_of(handler.handle("claude-code", event("git commit -m 2")))) <= 120
+    fire = handler.recent_fires(3)[2]
     assert 0 < len(fire.full_ids) < len(fire.rule_ids) == 6
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import faulthandler
+import gc
+import hashlib
 import json
-from collections.abc import Iterator
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +21,7 @@ from hypothesis import strategies as st
 from mented.actions import load_action_table
 from mented.config import Config
 from mented.matcher import (
+    MATCH_CPU_BUDGET_S,
     MAX_COMMAND_CHARS,
     MAX_SHELL_DEPTH,
     Explanation,
@@ -213,19 +218,117 @@ def test_a_command_with_a_large_heredoc_is_parsed_by_bashlex(matcher: Matcher) -
 # -------------------------------------------------------------------- cache
 
 
-def test_results_are_cached_per_command_string(matcher: Matcher) -> None:
-    first = matcher.explain("git commit -m cached")
-    assert matcher.explain("git commit -m cached") is first
+def test_a_repeated_command_is_answered_from_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    matcher = Matcher(load_action_table(Config()))
+    matched: list[str] = []
+    match = matcher._explain
+
+    def counting(command: str, deadline: float | None) -> tuple[Explanation, object]:
+        matched.append(command)
+        return match(command, deadline)
+
+    monkeypatch.setattr(matcher, "_explain", counting)
+    assert matcher.actions_in("git commit -m cached") == ("git-commit",)
+    assert matcher.actions_in("git commit -m cached") == ("git-commit",)
+    assert matched == ["git commit -m cached"]
 
 
-def test_the_cache_is_bounded() -> None:
-    matcher = Matcher(load_action_table(Config()), cache_size=2)
-    first = matcher.explain("git push a")
-    matcher.explain("git push b")
-    matcher.explain("git push c")
-    again = matcher.explain("git push a")
-    assert again == first
-    assert again is not first  # evicted, computed again
+def test_the_cache_is_bounded_in_bytes_whatever_the_commands_length() -> None:
+    limit = 64 * 1024
+    matcher = Matcher(load_action_table(Config()), cache_bytes=limit)
+    matcher.actions_in("git push")  # regexes compiled, bashlex warm: not counted
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        # Each 8 KiB long (read by the fallback tokenizer, quickly); each kept as a digest.
+        for number in range(600):
+            assert matcher.actions_in(f"git push origin {'x' * 8192}{number}") == ("git-push",)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert matcher.cache_bytes <= limit
+    # What the cache counts is what it holds: its entries' weight is measured, not guessed.
+    assert held <= 1.25 * limit, held
+
+
+def test_the_cache_keeps_the_most_recently_used() -> None:
+    matcher = Matcher(load_action_table(Config()), cache_bytes=3 * 256)
+    for command in ("git push a", "git push b", "git push a", "git push c", "git push d"):
+        matcher.actions_in(command)
+    assert matcher.cache_bytes <= 3 * 256
+    hits = {
+        command: matcher._cache.get(_digest(command)) is not None
+        for command in ("git push a", "git push b", "git push d")
+    }
+    assert hits == {"git push a": True, "git push b": False, "git push d": True}
+
+
+def _digest(command: str) -> bytes:
+    return hashlib.blake2b(command.encode(), digest_size=16).digest()
+
+
+# -------------------------------------------------------------- time budget
+
+# Commands that took bashlex from a third of a second to seconds (issue 12): a word of
+# backtick substitutions, a chain of redirections, and fifteen `bash -c` strings of them.
+HOSTILE = {
+    "backticks": '"' + "`x`" * 2700 + '"',
+    "redirections": "x" + ">y" * 4000,
+    "fifteen bash -c strings": " ; ".join(
+        "bash -c " + json.dumps("x" + ">y" * 4000) for _ in range(15)
+    ),
+    "fifteen bash -c strings of backticks": " ; ".join(
+        "bash -c " + json.dumps("`x`" * 2700) for _ in range(15)
+    ),
+}
+
+
+def cpu_seconds(call: Callable[[], object]) -> float:
+    started = time.thread_time()
+    call()
+    return time.thread_time() - started
+
+
+@pytest.mark.parametrize("command", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_a_hostile_command_costs_at_most_the_time_budget(command: str) -> None:
+    matcher = Matcher(load_action_table(Config()), cache_bytes=0)
+    explanation: list[Explanation] = []
+    spent = cpu_seconds(lambda: explanation.append(matcher.explain(command)))
+    # Cut at the budget, give or take a checkpoint (a few hundred microseconds); the
+    # margin is for a busy machine. Unbounded, each took 0.4 to 4 seconds.
+    assert spent < 3 * MATCH_CPU_BUDGET_S, spent
+    assert_well_formed(explanation[0])
+    assert explanation[0].fallback_used
+    assert any("time budget" in note or "ms" in note for note in explanation[0].notes)
+
+
+def test_an_action_before_a_hostile_string_is_still_named() -> None:
+    matcher = Matcher(load_action_table(Config()), cache_bytes=0)
+    command = "git push; " + HOSTILE["fifteen bash -c strings"]
+    assert matcher.actions_in(command) == ("git-push",)
+
+
+def test_a_passed_deadline_stops_matching_and_is_not_cached() -> None:
+    matcher = Matcher(load_action_table(Config()))
+    command = "echo " + "word " * 3000 + "&& git push"
+    late: list[tuple[str, ...]] = []
+    spent = cpu_seconds(lambda: late.append(matcher.actions_in(command, deadline=0.0)))
+    assert late == [()]
+    assert spent < MATCH_CPU_BUDGET_S
+    # The cut answer was not kept: without a deadline the whole command is read.
+    assert matcher.actions_in(command) == ("git-push",)
+    explanation = matcher.explain(command, deadline=0.0)
+    assert any("deadline" in note for note in explanation.notes)
+
+
+def test_ordinary_commands_are_not_cut() -> None:
+    matcher = Matcher(load_action_table(Config()), cache_bytes=0)
+    body = "some text with `git push` and $(npm publish) in it\n" * 200
+    command = f"git add -A && git commit -F - <<'EOF'\n{body}EOF\ngh pr create --fill"
+    explanation = matcher.explain(command)
+    assert explanation.actions == ("git-commit", "pr-create")
+    assert not any("budget" in note or "deadline" in note for note in explanation.notes)
 
 
 # ------------------------------------------------------------------ fuzzing
@@ -304,4 +407,4 @@ def assert_well_formed(explanation: Explanation) -> None:
     assert not any(note.startswith("internal error") for note in explanation.notes)
 
 
-FUZZ_MATCHER = Matcher(load_action_table(Config()), cache_size=0)
+FUZZ_MATCHER = Matcher(load_action_table(Config()), cache_bytes=0)

@@ -147,7 +147,7 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.shell_command == ["-"]:
         command = sys.stdin.read()
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
-    explanation = Matcher(table, cache_size=0).explain(command)
+    explanation = Matcher(table).explain(command)
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
