@@ -81,7 +81,7 @@ class EditMatcher:
 
     def explain(self, paths: Iterable[str], cwd: str | None) -> list[tuple[str, str, str]]:
         """Each (action, pattern, path relative to its root) where the pattern takes the path."""
-        found = []
+        found: list[tuple[str, str, str]] = []
         for path in itertools.islice(paths, MAX_PATHS_PER_EDIT):
             relative = self.relative_path(path, cwd)
             found.extend(
