@@ -25,6 +25,11 @@ after the command ran. `gate`, the old name of `before`, is still read.
     idle_timeout_s = 0         # with socket activation: exit after this long idle (0 = never)
     connection_idle_s = 60     # close a client connection idle for this long
 
+    [sync]                     # after `mentectl sync init REMOTE` (see docs/format.md)
+    interval_s = 0             # sync by itself this often (0 = only on `mentectl sync`)
+    after_change = false       # sync a few seconds after a rule is added, superseded, forgotten
+    timeout_s = 60             # each git command (fetch, push) is stopped after this long
+
     [actions.my-deploy]        # see docs/actions.md (mented.actions owns this part)
     ...
 
@@ -80,6 +85,21 @@ class DaemonSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     connection_idle_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 60.0
 
 
+class SyncSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    # Not more often than every 10 s: each sync runs git against the remote.
+    interval_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    after_change: bool = False
+    timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
+
+    def __post_init__(self) -> None:
+        if 0 < self.interval_s < MIN_SYNC_INTERVAL_S:
+            msg = f"interval_s must be 0 (off) or at least {MIN_SYNC_INTERVAL_S:g}"
+            raise ValueError(msg)
+
+
+MIN_SYNC_INTERVAL_S = 10.0
+
+
 class DeliverySettings(msgspec.Struct, kw_only=True):
     """How rules reach the model: a mode for every action, and per-action overrides."""
 
@@ -96,6 +116,7 @@ class Config(msgspec.Struct, kw_only=True):
     path: Path | None = None
     hook: HookSettings = msgspec.field(default_factory=HookSettings)
     daemon: DaemonSettings = msgspec.field(default_factory=DaemonSettings)
+    sync: SyncSettings = msgspec.field(default_factory=SyncSettings)
     delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
     actions: dict[str, Any] = msgspec.field(default_factory=dict)
     text: str = ""
@@ -155,7 +176,12 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         doc = parse_toml(text, path)
     _check_sections(doc, path, text)
     sections: dict[str, Any] = {}
-    for name, kind in (("hook", HookSettings), ("daemon", DaemonSettings)):
+    kinds: tuple[tuple[str, type[msgspec.Struct]], ...] = (
+        ("hook", HookSettings),
+        ("daemon", DaemonSettings),
+        ("sync", SyncSettings),
+    )
+    for name, kind in kinds:
         section = doc.get(name, {})
         if name == "hook" and isinstance(section, dict):
             section = _renamed(section, path, text)
@@ -173,13 +199,14 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         path=path,
         hook=sections["hook"],
         daemon=sections["daemon"],
+        sync=sections["sync"],
         delivery=_delivery(doc.get("delivery", {}), path, text),
         actions=actions,
         text=text,
     )
 
 
-SECTIONS = ("hook", "delivery", "daemon", "actions")  # every top-level table there is
+SECTIONS = ("hook", "delivery", "daemon", "sync", "actions")  # every top-level table there is
 
 
 def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:

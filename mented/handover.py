@@ -196,6 +196,8 @@ def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
     old = replaced.get(rule.id)
     if old:
         head += f"(replaces [{old}]) "
+    if rule.origin == "project":  # a team rule from the repository's .mented/ (mented.team)
+        head += "(the project's) "
     # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand
     # (one character more than the room tells whether it was cut).
     content = rule.content[: max_chars + 1].strip().replace("\n", "\n  ")  # under the bullet

@@ -56,6 +56,7 @@ from mented.log import log
 from mented.memory import short_handle
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
+from mented.team import RuleLookup
 from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
@@ -93,13 +94,15 @@ class HookHandler:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | RuleLookup,
         matcher: Matcher,
         config: Config,
         sessions: SessionMemory | None = None,
     ) -> None:
-        """`sessions`: the session memory; None (it could not be opened) means
-        every command gets its rules as context, and nothing is ever stopped."""
+        """`store`: where rules are looked up (the daemon passes a `RuleLookup`: your
+        rules, then the project's trusted ones). `sessions`: the session memory; None
+        (it could not be opened) means every command gets its rules as context, and
+        nothing is ever stopped."""
         self._store = store
         self._matcher = matcher
         self._tools = ToolMatcher(matcher.table)
@@ -113,6 +116,7 @@ class HookHandler:
         self._stopped: OrderedDict[bytes, bytes] = OrderedDict()
         self._chars: OrderedDict[bytes, int] = OrderedDict()  # session digest -> chars handed
         self._chars_total = 0
+        self._noticed: OrderedDict[bytes, None] = OrderedDict()  # (agent, session, project)
         self._failures_logged: set[str] = set()
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
@@ -188,12 +192,39 @@ class HookHandler:
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
         out, fire = self._deliver(adapter, call, visible)
+        out = self._with_untrusted_notice(adapter, call, out)
         if out:
             self._remember(event_key, now)
         fire.actions = list(actions)
         fire.latency_us = (time.perf_counter() - started) * 1e6
         self._record(fire)
         return out
+
+    def _with_untrusted_notice(self, adapter: Agent, call: ToolCall, out: bytes) -> bytes:
+        """`out`, with a notice to the user (once per session) when the command runs in a
+        project whose committed rules are not trusted yet: they are never handed over."""
+        if not isinstance(self._store, RuleLookup) or not call.session:
+            return out
+        project = self._store.untrusted_project(call.cwd)
+        if project is None:
+            return out
+        key = hashlib.blake2b(
+            msgspec.json.encode((adapter.name, call.session, project.root)), digest_size=16
+        ).digest()
+        if key in self._noticed:
+            return out
+        why = project.problem or "not trusted yet"
+        notice = (
+            f"mented: the project rules in {project.root}/.mented/ are not used ({why}); "
+            f"review them, then run `mentectl trust {project.root}`"
+        )
+        noticed = adapter.with_notice(out, notice)
+        if noticed is None:
+            return out
+        self._noticed[key] = None
+        while len(self._noticed) > MAX_SESSIONS_COUNTED:
+            self._noticed.popitem(last=False)
+        return noticed
 
     def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""

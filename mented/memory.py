@@ -49,6 +49,12 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
     valid_until: float | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    # Other live versions this one replaces too: the tips of a fork it settles (two
+    # machines superseded the same rule while apart). Empty for an ordinary version.
+    merges: tuple[str, ...] = ()
+    # Where a rule comes from: None for your own (the store), "project" for a rule a
+    # repository commits in its .mented/ folder (mented.team; never stored).
+    origin: str | None = None
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -61,6 +67,19 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
     def is_live(self) -> bool:
         """False once superseded."""
         return self.superseded_by is None
+
+
+class Forgotten(msgspec.Struct, kw_only=True, frozen=True):
+    """What is kept of a forgotten memory: enough to forget it everywhere it travelled.
+
+    `created_at` and `supersedes` are the forgotten memory's own, so that the versions
+    around it stay linked (and its predecessor stays retired) on every machine.
+    """
+
+    id: str
+    created_at: float
+    supersedes: str | None = None
+    forgotten_at: float
 
 
 class InvalidInputError(ValueError):

@@ -138,6 +138,47 @@ class ReloadRequest(_Request, tag="reload", kw_only=True):
     """Re-read the config file (action table, hook settings)."""
 
 
+class ExportRequest(_Request, tag="export", kw_only=True):
+    """Write every memory and forget in the portable format (docs/format.md).
+
+    The daemon writes the file in `transfer/` under its data directory (the only
+    place a sandboxed service may write) and names it in the reply; the client
+    moves it where the user wants it.
+    """
+
+
+class ImportRequest(_Request, tag="import", kw_only=True):
+    """Import a file in the portable format, all of it or nothing.
+
+    `path` must be in `transfer/` under the daemon's data directory (the client
+    copies the user's file there); `shown_as` names it in error messages.
+    """
+
+    path: str
+    shown_as: str | None = None
+
+
+class SyncRequest(_Request, tag="sync", kw_only=True):
+    """Sync with the git remote now; with `init_remote`, first set sync up with it.
+
+    Runs in a worker thread, with a timeout per git command: hooks are answered
+    meanwhile. `init_remote` is any URL the user's git reaches (an absolute path
+    for a local one: the daemon's working directory is not the client's).
+    """
+
+    init_remote: str | None = None
+
+
+class TrustRequest(_Request, tag="trust", kw_only=True):
+    """Trust the current content of the `.mented/` folder of the project `dir` is in.
+
+    Its rules are then handed to agents for commands run in that project, until a
+    file there changes (which needs trusting again). `dir` is absolute.
+    """
+
+    dir: str
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -154,6 +195,10 @@ Request = (
     | HookRequest
     | LogRequest
     | ReloadRequest
+    | ExportRequest
+    | ImportRequest
+    | SyncRequest
+    | TrustRequest
     | ShutdownRequest
 )
 
@@ -215,6 +260,17 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     # `mentectl explain` and `actions` show the table in force, not the broken file's.
     config_in_force: str | None = None
     socket_activated: bool = False
+    # Sync over git: the remote (None: not set up), the last sync that worked, the
+    # error of the last one when it failed (it is retried).
+    sync_remote: str | None = None
+    sync_last_ok: float | None = None
+    sync_error: str | None = None
+    # Rules with more than one current version (superseded on two machines while
+    # apart): the ids of each one's current versions, newest first.
+    forks: list[list[str]] = []
+    # Projects met by the hook whose .mented/ rules are not served: not trusted (yet,
+    # or since they changed), or unreadable; each with the reason and the command to run.
+    untrusted_projects: list[str] = []
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -242,6 +298,43 @@ class LogReply(_Reply, tag="log", kw_only=True):
     fires: list[FireRecord]
 
 
+class ExportedReply(_Reply, tag="exported", kw_only=True):
+    """An export was written to `path` (in the data directory's `transfer/`)."""
+
+    path: str
+    memories: int
+    forgotten: int
+
+
+class ImportedReply(_Reply, tag="imported", kw_only=True):
+    """What an import changed: records added, memories forgotten, records already here."""
+
+    added: int
+    forgotten: int
+    unchanged: int
+
+
+class SyncedReply(_Reply, tag="synced", kw_only=True):
+    """What a sync did: records of this machine written to the clone, memories added
+    and forgotten from other machines, whether anything was pushed, and files from
+    the remote that could not be read (skipped, each with its problem)."""
+
+    remote: str
+    written: int = 0
+    added: int = 0
+    forgotten: int = 0
+    pushed: bool = False
+    skipped: list[str] = []
+
+
+class TrustedReply(_Reply, tag="trusted", kw_only=True):
+    """The project whose rules are now trusted: its root, its rules, their digest."""
+
+    root: str
+    rules: list[Memory]
+    digest: str
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -261,6 +354,10 @@ Reply = (
     | SupersededReply
     | ForgottenReply
     | LogReply
+    | ExportedReply
+    | ImportedReply
+    | SyncedReply
+    | TrustedReply
     | OkReply
     | ErrorReply
 )
@@ -281,6 +378,7 @@ class ErrorCode:
     STORE_FULL = "store_full"  # no room to write (disk full, quota); reads go on, nothing lost
     STORE_DAMAGED = "store_damaged"  # a page or record of the data file is unreadable
     STORE_FAILED = "store_failed"  # the store is unusable (I/O error, ...): the daemon exits
+    SYNC_FAILED = "sync_failed"  # git could not sync (remote down, push rejected...): retried
     INTERNAL = "internal"  # a bug in the daemon
 
 

@@ -54,19 +54,24 @@ from mented.listener import (
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
 from mented.matcher import Matcher
-from mented.memory import InvalidInputError, Memory
+from mented.memory import InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
+from mented.portable import export_store, import_file
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
     ErrorCode,
     ErrorReply,
+    ExportedReply,
+    ExportRequest,
     ForgetRequest,
     ForgottenReply,
     FrameTooLargeError,
     GetRequest,
     HistoryRequest,
     HookRequest,
+    ImportedReply,
+    ImportRequest,
     ListRequest,
     LogReply,
     LogRequest,
@@ -84,6 +89,10 @@ from mented.protocol import (
     StoreRequest,
     SupersededReply,
     SupersedeRequest,
+    SyncedReply,
+    SyncRequest,
+    TrustedReply,
+    TrustRequest,
     decode_request,
     encode,
     frame,
@@ -98,6 +107,8 @@ from mented.store import (
     StoreFailedError,
     StoreFullError,
 )
+from mented.sync import GitSync, SyncError
+from mented.team import ProjectRules, RuleLookup
 
 T = TypeVar("T")
 
@@ -146,6 +157,8 @@ _SLOW_MATCHES = 2  # worker threads matching slow commands at once
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
+_SYNC_CHECK_S = 60.0  # with [sync] off, how often to look whether a reload turned it on
+_SYNC_SETTLE_S = 2.0  # after a write, wait this long for more before syncing them together
 
 
 class ServerBusyError(Exception):
@@ -224,6 +237,9 @@ class Server:
         self.matcher: Matcher
         self.hooks: HookHandler
         self.sessions: SessionMemory | None = None
+        self.syncer: GitSync
+        self._wake_sync = trio.Event()  # set by writes and reloads: see _sync_by_itself
+        self._writes_since_sync = 0
 
     # ---------------------------------------------------------------- start-up
 
@@ -248,7 +264,10 @@ class Server:
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config)
-        self.hooks = HookHandler(self.store, self.matcher, self.config, self.sessions)
+        self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
+        self.projects = ProjectRules(opts.data_dir)
+        self.rules = RuleLookup(self.store, self.projects)
+        self.hooks = HookHandler(self.rules, self.matcher, self.config, self.sessions)
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -294,6 +313,7 @@ class Server:
                 await nursery.start(self._watch_signals)
             if self.options.inherited_socket is not None:
                 nursery.start_soon(self._exit_when_idle)
+            nursery.start_soon(self._sync_by_itself)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -600,6 +620,8 @@ class Server:
         except StoreFailedError as exc:
             reply = ErrorReply(code=ErrorCode.STORE_FAILED, message=str(exc))
             self._stop_for_store_failure()
+        except SyncError as exc:
+            reply = ErrorReply(code=ErrorCode.SYNC_FAILED, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
@@ -657,7 +679,7 @@ class Server:
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
                 recall = functools.partial(
-                    store.recall_for_action, action, agent=agent, cwd=cwd, k=k
+                    self.rules.recall_for_action, action, agent=agent, cwd=cwd, k=k
                 )
                 # The hook's own recall asks for a few rules; many is a scan.
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
@@ -695,6 +717,7 @@ class Server:
                         project=request.project,
                     )
                 )
+                self._note_change()
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
                 new, old = await _in_thread(
@@ -707,10 +730,23 @@ class Server:
                         project=request.project,
                     )
                 )
+                self._note_change()
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
                 forgotten = await _in_thread(functools.partial(store.forget, memory_id))
+                self._note_change()
                 return ForgottenReply(id=forgotten.id)
+            case ExportRequest():
+                return await self._scan(self._export)
+            case ImportRequest(path=path, shown_as=shown_as):
+                imported = await self._scan(functools.partial(self._import, path, shown_as))
+                self._note_change()
+                return imported
+            case TrustRequest(dir=directory):
+                project = await _in_thread(functools.partial(self.projects.trust, directory))
+                return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
+            case SyncRequest(init_remote=remote):
+                return await _in_thread(functools.partial(self._sync, remote))
             case StatusRequest():
                 return self.status()
             case LogRequest(n=n):
@@ -748,6 +784,98 @@ class Server:
                 if collecting:
                     gc.enable()
                 sys.setswitchinterval(previous)
+
+    def _export(self) -> ExportedReply:
+        """Write an export into `transfer/` (a worker thread: it walks the whole store)."""
+        transfer = self._transfer_dir()
+        path = transfer / f"export-{new_id()}.jsonl"
+        memories, forgotten = export_store(self.store, path)
+        return ExportedReply(path=str(path), memories=memories, forgotten=forgotten)
+
+    def _import(self, path: str, shown_as: str | None) -> ImportedReply:
+        """Import a file from `transfer/` (a worker thread), then remove it."""
+        transfer = self._transfer_dir().resolve()
+        source = Path(path).resolve()
+        if source.parent != transfer:
+            raise InvalidInputError(
+                f"an import must be a file in {transfer} (mentectl import copies it there)"
+            )
+        try:
+            summary = import_file(self.store, source, shown_as=shown_as)
+        finally:
+            source.unlink(missing_ok=True)
+        return ImportedReply(
+            added=summary.added, forgotten=summary.forgotten, unchanged=summary.unchanged
+        )
+
+    def _sync(self, init_remote: str | None) -> SyncedReply:
+        """Set sync up (with `init_remote`) and sync now (a worker thread)."""
+        if init_remote is not None:
+            self.syncer.init(init_remote)
+        result = self.syncer.sync(self.store)
+        log.info(
+            "synced",
+            written=result.written,
+            added=result.added,
+            forgotten=result.forgotten,
+            pushed=result.pushed,
+        )
+        for problem in result.skipped:
+            log.warning("sync_skipped_file", problem=problem)
+        return SyncedReply(
+            remote=self.syncer.remote() or "",
+            written=result.written,
+            added=result.added,
+            forgotten=result.forgotten,
+            pushed=result.pushed,
+            skipped=result.skipped,
+        )
+
+    def _note_change(self) -> None:
+        self._writes_since_sync += 1
+        self._wake_sync.set()
+
+    async def _sync_by_itself(self) -> None:
+        """`[sync]`: sync every `interval_s`, and `after_change` a few seconds after a write.
+
+        Off the request path: git runs in a worker thread, with its timeouts. A failure
+        is logged and kept for `status`; the next turn retries it. Writes and reloads
+        wake this loop, so that a reload that turns sync on takes effect at once.
+        """
+        last = trio.current_time()
+        while True:
+            settings = self.config.sync
+            if settings.interval_s > 0:
+                wait = max(0.0, last + settings.interval_s - trio.current_time())
+            else:
+                wait = _SYNC_CHECK_S
+            with trio.move_on_after(wait):
+                await self._wake_sync.wait()
+            self._wake_sync = trio.Event()
+            settings = self.config.sync
+            due = settings.interval_s > 0 and trio.current_time() >= last + settings.interval_s
+            if settings.after_change and self._writes_since_sync:
+                due = True
+                await trio.sleep(_SYNC_SETTLE_S)  # a burst of writes: one sync
+            if not due or not self.syncer.configured:
+                continue
+            self._writes_since_sync = 0
+            self.syncer.timeout_s = settings.timeout_s
+            try:
+                await trio.to_thread.run_sync(
+                    functools.partial(self._sync, None), abandon_on_cancel=True
+                )
+            except (SyncError, StoreError) as exc:
+                log.warning("sync_failed", error=str(exc))
+                self._writes_since_sync += 1  # still to push: retried at the next turn
+            except Exception:  # noqa: BLE001 - a bug in a sync must never end the daemon
+                log.exception("sync_failed")
+            last = trio.current_time()
+
+    def _transfer_dir(self) -> Path:
+        transfer = self.options.data_dir / "transfer"
+        transfer.mkdir(mode=0o700, exist_ok=True)
+        return transfer
 
     def reload(self) -> str | None:
         """Re-read the config file; keep the current settings when it is bad.
@@ -800,6 +928,8 @@ class Server:
             return f"cannot reload the configuration: {exc!r} (the previous one stays in force)"
         self.config = config
         self.matcher = matcher
+        self.syncer.timeout_s = config.sync.timeout_s
+        self._wake_sync.set()
         self.hooks.reconfigure(matcher, config)
         log.info("reloaded", config=str(self.options.config_path))
         return None
@@ -807,6 +937,7 @@ class Server:
     def status(self) -> StatusReply:
         self._check_config_on_disk()
         stats = self.store.stats()
+        sync_state = self.syncer.state() if self.syncer.configured else None
         chars_per_session, sessions = self.hooks.chars_per_session()
         return StatusReply(
             version=__version__,
@@ -829,6 +960,11 @@ class Server:
             config_error=self.config_error,
             config_in_force=self.config.text if self.config_error else None,
             socket_activated=self.options.inherited_socket is not None,
+            sync_remote=sync_state.remote if sync_state else None,
+            sync_last_ok=sync_state.last_ok if sync_state else None,
+            sync_error=sync_state.last_error if sync_state else None,
+            forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
+            untrusted_projects=self.projects.untrusted(),
         )
 
 

@@ -19,6 +19,12 @@ One LMDB environment lives in the data directory, with five named sub-databases:
               prefix here, so resolving one is a `set_range` too.
 - `actions`   action -> number of live rules (8 bytes BE), for `stats`.
 - `meta`      schema version and the live-rule counter.
+- `forgotten` id -> `Forgotten` (msgpack): what is kept of a forgotten memory, so
+              that a forget travels (export, sync) and wins over a copy elsewhere.
+- `successors` predecessor id (26 bytes) | successor id (26 bytes) -> b"": every
+              version (or forgotten version) that supersedes a memory, so that its
+              state is derived from the versions that replace it, whatever order
+              they arrived in. See "Records that travel" below.
 
 Every write is one transaction, committed with fsync before it returns
 (`sync=True`): an acknowledged write survives a crash. When LMDB reports the
@@ -31,6 +37,15 @@ would kill the process with SIGBUS); a full disk is `StoreFullError` (that write
 is lost, the store reads on); damaged pages or records are `StoreDamagedError`;
 an I/O error or a map that could not grow is `StoreFailedError`, after which
 this `Store` refuses everything (`failure` says why) and its owner should exit.
+
+Records that travel: a memory's own fields never change once written; a
+memory's `superseded_by` and `valid_until` are derived from its successors
+(`_derive`): retired as soon as any version supersedes it, `superseded_by` the
+newest present successor (else the newest forgotten one), `valid_until` the
+earliest successor's time. So a store that received the same records and
+forgets in any order ends in the same state (`import_records`), two machines that
+superseded one rule apart keep both successors (a fork, `forks`), and superseding
+one tip of a fork settles it (the new version `merges` the other tips).
 
 Threads: lookups may run on the event-loop thread while one write runs in a
 worker thread. Each operation uses its own short transaction. Growing the map
@@ -57,6 +72,7 @@ from mented.memory import (
     MAX_CONTENT_BYTES,
     MIN_HANDLE_LENGTH,
     TRIGGER_PREFIX,
+    Forgotten,
     InvalidInputError,
     Memory,
     MemoryType,
@@ -71,7 +87,7 @@ if TYPE_CHECKING:
     import builtins
     from collections.abc import Callable, Iterable, Iterator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the forgotten and successors databases
 MAX_MAP_SIZE = 1 << 40  # 1 TiB: far past any memory store; stops a runaway loop
 MAX_TAGS = 64
 MAX_TAG_LENGTH = 256
@@ -96,11 +112,14 @@ _DB_TRIGGERS = b"triggers"
 _DB_HANDLES = b"handles"
 _DB_ACTIONS = b"actions"
 _DB_META = b"meta"
+_DB_FORGOTTEN = b"forgotten"
+_DB_SUCCESSORS = b"successors"
 _META_SCHEMA = b"schema_version"
 _META_LIVE_RULES = b"live_rules"
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Memory)
+_forgotten_decoder = msgspec.msgpack.Decoder(Forgotten)
 
 T = TypeVar("T")
 
@@ -154,6 +173,24 @@ class StoreStats(msgspec.Struct, kw_only=True, frozen=True):
     actions_with_rules: int  # distinct actions that have a live rule
     db_bytes: int  # pages in use
     map_bytes: int  # current map size (grows on demand)
+
+
+class ImportSummary(msgspec.Struct, kw_only=True, frozen=True):
+    """What `Store.import_records` changed: records added, memories forgotten, the rest."""
+
+    added: int = 0
+    forgotten: int = 0
+    unchanged: int = 0
+
+
+class Fork(msgspec.Struct, kw_only=True, frozen=True):
+    """A rule superseded on two machines while apart: more than one current version.
+
+    `root` is the oldest version of the rule; `tips` its current versions, newest first.
+    """
+
+    root: str
+    tips: tuple[Memory, ...]
 
 
 class StoreItem(msgspec.Struct, kw_only=True, frozen=True):
@@ -324,7 +361,7 @@ def _check_tags(tags: Iterable[str]) -> tuple[str, ...]:
                 f"tag {tag[:40]!r}... is {len(tag)} characters; the limit is {MAX_TAG_LENGTH}"
             )
         name = normalize_tag(tag)
-        if any(not ch.isprintable() for ch in name):
+        if not name.isprintable():  # one C call: checks every character
             raise InvalidInputError(f"tag {tag!r} contains control characters")
         normalized[name] = None
     if len(normalized) > MAX_TAGS:
@@ -625,9 +662,21 @@ class Store:
             self._handles = self._env.open_db(_DB_HANDLES, txn=txn)
             self._actions = self._env.open_db(_DB_ACTIONS, txn=txn)
             self._meta = self._env.open_db(_DB_META, txn=txn)
-            if txn.get(_META_SCHEMA, db=self._meta) is None:
+            self._forgotten = self._env.open_db(_DB_FORGOTTEN, txn=txn)
+            self._successors = self._env.open_db(_DB_SUCCESSORS, txn=txn)
+            raw = txn.get(_META_SCHEMA, db=self._meta)
+            # Older schemas are migrated here, in this same transaction.
+            if raw is not None and int(raw) < 2:
+                self._index_successors(txn)
+            if raw is None or int(raw) < SCHEMA_VERSION:
                 txn.put(_META_SCHEMA, str(SCHEMA_VERSION).encode(), db=self._meta)
-            # Older schemas are migrated here, in this same transaction, when there are any.
+
+    def _index_successors(self, txn: lmdb.Transaction[bytes]) -> None:
+        """Schema 1 -> 2: the successors index, from every memory's `supersedes`."""
+        for raw in txn.cursor(self._memories).iternext(keys=False):
+            memory = _decode(raw)
+            if memory.supersedes is not None:
+                self._link(txn, memory.supersedes, memory.id)
 
     def close(self) -> None:
         """Close the environment. Waits for a write in progress; idempotent."""
@@ -850,7 +899,9 @@ class Store:
             if old.superseded_by is not None:
                 raise ConflictError(self._already_superseded(txn, old))
             _check_changes(old, content, new_tags, new_agent, new_project)
-            now = max(time.time(), old.created_at)
+            # Superseding one current version of a forked rule settles the fork.
+            others = [tip for tip in self._family_tips(txn, old) if tip.id != old.id]
+            now = max(time.time(), old.created_at, *(tip.created_at for tip in others))
             new = Memory(
                 id=new_id(now),
                 content=content,
@@ -860,11 +911,14 @@ class Store:
                 project=old.project if new_project is None else new_project,
                 created_at=now,
                 supersedes=old.id,
+                merges=tuple(tip.id for tip in others),
             )
             retired = msgspec.structs.replace(old, valid_until=now, superseded_by=new.id)
             self._unindex(txn, old)
             txn.put(old.id.encode(), _encoder.encode(retired), db=self._memories)
             self._insert(txn, new)
+            for tip in others:
+                self._derive(txn, tip.id)
             return new, retired
 
         return self._write(replace)
@@ -881,23 +935,16 @@ class Store:
 
         def remove(txn: lmdb.Transaction[bytes]) -> Memory:
             memory = self._resolve(txn, memory_id)
-            if memory.is_live:
-                self._unindex(txn, memory)
-            txn.delete(memory.id.encode(), db=self._memories)
-            txn.delete(_handle_key(memory.id), db=self._handles)
-            before = self._load(txn, memory.supersedes)
-            after = self._load(txn, memory.superseded_by)
-            if before is not None and after is not None:
-                self._put(txn, msgspec.structs.replace(before, superseded_by=after.id))
-            if after is not None:
-                self._put(
-                    txn,
-                    msgspec.structs.replace(
-                        after, supersedes=None if before is None else before.id
-                    ),
-                )
-            # With no successor the predecessor keeps `superseded_by` pointing at the
-            # forgotten id: it stays retired, and history() ends there.
+            self._remove(
+                txn,
+                memory,
+                Forgotten(
+                    id=memory.id,
+                    created_at=memory.created_at,
+                    supersedes=memory.supersedes,
+                    forgotten_at=time.time(),
+                ),
+            )
             return memory
 
         return self._write(remove)
@@ -908,6 +955,10 @@ class Store:
         ):
             raise StoreError(f"id {memory.id} is already taken; try again")
         txn.put(_handle_key(memory.id), b"", db=self._handles)
+        if memory.supersedes is not None:
+            self._link(txn, memory.supersedes, memory.id)
+        for merged in memory.merges:
+            self._link(txn, merged, memory.id)
         if memory.is_live:
             self._index(txn, memory)
 
@@ -1198,4 +1249,295 @@ class Store:
         return (
             f"memory {old.id} was already superseded; the current version is {current.id} "
             f"({short_handle(current.id)}): supersede that one instead"
+        )
+
+    # ---------------------------------------------------- records that travel
+
+    def export_records(self, *, batch: int = 1000) -> Iterator[builtins.list[Memory]]:
+        """Every memory in id order (oldest first), `batch` at a time.
+
+        Each batch is read in its own short transaction, so an export of a large
+        store never holds one read open (which would pin old pages) and writes go
+        on meanwhile; a memory stored during the walk may or may not be included.
+        """
+        yield from self._pages(self._memories, _decode, batch)
+
+    def export_forgotten(self, *, batch: int = 1000) -> Iterator[builtins.list[Forgotten]]:
+        """What is kept of every forgotten memory, in id order, `batch` at a time."""
+        yield from self._pages(self._forgotten, _forgotten_decoder.decode, batch)
+
+    def _pages(
+        self, db: lmdb._Database, decode: Callable[[bytes], T], batch: int
+    ) -> Iterator[builtins.list[T]]:
+        after: bytes | None = None
+
+        def page(txn: lmdb.Transaction[bytes]) -> builtins.list[tuple[bytes, T]]:
+            cursor = txn.cursor(db)
+            more = cursor.first() if after is None else cursor.set_range(after + b"\0")
+            found: builtins.list[tuple[bytes, T]] = []
+            while more and len(found) < batch:
+                found.append((cursor.key(), decode(cursor.value())))
+                more = cursor.next()
+            return found
+
+        while True:
+            found = self._read(page)
+            if not found:
+                return
+            after = found[-1][0]
+            yield [item for _, item in found]
+
+    def import_records(
+        self, memories: Sequence[Memory], forgotten: Sequence[Forgotten] = ()
+    ) -> ImportSummary:
+        """Add the memories and forgets this store does not have yet: all in one write.
+
+        Records are immutable: one already here (or forgotten here) is left as it is,
+        so importing twice changes nothing. A forget wins over a copy of the memory
+        here. The superseded state of every memory touched is derived again from its
+        successors, so the order records arrive in does not matter. Validate the
+        records first (`check_imported`, `check_forgotten`).
+        """
+        if not self._read(lambda txn: self._anything_new(txn, memories, forgotten)):
+            return ImportSummary(unchanged=len(memories) + len(forgotten))
+
+        def apply(txn: lmdb.Transaction[bytes]) -> ImportSummary:
+            touched: set[str] = set()
+            forgot = 0
+            for tomb in forgotten:
+                if txn.get(tomb.id.encode(), db=self._forgotten) is not None:
+                    continue
+                forgot += 1
+                memory = self._load(txn, tomb.id)
+                if memory is not None:
+                    self._remove(txn, memory, tomb)
+                    continue
+                txn.put(tomb.id.encode(), _encoder.encode(tomb), db=self._forgotten)
+                before = self._resolve_link(txn, tomb.supersedes)
+                if before is not None:
+                    self._link(txn, before, tomb.id)
+                    touched.add(before)
+                self._follow_past(txn, tomb.id, before)
+            added = 0
+            for memory in sorted(memories, key=_newest_first):
+                key = memory.id.encode()
+                if txn.get(key, db=self._memories) is not None:
+                    continue
+                if txn.get(key, db=self._forgotten) is not None:
+                    continue
+                merges = (self._resolve_link(txn, merged) for merged in memory.merges)
+                fresh = msgspec.structs.replace(
+                    memory,
+                    supersedes=self._resolve_link(txn, memory.supersedes),
+                    merges=tuple(merged for merged in merges if merged is not None),
+                    superseded_by=None,
+                    valid_until=None,
+                )
+                self._insert(txn, fresh)
+                added += 1
+                touched.add(fresh.id)
+                touched.update(fresh.merges)
+                if fresh.supersedes is not None:
+                    touched.add(fresh.supersedes)
+            for memory_id in sorted(touched):
+                self._derive(txn, memory_id)
+            return ImportSummary(
+                added=added,
+                forgotten=forgot,
+                unchanged=len(memories) + len(forgotten) - added - forgot,
+            )
+
+        return self._write(apply)
+
+    def _anything_new(
+        self,
+        txn: lmdb.Transaction[bytes],
+        memories: Sequence[Memory],
+        forgotten: Sequence[Forgotten],
+    ) -> bool:
+        if any(txn.get(tomb.id.encode(), db=self._forgotten) is None for tomb in forgotten):
+            return True
+        return any(
+            txn.get(memory.id.encode(), db=self._memories) is None
+            and txn.get(memory.id.encode(), db=self._forgotten) is None
+            for memory in memories
+        )
+
+    def forks(self) -> builtins.list[Fork]:
+        """Rules with more than one current version (superseded apart on two machines).
+
+        Walks the successors index only (one entry per supersession), not the memories.
+        """
+
+        def find(txn: lmdb.Transaction[bytes]) -> builtins.list[Fork]:
+            counts: dict[str, int] = {}
+            for key in txn.cursor(self._successors).iternext(values=False):
+                before = key[:_ID_LENGTH].decode()
+                if txn.get(key[_ID_LENGTH:], db=self._memories) is not None:
+                    counts[before] = counts.get(before, 0) + 1
+            found: dict[str, Fork] = {}
+            for before, count in counts.items():
+                memory = self._load(txn, before)
+                if count < 2 or memory is None:
+                    continue
+                root = self._family_root(txn, memory)
+                if root.id in found:
+                    continue
+                tips = sorted(self._family_tips(txn, root), key=_newest_first, reverse=True)
+                if len(tips) > 1:
+                    found[root.id] = Fork(root=root.id, tips=tuple(tips))
+            return sorted(found.values(), key=lambda fork: fork.root)
+
+        return self._read(find)
+
+    def _family_root(self, txn: lmdb.Transaction[bytes], memory: Memory) -> Memory:
+        seen = {memory.id}
+        while (before := self._load(txn, memory.supersedes)) is not None and before.id not in seen:
+            seen.add(before.id)
+            memory = before
+        return memory
+
+    def _family_tips(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
+        """The current (live) versions of the rule `memory` is a version of."""
+        root = self._family_root(txn, memory)
+        tips: builtins.list[Memory] = []
+        seen = {root.id}
+        waiting = [root]
+        while waiting:
+            current = waiting.pop()
+            if current.is_live:
+                tips.append(current)
+            for after_id in self._successor_ids(txn, current.id):
+                after = self._load(txn, after_id)
+                if after is not None and after.id not in seen:
+                    seen.add(after.id)
+                    waiting.append(after)
+        return tips
+
+    def _remove(self, txn: lmdb.Transaction[bytes], memory: Memory, tomb: Forgotten) -> None:
+        """Forget `memory`: drop it and its index entries, keep `tomb`, link past it."""
+        if memory.is_live:
+            self._unindex(txn, memory)
+        txn.delete(memory.id.encode(), db=self._memories)
+        txn.delete(_handle_key(memory.id), db=self._handles)
+        txn.put(memory.id.encode(), _encoder.encode(tomb), db=self._forgotten)
+        before = self._resolve_link(txn, memory.supersedes)
+        # The forgotten version stays among its predecessor's successors: forgetting
+        # the current version of a rule does not revive the one it replaced.
+        self._follow_past(txn, memory.id, before)
+
+    def _follow_past(self, txn: lmdb.Transaction[bytes], gone: str, before: str | None) -> None:
+        """The versions that superseded the forgotten `gone` now supersede `before`."""
+        for after_id in self._successor_ids(txn, gone):
+            txn.delete(gone.encode() + after_id.encode(), db=self._successors)
+            if before is not None:
+                self._link(txn, before, after_id)
+            after = self._load(txn, after_id)
+            if after is not None and after.supersedes == gone:
+                self._put(txn, msgspec.structs.replace(after, supersedes=before))
+        if before is not None:
+            self._derive(txn, before)
+
+    def _derive(self, txn: lmdb.Transaction[bytes], memory_id: str) -> None:
+        """Set a memory's superseded state from its successors (see the module doc)."""
+        memory = self._load(txn, memory_id)
+        if memory is None:
+            return
+        present: builtins.list[tuple[float, str]] = []
+        gone: builtins.list[tuple[float, str]] = []
+        for after_id in self._successor_ids(txn, memory.id):
+            after = self._load(txn, after_id)
+            if after is not None:
+                present.append((after.created_at, after.id))
+                continue
+            raw = txn.get(after_id.encode(), db=self._forgotten)
+            if raw is not None:
+                tomb = _forgotten_decoder.decode(raw)
+                gone.append((tomb.created_at, tomb.id))
+        if not present and not gone:
+            return  # nothing supersedes it (a lone forgotten successor stays recorded)
+        superseded_by = max(present or gone)[1]
+        valid_until = min(present + gone)[0]
+        if (superseded_by, valid_until) == (memory.superseded_by, memory.valid_until):
+            return
+        if memory.is_live:
+            self._unindex(txn, memory)
+        self._put(
+            txn,
+            msgspec.structs.replace(memory, superseded_by=superseded_by, valid_until=valid_until),
+        )
+
+    def _link(self, txn: lmdb.Transaction[bytes], before: str, after: str) -> None:
+        txn.put(before.encode() + after.encode(), b"", db=self._successors)
+
+    def _successor_ids(self, txn: lmdb.Transaction[bytes], memory_id: str) -> builtins.list[str]:
+        prefix = memory_id.encode()
+        cursor = txn.cursor(self._successors)
+        found: builtins.list[str] = []
+        if not cursor.set_range(prefix):
+            return found
+        for key in cursor.iternext(values=False):
+            if not key.startswith(prefix):
+                break
+            found.append(key[_ID_LENGTH:].decode())
+        return found
+
+    def _resolve_link(self, txn: lmdb.Transaction[bytes], memory_id: str | None) -> str | None:
+        """`memory_id`, or, when it was forgotten, the nearest version before it."""
+        seen: set[str] = set()
+        while memory_id is not None and memory_id not in seen:
+            seen.add(memory_id)
+            raw = txn.get(memory_id.encode(), db=self._forgotten)
+            if raw is None:
+                return memory_id
+            memory_id = _forgotten_decoder.decode(raw).supersedes
+        return memory_id
+
+
+# ------------------------------------------------------------ import checks
+
+
+def check_imported(memory: Memory) -> Memory:
+    """A memory read from a file, validated as `store` validates what it stores.
+
+    Its derived fields (`superseded_by`, `valid_until`) are dropped: the store sets them.
+
+    Raises:
+        InvalidInputError: naming the field that is wrong.
+    """
+    _check_id(memory.id, "id")
+    for link in (memory.supersedes, *memory.merges):
+        if link is not None:
+            _check_id(link, "supersedes")
+    return Memory(
+        id=memory.id,
+        content=_check_content(memory.content),
+        memory_type=_check_memory_type(memory.memory_type),
+        tags=_check_tags(memory.tags),
+        agent=_check_agent(memory.agent),
+        project=_check_project(memory.project),
+        created_at=_check_created_at(memory.created_at),
+        supersedes=memory.supersedes,
+        merges=tuple(memory.merges),
+    )
+
+
+def check_forgotten(tomb: Forgotten) -> Forgotten:
+    """A forget read from a file, validated.
+
+    Raises:
+        InvalidInputError: naming the field that is wrong.
+    """
+    _check_id(tomb.id, "id")
+    if tomb.supersedes is not None:
+        _check_id(tomb.supersedes, "supersedes")
+    _check_created_at(tomb.created_at)
+    _check_created_at(tomb.forgotten_at)
+    return tomb
+
+
+def _check_id(memory_id: str, field: str) -> None:
+    if len(memory_id) != _ID_LENGTH or not _CROCKFORD.issuperset(memory_id):
+        raise InvalidInputError(
+            f"{field} {memory_id!r} is not a memory id (26 characters of Crockford base32)"
         )

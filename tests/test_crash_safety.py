@@ -64,7 +64,15 @@ KILL_ROUNDS = int(os.environ.get("MENTED_KILL_ROUNDS", "20"))
 WRITERS = 3
 ACTIONS = ("git-commit", "git-push", "pr-create", "npm-publish")
 READER_SLOTS = 8  # the reader table this test gives the environment
-SUB_DATABASES = {b"memories", b"triggers", b"handles", b"actions", b"meta"}
+SUB_DATABASES = {
+    b"memories",
+    b"triggers",
+    b"handles",
+    b"actions",
+    b"meta",
+    b"forgotten",
+    b"successors",
+}
 
 _memory_decoder = msgspec.msgpack.Decoder(Memory)
 
@@ -185,6 +193,8 @@ class Snapshot:
     handles: set[bytes]
     action_counts: dict[str, int]
     live_rules_counter: int
+    forgotten: set[str]
+    successors: set[tuple[str, str]]
 
 
 def read_snapshot(env: lmdb.Environment) -> Snapshot:
@@ -212,12 +222,18 @@ def _walk(env: lmdb.Environment) -> Snapshot:
             key.decode(): int.from_bytes(value, "big") for key, value in txn.cursor(dbs[b"actions"])
         }
         meta = dict(txn.cursor(dbs[b"meta"]))
+        forgotten = {key.decode() for key, _ in txn.cursor(dbs[b"forgotten"])}
+        successors = {
+            (key[:26].decode(), key[26:].decode()) for key, _ in txn.cursor(dbs[b"successors"])
+        }
     return Snapshot(
         memories=memories,
         triggers=triggers,
         handles=handles,
         action_counts=counts,
         live_rules_counter=int.from_bytes(meta.get(b"live_rules", b""), "big"),
+        forgotten=forgotten,
+        successors=successors,
     )
 
 
@@ -251,7 +267,11 @@ def inconsistencies(snap: Snapshot) -> list[str]:
     live_rules = sum(1 for m in snap.memories.values() if m.is_live and m.actions)
     if live_rules != snap.live_rules_counter:
         problems.append(f"live_rules counter {snap.live_rules_counter} != {live_rules}")
+    if both := sorted(snap.forgotten & set(snap.memories)):
+        problems.append(f"forgotten and still there: {both[:5]}")
     for memory in snap.memories.values():
+        if memory.supersedes and (memory.supersedes, memory.id) not in snap.successors:
+            problems.append(f"{memory.id} supersedes {memory.supersedes}: not in the successors")
         after = snap.memories.get(memory.superseded_by or "")
         if after is not None and after.supersedes != memory.id:
             problems.append(f"{memory.id} -> {after.id} is linked one way only")

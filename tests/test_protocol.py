@@ -135,6 +135,8 @@ def test_every_example_in_docs_protocol_md_is_a_valid_message() -> None:
         kinds.add(kind)
     request_types = {"status", "store", "get", "recall_for_action", "supersede", "history"}
     request_types |= {"forget", "list", "hook", "log", "reload", "shutdown"}
+    request_types |= {"export", "exported", "import", "imported", "sync", "synced"}
+    request_types |= {"trust", "trusted"}
     assert request_types <= kinds
 
 

@@ -857,16 +857,23 @@ def test_a_full_disk_refuses_the_write_and_loses_nothing(small_tmpfs: Path) -> N
         f"cannot write the store at {small_tmpfs / 'data'}: no space left on device."
     )
     assert "Nothing was written and nothing is lost" in str(full.value)
-    # Reads go on, and so does a write that fits in the pages LMDB has free.
+    # Reads go on. A forget may or may not fit in the pages LMDB has free (it also
+    # keeps what travels of the forget: mented/store.py, `forgotten`); refused, it
+    # is refused the same way, and either way nothing else is lost.
     assert db.failure is None
     assert len(db.recall_for_action("git-commit", k=20_000)) == len(acknowledged)
     assert db.get(acknowledged[-1].id) == acknowledged[-1]
-    db.forget(acknowledged[0].id)
+    forgot = 1
+    try:
+        db.forget(acknowledged[0].id)
+    except StoreFullError:
+        forgot = 0
+    assert db.failure is None
     db.close()
 
     reopened = Store(small_tmpfs / "data")
     try:
-        assert reopened.stats().memories == len(acknowledged) - 1
+        assert reopened.stats().memories == len(acknowledged) - forgot
     finally:
         reopened.close()
 

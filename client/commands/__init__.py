@@ -10,6 +10,8 @@ from mented_client.commands import (
     rules,
     service,
     status,
+    team,
+    travel,
 )
 
-COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench)
+COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench, travel, team)

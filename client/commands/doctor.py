@@ -44,6 +44,7 @@ from mented_client.commands.service import (
     install_service,
     start_detached,
 )
+from mented_client.commands.status import describe_fork
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
@@ -395,6 +396,7 @@ def run_checks(socket: Path) -> list[Check]:
     checks = [config_check, daemon_check, check_service(socket, manager)]
     if status is not None:
         checks.append(check_rules(socket, status))
+        checks += check_sync(status)
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
@@ -430,6 +432,32 @@ def check_rules(socket: Path, status: StatusReply) -> Check:
         fix=f"add the action back to the config, or see them with `mentectl rule list --action "
         f"{first}` and `mentectl rule forget ID`",
     )
+
+
+def check_sync(status: StatusReply) -> list[Check]:
+    """Sync over git (when set up), and each fork: a rule superseded on two machines apart."""
+    checks = []
+    if status.sync_remote is not None:
+        if status.sync_error:
+            checks.append(
+                Check(
+                    "sync",
+                    "warn",
+                    f"{status.sync_remote}: the last sync failed: {status.sync_error} "
+                    "(local rules are kept; it is retried)",
+                    fix="`mentectl sync` to retry now and see the error",
+                )
+            )
+        else:
+            checks.append(Check("sync", "ok", f"with {status.sync_remote}"))
+    checks.extend(
+        Check("project", "warn", f"rules not handed to agents: {why}", fix="`mentectl trust`")
+        for why in status.untrusted_projects
+    )
+    for tips in status.forks:
+        fix = f"`mentectl rule supersede {tips[0]} TEXT` (the new text replaces every version)"
+        checks.append(Check("fork", "warn", describe_fork(tips), fix=fix))
+    return checks
 
 
 def check_mcp() -> list[Check]:

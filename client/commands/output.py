@@ -135,7 +135,8 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
     handle = f"[{short_handle(memory.id)}]"
     content = escape_controls(memory.content)  # a rule's own lines stay lines
     if not verbose:
-        head = f"{handle}  {memory.id}  {actions or memory.memory_type}  ({scope}){state}"
+        origin = "  [the project's: .mented/]" if memory.origin == "project" else ""
+        head = f"{handle}  {memory.id}  {actions or memory.memory_type}  ({scope}){state}{origin}"
         # Every line of the rule under its header, so that a multi-line rule reads as one.
         body = "\n".join(f"    {line}" for line in content.split("\n"))
         return f"{escape_controls(head, keep_lines=False)}\n{body}"
@@ -145,6 +146,7 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
         "type": memory.memory_type,
         "tags": ", ".join(memory.tags) or "-",
         "scope": scope,
+        "from": "the project's .mented/ folder" if memory.origin == "project" else "yours",
         "created_at": format_time(memory.created_at),
     }
     if memory.valid_until is not None:

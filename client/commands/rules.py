@@ -41,6 +41,7 @@ from mented.protocol import (
     SupersedeRequest,
 )
 from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.commands.team import add_team_rule
 from mented_client.connection import Client
 from mented_client.scope import (
     agent_option,
@@ -76,6 +77,14 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         default=MemoryType.PROCEDURAL.value,
         choices=[t.value for t in MemoryType],
         help="memory type (default: procedural)",
+    )
+    add.add_argument(
+        "--team",
+        action="store_true",
+        help=(
+            "write it in this project's .mented/rules.jsonl, for you to commit and your "
+            "team to share (`mentectl trust` makes it reach your agents)"
+        ),
     )
     add.set_defaults(handler=run_add)
 
@@ -237,6 +246,8 @@ def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) 
 
 
 def run_add(args: argparse.Namespace) -> int:
+    if args.team:
+        return _add_team(args)
     text = rule_text(args)
     with Client(args.socket) as client:
         in_force = daemon_table(client)
@@ -361,4 +372,20 @@ def run_forget(args: argparse.Namespace) -> int:
         print_json({"id": reply.id})
     else:
         print(f"forgot {reply.id}")
+    return 0
+
+
+def _add_team(args: argparse.Namespace) -> int:
+    if args.project:
+        raise CommandError("a team rule applies to its whole project: leave out --project", 2)
+    with Client(args.socket) as client:
+        action = _checked_action(daemon_table(client), args.action)
+    path = add_team_rule(action, rule_text(args), args.agent)
+    if args.json:
+        print_json({"file": str(path), "action": action})
+    else:
+        print(
+            f"added a rule for {action} to {path}: commit it to share it, and run "
+            "`mentectl trust` for it to reach your agents here"
+        )
     return 0

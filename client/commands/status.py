@@ -108,9 +108,30 @@ def render_status(status: StatusReply) -> str:
         ("last rules", last),
         ("handed", _handed(status)),
     ]
+    rows += sync_rows(status)
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
     # The last fire's agent came with an event; the paths and the config error are files'.
     return "\n".join(
         f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows
+    )
+
+
+def sync_rows(status: StatusReply) -> list[tuple[str, str]]:
+    """Sync over git, and the rules two machines superseded apart (forks)."""
+    rows = []
+    if status.sync_remote is not None:
+        last = format_time(status.sync_last_ok) if status.sync_last_ok else "never"
+        state = f"FAILING ({status.sync_error}), retried" if status.sync_error else "ok"
+        rows.append(("sync", f"{status.sync_remote}: last synced {last}, {state}"))
+    rows.extend(("fork", describe_fork(tips)) for tips in status.forks)
+    rows.extend(("project", f"NOT SERVED: {why}") for why in status.untrusted_projects)
+    return rows
+
+
+def describe_fork(tips: list[str]) -> str:
+    """One rule with several current versions, and how to settle it."""
+    return (
+        f"a rule has {len(tips)} current versions ({', '.join(tips)}), superseded on "
+        f"different machines; settle it with `mentectl rule supersede {tips[0]} TEXT`"
     )

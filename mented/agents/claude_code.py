@@ -28,4 +28,5 @@ AGENT = PreToolUseAgent(
     project_settings_file=".claude/settings.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     shell_condition="Bash({})",
+    user_notices=True,  # `systemMessage`: shown to the user, not the model
 )

@@ -257,6 +257,7 @@ class PreToolUseAgent:
     project_settings_file: str
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
+    user_notices: bool = False  # shows a hook answer's `systemMessage` to the user
     entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
     event_name: str = EVENT_NAME
     after_event: str | None = None
@@ -341,6 +342,15 @@ class PreToolUseAgent:
         return _encoder.encode(
             {"hookSpecificOutput": {"hookEventName": EVENT_NAME, "additionalContext": text}}
         )
+
+    def with_notice(self, answer: bytes, notice: str) -> bytes | None:
+        """`answer` with a one-line `notice` for the user (not the model), or None when
+        the agent shows hooks' messages to no one (`user_notices`)."""
+        if not self.user_notices:
+            return None
+        document: dict[str, Any] = msgspec.json.decode(answer) if answer else {}
+        document["systemMessage"] = notice
+        return _encoder.encode(document)
 
     def render_deny(self, reason: str) -> bytes:
         """Stdout that stops the tool call and shows `reason` to the model."""

@@ -1,0 +1,155 @@
+"""`mentectl export`, `import` and `sync`: memories that travel (docs/format.md).
+
+The daemon reads and writes these files only inside its data directory (`transfer/`):
+as a service it may be sandboxed away from the rest of the home directory. So
+export asks the daemon for a file there and moves it where the user wants it;
+import copies the user's file there first. The daemon checks the whole file
+before it imports anything.
+
+`mentectl sync` asks the daemon to sync over git (mented/sync.py): the daemon runs
+the user's git in a clone under its data directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from mented.protocol import (
+    ExportedReply,
+    ExportRequest,
+    ImportedReply,
+    ImportRequest,
+    StatusReply,
+    StatusRequest,
+    SyncedReply,
+    SyncRequest,
+)
+from mented_client.commands.output import CommandError, print_json
+from mented_client.connection import Client
+
+if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
+
+# An export or import of a large store takes a while (seconds per 100,000 memories).
+TRANSFER_TIMEOUT_S = 600.0
+
+
+def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
+    export = subparsers.add_parser(
+        "export",
+        parents=[common],
+        help="write every memory (and every forget) in the portable format",
+        description="The format is plain text, one record per line: see docs/format.md.",
+    )
+    export.add_argument("--out", metavar="PATH", help="write to PATH (default: standard output)")
+    export.set_defaults(handler=run_export)
+
+    imp = subparsers.add_parser(
+        "import",
+        parents=[common],
+        help="read memories from an export; records already here are left as they are",
+        description=(
+            "The whole file is checked first: a bad line is named and nothing is imported. "
+            "Importing the same file twice changes nothing."
+        ),
+    )
+    imp.add_argument("path", help="a file written by `mentectl export` (or by hand, see docs)")
+    imp.set_defaults(handler=run_import)
+
+    sync = subparsers.add_parser(
+        "sync",
+        parents=[common],
+        help="sync rules with other machines over git (pull, then push)",
+        description=(
+            "`mentectl sync init REMOTE` sets it up with a git remote (SSH, HTTPS or a local "
+            "path; an empty repository is fine), then syncs; `mentectl sync` syncs now. Your "
+            "git, with your config and credentials, runs in a clone under mented's data "
+            "directory. `[sync]` in the config makes the daemon sync by itself."
+        ),
+    )
+    sync.set_defaults(handler=run_sync, remote=None)
+    verbs = sync.add_subparsers(dest="verb", metavar="VERB", required=False)
+    init = verbs.add_parser("init", parents=[common], help="set sync up with a git remote")
+    init.add_argument("remote", help="a git URL, or the path of a repository (bare or not)")
+    init.set_defaults(handler=run_sync)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+        reply = client.expect(ExportRequest(), ExportedReply)
+    written = Path(reply.path)
+    try:
+        if args.out is None:
+            with written.open("rb") as source:
+                shutil.copyfileobj(source, sys.stdout.buffer)
+            sys.stdout.flush()
+        else:
+            shutil.move(written, args.out)
+    except OSError as exc:
+        raise CommandError(f"cannot write the export: {exc}") from exc
+    finally:
+        written.unlink(missing_ok=True)
+    if args.out is not None:
+        if args.json:
+            print_json({"path": args.out, "memories": reply.memories, "forgotten": reply.forgotten})
+        else:
+            print(f"exported {reply.memories} memories and {reply.forgotten} forgets to {args.out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    source = Path(args.path)
+    if not source.is_file():
+        raise CommandError(f"{source}: no such file", status=2)
+    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+        data_dir = Path(client.expect(StatusRequest(), StatusReply).data_dir)
+        transfer = data_dir / "transfer"
+        transfer.mkdir(mode=0o700, parents=True, exist_ok=True)
+        copy = transfer / f"import-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
+        try:
+            shutil.copyfile(source, copy)
+            reply = client.expect(
+                ImportRequest(path=str(copy), shown_as=str(source)), ImportedReply
+            )
+        except OSError as exc:
+            raise CommandError(f"cannot copy {source} for mented to read: {exc}") from exc
+        finally:
+            copy.unlink(missing_ok=True)
+    if args.json:
+        print_json(
+            {"added": reply.added, "forgotten": reply.forgotten, "unchanged": reply.unchanged}
+        )
+    else:
+        print(
+            f"imported {source}: {reply.added} added, {reply.forgotten} forgotten, "
+            f"{reply.unchanged} already here"
+        )
+    return 0
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    remote = args.remote
+    if remote is not None and Path(remote).expanduser().exists():
+        # A local path: the daemon runs elsewhere (its working directory is not ours).
+        remote = str(Path(remote).expanduser().resolve())
+    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+        reply = client.expect(SyncRequest(init_remote=remote), SyncedReply)
+    if args.json:
+        print_json(msgspec.to_builtins(reply))
+        return 0
+    pushed = "pushed" if reply.pushed else "nothing to push"
+    print(
+        f"synced with {reply.remote}: {reply.written} records of this machine written, "
+        f"{reply.added} added and {reply.forgotten} forgotten from others, {pushed}"
+    )
+    for problem in reply.skipped:
+        print(f"skipped a file from the remote: {problem}", file=sys.stderr)
+    return 0

@@ -1,0 +1,316 @@
+"""The portable format of memories: JSON Lines, one immutable record per line.
+
+`mentectl export` writes it, `mentectl import` reads it, sync keeps one record per
+file in a git repository (mented/sync.py). The format is described for people in
+docs/format.md; this module is its one reader and writer.
+
+A file is a header line, then one line per record::
+
+    {"mented":"rules","format":1}
+    {"kind":"memory","id":"01J...","created_at":1718000000.123456,"type":"procedural","tags":["trigger:git-commit"],"text":"..."}
+    {"kind":"forgotten","id":"01J...","created_at":1718000001.5,"forgotten_at":1718000100.0}
+
+A record never changes once written: a new version of a rule is a new record
+naming the one it `supersedes`; a forget is a `forgotten` record. What can be
+derived (which version is current, since when) is not written: the store derives
+it on import, whatever order the records arrive in.
+
+Reading checks every line before anything is imported, and names the file and
+line of the first problem. Unknown fields and unknown kinds of record are
+ignored (a newer mented may add them); a newer major `format` is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from mented import __version__
+from mented.memory import Forgotten, InvalidInputError, Memory, MemoryType
+from mented.store import ImportSummary, Store, check_forgotten, check_imported
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
+    from typing import BinaryIO
+
+FORMAT_VERSION = 1
+FORMAT_NAME = "rules"
+# Older versions this reader still reads, each with what must be done to its records.
+# Only version 1 exists so far; a version 2 adds its reader and keeps this one.
+READABLE_VERSIONS = frozenset({1})
+
+
+class FormatError(InvalidInputError):
+    """A file that is not a readable export; the message names the file and line."""
+
+
+class MemoryLine(msgspec.Struct, tag="memory", tag_field="kind", omit_defaults=True, kw_only=True):
+    """One memory, as a line. Field order is the order a person reads it in."""
+
+    id: str
+    created_at: float
+    type: MemoryType = MemoryType.SEMANTIC
+    tags: list[str] = []
+    agent: str | None = None
+    project: str | None = None
+    supersedes: str | None = None
+    merges: list[str] = []
+    text: str
+
+
+class ForgottenLine(
+    msgspec.Struct, tag="forgotten", tag_field="kind", omit_defaults=True, kw_only=True
+):
+    """One forget: the memory's id, its own time and predecessor, and when it was forgotten."""
+
+    id: str
+    created_at: float
+    supersedes: str | None = None
+    forgotten_at: float
+
+
+class Header(msgspec.Struct, kw_only=True):
+    mented: str
+    format: int
+    written_by: str | None = None
+
+
+@dataclass
+class Records:
+    """What a file holds, checked: the memories and the forgets, in file order."""
+
+    memories: list[Memory] = field(default_factory=list)
+    forgotten: list[Forgotten] = field(default_factory=list)
+
+
+_encoder = msgspec.json.Encoder()
+_line_decoder = msgspec.json.Decoder(MemoryLine | ForgottenLine)
+
+
+def memory_line(memory: Memory) -> bytes:
+    """One memory as a line of the format (with its newline)."""
+    return (
+        _encoder.encode(
+            MemoryLine(
+                id=memory.id,
+                created_at=memory.created_at,
+                type=memory.memory_type,
+                tags=list(memory.tags),
+                agent=memory.agent,
+                project=memory.project,
+                supersedes=memory.supersedes,
+                merges=list(memory.merges),
+                text=memory.content,
+            )
+        )
+        + b"\n"
+    )
+
+
+def forgotten_line(tomb: Forgotten) -> bytes:
+    """One forget as a line of the format (with its newline)."""
+    return (
+        _encoder.encode(
+            ForgottenLine(
+                id=tomb.id,
+                created_at=tomb.created_at,
+                supersedes=tomb.supersedes,
+                forgotten_at=tomb.forgotten_at,
+            )
+        )
+        + b"\n"
+    )
+
+
+def header_line() -> bytes:
+    header = Header(mented=FORMAT_NAME, format=FORMAT_VERSION, written_by=f"mented {__version__}")
+    return _encoder.encode(header) + b"\n"
+
+
+def write_export(
+    out: BinaryIO,
+    memories: Iterable[list[Memory]],
+    forgotten: Iterable[list[Forgotten]],
+) -> tuple[int, int]:
+    """Write a whole export: the header, every memory, then every forget.
+
+    Returns:
+        (memories written, forgets written).
+    """
+    out.write(header_line())
+    written = [0, 0]
+    for batch in memories:
+        out.write(b"".join(memory_line(memory) for memory in batch))
+        written[0] += len(batch)
+    for tombs in forgotten:
+        out.write(b"".join(forgotten_line(tomb) for tomb in tombs))
+        written[1] += len(tombs)
+    return written[0], written[1]
+
+
+def read_export(path: Path, *, shown_as: str | None = None) -> Records:
+    """Read and check a whole export file.
+
+    Raises:
+        FormatError: the file cannot be read, has no header, a newer format, or a
+            bad line (named by `shown_as`, else `path`, and its line number).
+    """
+    name = shown_as or str(path)
+    try:
+        with path.open("rb") as file:
+            return read_lines(file, name)
+    except OSError as exc:
+        raise FormatError(f"{name}: cannot read it: {exc.strerror or exc}") from exc
+
+
+def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Records:
+    """Check the lines of one file (`header`: the first must be the format's header).
+
+    Raises:
+        FormatError: as for `read_export`.
+    """
+    records = Records()
+    seen: dict[str, tuple[int, bytes]] = {}
+    expect_header = header
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        where = f"{name}:{number}"
+        if expect_header:
+            _check_header(line, where)
+            expect_header = False
+            continue
+        record = parse_line(line, where)
+        if record is None:
+            continue
+        first = seen.get(record.id)
+        if first is not None and first[1] != line:
+            raise FormatError(
+                f"{where}: id {record.id} is on line {first[0]} too, with other content; "
+                "a record never changes: give the new version its own id"
+            )
+        if first is not None:
+            continue
+        seen[record.id] = (number, line)
+        if isinstance(record, Memory):
+            records.memories.append(record)
+        else:
+            records.forgotten.append(record)
+    if expect_header:
+        raise FormatError(f"{name}: empty, not a mented export (no header line)")
+    return records
+
+
+def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
+    """One record line, checked; None for a kind this version does not know.
+
+    Raises:
+        FormatError: naming `where`.
+    """
+    item: MemoryLine | ForgottenLine | None
+    try:
+        item = _line_decoder.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        item = _slow_parse(line, where)  # says what is wrong, or finds a kind to skip
+    if item is None:
+        return None
+    try:
+        if isinstance(item, MemoryLine):
+            return check_imported(
+                Memory(
+                    id=item.id,
+                    content=item.text,
+                    memory_type=item.type,
+                    tags=tuple(item.tags),
+                    agent=item.agent,
+                    project=item.project,
+                    created_at=item.created_at,
+                    supersedes=item.supersedes,
+                    merges=tuple(item.merges),
+                )
+            )
+        return check_forgotten(
+            Forgotten(
+                id=item.id,
+                created_at=item.created_at,
+                supersedes=item.supersedes,
+                forgotten_at=item.forgotten_at,
+            )
+        )
+    except InvalidInputError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+
+
+def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
+    """A line the typed decoder refused: the reason, or None for an unknown kind."""
+    try:
+        data: Any = msgspec.json.decode(line)
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"{where}: not a JSON line ({exc})") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{where}: a record must be a JSON object")
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        raise FormatError(f"{where}: a record needs a `kind` (memory or forgotten)")
+    if kind not in {"memory", "forgotten"}:
+        return None  # a kind from a newer mented: ignored, as docs/format.md says
+    try:
+        if kind == "memory":
+            return msgspec.convert(data, MemoryLine)
+        return msgspec.convert(data, ForgottenLine)
+    except msgspec.ValidationError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+
+
+def _check_header(line: bytes, where: str) -> None:
+    try:
+        header = msgspec.json.decode(line, type=Header)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        header = None
+    if header is None or header.mented != FORMAT_NAME:
+        raise FormatError(
+            f'{where}: not a mented export: the first line must be {{"mented":"rules","format":N}}'
+        )
+    if header.format > FORMAT_VERSION:
+        raise FormatError(
+            f"{where}: written in format {header.format} by a newer mented "
+            f"({header.written_by or 'unknown'}); this one reads up to format "
+            f"{FORMAT_VERSION}: upgrade mented"
+        )
+    if header.format not in READABLE_VERSIONS:
+        raise FormatError(f"{where}: format {header.format} is not one this mented reads")
+
+
+def iter_lines(records: Records) -> Iterator[bytes]:
+    """The lines of `records` (no header), memories then forgets."""
+    for memory in records.memories:
+        yield memory_line(memory)
+    for tomb in records.forgotten:
+        yield forgotten_line(tomb)
+
+
+def export_store(store: Store, path: Path) -> tuple[int, int]:
+    """Write every memory and forget of `store` to `path` (whole, or not at all).
+
+    Returns:
+        (memories written, forgets written).
+    """
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as out:
+        counts = write_export(out, store.export_records(), store.export_forgotten())
+    partial.replace(path)
+    return counts
+
+
+def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> ImportSummary:
+    """Check the whole file, then import it in one write: all of it or nothing.
+
+    Raises:
+        FormatError: see `read_export`; nothing was imported.
+    """
+    records = read_export(path, shown_as=shown_as)
+    return store.import_records(records.memories, records.forgotten)

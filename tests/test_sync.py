@@ -1,0 +1,152 @@
+"""Sync over real git: a bare remote and three data directories ("machines")."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mented.memory import Memory
+from mented.store import Store
+from mented.sync import GitSync, SyncError
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+class Machine:
+    def __init__(self, root: Path, remote: Path) -> None:
+        self.store = Store(root / "data", sync=False)
+        self.sync = GitSync(root / "data", timeout_s=30)
+        self.sync.init(str(remote))
+
+    def everything(self) -> list[Memory]:
+        return self.store.list(include_superseded=True)
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(path)], check=True)
+    return path
+
+
+@pytest.fixture
+def machines(tmp_path: Path, remote: Path) -> Iterator[list[Machine]]:
+    made = [Machine(tmp_path / name, remote) for name in ("laptop", "desk", "server")]
+    yield made
+    for machine in made:
+        machine.store.close()
+
+
+def test_a_rule_added_on_one_machine_reaches_the_others(machines: list[Machine]) -> None:
+    laptop, desk, server = machines
+    rule = laptop.store.store("single line", tags=["trigger:git-commit"])
+
+    first = laptop.sync.sync(laptop.store)
+    assert (first.written, first.pushed) == (1, True)
+    desk.sync.sync(desk.store)
+    server.sync.sync(server.store)
+
+    for machine in machines:
+        assert machine.store.recall_for_action("git-commit") == [rule]
+    again = desk.sync.sync(desk.store)
+    assert (again.written, again.added, again.pushed) == (0, 0, False)
+
+
+def test_a_forget_on_one_machine_wins_over_the_others_copies(machines: list[Machine]) -> None:
+    laptop, desk, _ = machines
+    rule = laptop.store.store("single line", tags=["trigger:git-commit"])
+    laptop.sync.sync(laptop.store)
+    desk.sync.sync(desk.store)
+
+    desk.store.forget(rule.id)
+    desk.sync.sync(desk.store)
+    laptop.sync.sync(laptop.store)
+    laptop.sync.sync(laptop.store)
+
+    assert laptop.store.recall_for_action("git-commit") == []
+    assert laptop.everything() == desk.everything() == []
+    assert not list((laptop.sync.repo / "records").rglob("*.json"))
+
+
+def test_a_remote_that_is_down_loses_nothing_and_is_reported(
+    machines: list[Machine], remote: Path
+) -> None:
+    laptop, desk, _ = machines
+    hidden = remote.with_name("away.git")
+    remote.rename(hidden)
+    rule = laptop.store.store("single line", tags=["trigger:git-commit"])
+
+    with pytest.raises(SyncError, match="cannot reach the remote"):
+        laptop.sync.sync(laptop.store)
+    assert "cannot reach the remote" in (laptop.sync.state().last_error or "")
+    assert laptop.store.recall_for_action("git-commit") == [rule]
+
+    hidden.rename(remote)
+    assert laptop.sync.sync(laptop.store).pushed
+    assert laptop.sync.state().last_error is None
+    desk.sync.sync(desk.store)
+    assert desk.store.recall_for_action("git-commit") == [rule]
+
+
+def test_init_refuses_another_remote_and_keeps_the_first(
+    machines: list[Machine], tmp_path: Path, remote: Path
+) -> None:
+    laptop = machines[0]
+    laptop.sync.init(str(remote))  # the same one again: nothing to do
+    with pytest.raises(SyncError, match="already set up with"):
+        laptop.sync.init(str(tmp_path / "other.git"))
+    assert laptop.sync.remote() == str(remote)
+
+
+def test_three_machines_that_add_supersede_and_forget_concurrently_converge(
+    machines: list[Machine],
+) -> None:
+    rng = random.Random(15)
+    acknowledged: set[str] = set()  # every id any machine stored
+    forgotten: set[str] = set()
+    for step in range(40):
+        machine = rng.choice(machines)
+        live = machine.store.list(rules_only=True)
+        choice = rng.random()
+        if not live or choice < 0.45:
+            memory = machine.store.store(f"rule {step}", tags=["trigger:git-commit"])
+            acknowledged.add(memory.id)
+        elif choice < 0.85:
+            new, _ = machine.store.supersede(rng.choice(live).id, f"rule {step}")
+            acknowledged.add(new.id)
+        else:
+            forgotten.add(machine.store.forget(rng.choice(live).id).id)
+        if rng.random() < 0.3:
+            syncing = rng.choice(machines)
+            syncing.sync.sync(syncing.store)
+    for _ in range(2):  # twice around: everyone has pushed, then everyone has pulled
+        for machine in rng.sample(machines, len(machines)):
+            machine.sync.sync(machine.store)
+
+    reference = machines[0]
+    expected = reference.everything()
+    assert {m.id for m in expected} == acknowledged - forgotten  # nothing acknowledged lost
+    for machine in machines[1:]:
+        assert machine.everything() == expected
+        assert machine.store.forks() == reference.store.forks()
+        for memory in expected:
+            assert machine.store.history(memory.id) == reference.store.history(memory.id)
+        assert machine.store.recall_for_action("git-commit", k=50) == (
+            reference.store.recall_for_action("git-commit", k=50)
+        )
+
+    # a fork (two machines superseded one rule apart) is settled on one, everywhere
+    forks = reference.store.forks()
+    assert forks, "the random walk above is seeded to leave a fork"
+    settled, _ = machines[1].store.supersede(forks[0].tips[-1].id, "settled")
+    for _ in range(2):
+        for machine in machines:
+            machine.sync.sync(machine.store)
+    for machine in machines:
+        assert machine.store.forks() == forks[1:]
+        assert machine.store.get(settled.id).merges == tuple(t.id for t in forks[0].tips[:-1])

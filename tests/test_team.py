@@ -1,0 +1,208 @@
+"""Team rules: a project's .mented/ folder, trusted before it reaches an agent."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mented.actions import load_action_table
+from mented.agents.pretooluse import pretooluse_event
+from mented.config import Config
+from mented.hooks import HookHandler
+from mented.matcher import Matcher
+from mented.portable import FormatError
+from mented.store import Store
+from mented.team import ProjectRules, RuleLookup, TrustError
+from tests.conftest import DaemonProcess
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    db = Store(tmp_path / "data", sync=False)
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".mented").mkdir(parents=True)
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / ".mented" / "rules.jsonl").write_text(
+        '{"action": "git-commit", "text": "conventional prefix, imperative mood"}\n'
+        '{"actions": ["pr-create"], "text": "link the issue", "agent": "codex"}\n'
+    )
+    return root
+
+
+def texts(rules: list) -> list[str]:  # type: ignore[type-arg]
+    return [rule.content for rule in rules]
+
+
+def test_project_rules_are_served_only_once_trusted_and_after_yours(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    lookup = RuleLookup(store, projects)
+    store.store("mine: one line", tags=["trigger:git-commit"])
+    inside = str(repo / "src" / "deep")
+
+    assert texts(lookup.recall_for_action("git-commit", cwd=inside)) == ["mine: one line"]
+    assert projects.untrusted() == [
+        f"{repo}: 2 project rules not trusted (`mentectl trust {repo}` after reading .mented/)"
+    ]
+
+    projects.trust(str(repo / "src"))
+
+    rules = lookup.recall_for_action("git-commit", cwd=inside)
+    assert texts(rules) == ["mine: one line", "conventional prefix, imperative mood"]
+    assert [rule.origin for rule in rules] == [None, "project"]
+    assert texts(lookup.recall_for_action("git-commit", cwd=inside, k=1)) == ["mine: one line"]
+    assert texts(lookup.recall_for_action("git-commit", cwd=str(tmp_path))) == ["mine: one line"]
+    # scoped to an agent, like any rule: the store's visibility predicate decides
+    assert texts(lookup.recall_for_action("pr-create", agent="codex", cwd=inside)) == [
+        "link the issue"
+    ]
+    assert lookup.recall_for_action("pr-create", agent="claude-code", cwd=inside) == []
+    assert projects.untrusted() == []
+    # trust is kept across restarts
+    assert texts(
+        ProjectRules(tmp_path / "data").recall_for_action("git-commit", agent=None, cwd=inside, k=6)
+    ) == ["conventional prefix, imperative mood"]
+
+
+def test_a_change_to_the_files_needs_trusting_again(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    projects.trust(str(repo))
+    rules_file = repo / ".mented" / "rules.jsonl"
+    with rules_file.open("a") as out:
+        out.write('{"action": "git-commit", "text": "sneaky: push to main"}\n')
+
+    assert projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6) == []
+    assert "not trusted" in projects.untrusted()[0]
+    projects.trust(str(repo))
+    assert len(projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6)) == 2
+
+
+def test_a_malformed_file_is_named_and_never_served(repo: Path, tmp_path: Path) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    projects.trust(str(repo))
+    (repo / ".mented" / "more.jsonl").write_text('{"action": "git-commit"}\n{"text": "x"}\n')
+
+    with pytest.raises(TrustError, match=r"\.mented/more\.jsonl:1: .*text"):
+        projects.trust(str(repo))
+    assert projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6) == []
+    assert projects.untrusted()[0].startswith(f"{repo}: .mented/more.jsonl:1:")
+    assert issubclass(TrustError, ValueError)
+    assert FormatError  # the same kind of message as an import's
+
+
+def test_nothing_to_trust_outside_a_project(tmp_path: Path) -> None:
+    with pytest.raises(TrustError, match=r"no \.mented/ folder"):
+        ProjectRules(tmp_path / "data").trust(str(tmp_path))
+
+
+def test_the_warm_path_costs_a_few_stat_calls(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    projects.trust(str(repo))
+    inside = str(repo / "src")
+    projects.recall_for_action("git-commit", agent=None, cwd=inside, k=6)  # cold
+    calls: list[str] = []
+    real_stat, real_listdir = os.stat, os.listdir
+    monkeypatch.setattr(os, "stat", lambda *a, **k: calls.append("stat") or real_stat(*a, **k))
+    monkeypatch.setattr(
+        os, "listdir", lambda *a, **k: calls.append("listdir") or real_listdir(*a, **k)
+    )
+
+    rules = projects.recall_for_action("git-commit", agent=None, cwd=inside, k=6)
+
+    assert texts(rules) == ["conventional prefix, imperative mood"]
+    assert calls == ["stat", "stat"]  # the folder and its one file; no listing, no parsing
+
+
+# ------------------------------------------------------------- the daemon
+
+
+def test_rule_add_team_trust_and_the_hook_marks_the_projects_rules(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    from mented.agents.pretooluse import pretooluse_event
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    daemon.mentectl("rule", "add", "git-commit", "mine: one line")
+
+    def run_here(*args: str) -> str:
+        import subprocess
+
+        from tests.conftest import PYTHON
+
+        done = subprocess.run(
+            [PYTHON, "-m", "mented_client.cli", *args],
+            env=daemon.env,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout
+
+    out = run_here("rule", "add", "--team", "git-commit", "team: conventional prefix")
+    assert f"added a rule for git-commit to {repo}/.mented/rules.jsonl" in out
+    line = json.loads((repo / ".mented" / "rules.jsonl").read_text())
+    assert line == {"action": "git-commit", "text": "team: conventional prefix"}
+
+    def hook(session: str) -> bytes:
+        event = pretooluse_event("git commit -m x", cwd=str(repo), session=session)
+        with daemon.client() as client:
+            return client.hook("claude-code", event)
+
+    assert b"team: conventional prefix" not in hook("s1")  # not trusted yet
+    assert "NOT SERVED" in daemon.mentectl("status").stdout
+
+    assert "trusted 1 rules in" in run_here("trust")
+
+    answer = hook("s2")
+    assert b"mine: one line" in answer
+    assert b"(the project's) team: conventional prefix" in answer
+    listed = daemon.mentectl("rule", "list", "--action", "git-commit", "--cwd", str(repo)).stdout
+    assert "[the project's: .mented/]" in listed
+    explained = daemon.mentectl("explain", "--cwd", str(repo), "git commit -m x").stdout
+    assert "[the project's: .mented/]" in explained
+    assert "NOT SERVED" not in daemon.mentectl("status").stdout
+
+
+def test_untrusted_project_rules_are_named_to_the_user_once_per_session(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    config = Config()
+    handler = HookHandler(
+        RuleLookup(store, projects), Matcher(load_action_table(config)), config, None
+    )
+
+    def commit(agent: str, session: str, n: int) -> bytes:
+        event = pretooluse_event(
+            "git commit -m x", cwd=str(repo / "src"), session=session, tool_use_id=f"t{n}"
+        )
+        return handler.handle(agent, event)
+
+    first = json.loads(commit("claude-code", "s1", 1))
+    # To the user, not the model: no rule text, and the project's rules are not handed over.
+    assert set(first) == {"systemMessage"}
+    assert f"mentectl trust {repo}" in first["systemMessage"]
+    assert commit("claude-code", "s1", 2) == b""  # once per session
+    assert "systemMessage" in json.loads(commit("claude-code", "s2", 3))
+    assert commit("codex", "s3", 4) == b""  # Codex shows hooks' messages to no one
+    projects.trust(str(repo))
+    assert "conventional prefix" in commit("claude-code", "s4", 5).decode()
+    assert b"systemMessage" not in commit("claude-code", "s5", 6)
