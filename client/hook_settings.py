@@ -14,7 +14,10 @@ The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
 
     {"hooks": {"PreToolUse": [{"matcher": "Bash",
                                "hooks": [{"type": "command", "command": "...", "timeout": 5,
-                                          "statusMessage": "mented: ..."}]}],
+                                          "if": "Bash(*git*commit*)",
+                                          "statusMessage": "mented: ..."}, ...]},
+                              {"matcher": "^(?:mcp__.*__create_pull_request|...)$",
+                               "hooks": [{... the same command}]}],
                "SessionStart": [{"matcher": "clear|compact", "hooks": [{... the same command}]}]}}
 
 Other agents lay the file out otherwise (`mented.agents.pretooluse.SettingsLayout`):
@@ -22,6 +25,9 @@ Copilot CLI and Cursor list the entries themselves under the event, in a file
 with `"version": 1` (`{"hooks": {"PreToolUse": [{"type": "command", "bash": ...}]}}`);
 Copilot's command is in `bash`, Gemini CLI's time limit in milliseconds. The
 same splicing serves all of them.
+
+Which groups, matchers and conditions: the agent's (`Agent.hook_groups`), from
+the action table (mented/registration.py).
 
 Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
 """
@@ -62,7 +68,7 @@ MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
 def _ours(layout: SettingsLayout) -> frozenset[str]:
     """The fields of our entry that an install rewrites; others are only added when missing."""
-    fields = {"type", layout.command_key}
+    fields = {"type", layout.command_key, "if"}
     if layout.timeout_key is not None:
         fields.add(layout.timeout_key)
     return frozenset(fields)
@@ -444,17 +450,20 @@ def add_hook(
     text: str,
     path: Path,
     *,
-    groups: dict[str, dict[str, Any]],
+    groups: dict[str, list[dict[str, Any]]],
     shim_path: Path | None,
     layout: SettingsLayout = NESTED,
 ) -> str:
     """`text` with our hooks installed (unchanged when they already are, exactly).
 
-    `groups` maps each event to the agent's matcher group holding our one hook
-    entry for it (`Agent.hook_groups`). Per event, the group is added as is, or
-    its entry's `command` and `timeout` are written into the entry of ours
-    already there (an older interpreter or shim path is updated in place), with
-    the other fields it lacks; extra copies are removed.
+    `groups` maps each event to the agent's matcher groups holding our entries
+    for it (`Agent.hook_groups`; in a flat `layout`, the entries themselves).
+    Per event: when our entries there are laid out as `groups` says (the same
+    matchers and conditions, in order), each one's command and timeout are
+    written into it (an older interpreter or shim path is updated in place)
+    with the fields it lacks; otherwise (the action table asks for other tools
+    now) ours are removed and `groups` added, a field the user set on our first
+    entry (their own `statusMessage`) carried over.
 
     Raises:
         SettingsError: the text is not a JSON object, or `hooks` is not laid out as expected.
@@ -464,8 +473,8 @@ def add_hook(
     for name, value in layout.top.items():
         if _root(text, path).member(name) is None:
             text = _set_member(text, _root(text, path), name, value)
-    for event, group in groups.items():
-        text = _add_event_hook(text, path, event, group, shim_path, layout=layout)
+    for event, event_groups in groups.items():
+        text = _add_event_hooks(text, path, event, event_groups, shim_path, layout=layout)
     if layout.enable is not None:
         text = _enable(text, path, *layout.enable)
     return text
@@ -482,11 +491,29 @@ def _enable(text: str, path: Path, name: str, member: str) -> str:
     return _set_member(text, holder, member, True)
 
 
-def _add_event_hook(  # noqa: PLR0913 - the file, and what goes where
+def _layout(matcher: object, hook: dict[str, Any]) -> tuple[object, object]:
+    """What places an entry in the registration: its group's matcher and its condition."""
+    return matcher, hook.get("if")
+
+
+def _wanted(
+    groups: list[dict[str, Any]], layout: SettingsLayout
+) -> list[tuple[object, dict[str, Any]]]:
+    """Each of our entries in `groups`, with the matcher that places it.
+
+    Nested: `groups` are matcher groups holding the entries; flat: the entries
+    themselves, each with its own matcher (if any).
+    """
+    if not layout.nested:
+        return [(entry.get("matcher"), entry) for entry in groups]
+    return [(group.get("matcher"), hook) for group in groups for hook in group["hooks"]]
+
+
+def _add_event_hooks(  # noqa: PLR0913 - the file, and what goes where
     text: str,
     path: Path,
     event: str,
-    group: dict[str, Any],
+    groups: list[dict[str, Any]],
     shim_path: Path | None,
     *,
     layout: SettingsLayout,
@@ -494,18 +521,47 @@ def _add_event_hook(  # noqa: PLR0913 - the file, and what goes where
     entries = [
         entry for entry in find_entries(text, path, shim_path, layout) if entry.event == event
     ]
-    for extra in reversed(entries[1:]):
-        text = _remove_entry(text, path, extra)
-    if entries:
-        first = entries[0]
-        wanted = group["hooks"][0] if layout.nested else group
-        for key, value in wanted.items():
-            # The command line and the timeout are ours; a field the user set
-            # (their own `statusMessage`) stays, one they did not is added.
-            if key in first.handler and (key not in _ours(layout) or first.handler[key] == value):
-                continue
-            text = _set_member(text, _handler_node(text, path, first), key, value)
+    wanted = _wanted(groups, layout)
+    if entries and [_layout(e.matcher, e.handler) for e in entries] == [
+        _layout(matcher, hook) for matcher, hook in wanted
+    ]:
+        for entry, (_, hook) in zip(entries, wanted, strict=True):
+            text = _update_entry(text, path, entry, hook, layout)
         return text
+    ours = wanted[0][1] if wanted else {}
+    first = entries[0].handler if entries else {}
+    ours_fields = _ours(layout) | {"matcher"}
+    kept = {
+        key: value
+        for key, value in first.items()
+        if key not in ours_fields and key in ours and value != ours[key]
+    }
+    for entry in reversed(entries):
+        text = _remove_entry(text, path, entry)
+    for group in groups:
+        if layout.nested:
+            with_kept = {**group, "hooks": [{**hook, **kept} for hook in group["hooks"]]}
+        else:
+            with_kept = {**group, **kept}
+        text = _add_group(text, path, event, with_kept)
+    return text
+
+
+def _update_entry(
+    text: str, path: Path, entry: MentedEntry, hook: dict[str, Any], layout: SettingsLayout
+) -> str:
+    """Our `hook` written into the installed `entry`: our fields set, missing ones added."""
+    for key, value in hook.items():
+        # The command line and the timeout are ours; a field the user set
+        # (their own `statusMessage`) stays, one they did not is added.
+        if key in entry.handler and (key not in _ours(layout) or entry.handler[key] == value):
+            continue
+        text = _set_member(text, _handler_node(text, path, entry), key, value)
+    return text
+
+
+def _add_group(text: str, path: Path, event: str, group: dict[str, Any]) -> str:
+    """`text` with `group` appended to `hooks.<event>`, creating what is missing."""
     root = _root(text, path)
     hooks = _hooks_object(root, path)
     if hooks is None:

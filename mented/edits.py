@@ -79,6 +79,19 @@ class EditMatcher:
             name for name, spec in self._specs if any(spec.match_file(p) for p in relative if p)
         )
 
+    def explain(self, paths: Iterable[str], cwd: str | None) -> list[tuple[str, str, str]]:
+        """Each (action, pattern, path relative to its root) where the pattern takes the path."""
+        found: list[tuple[str, str, str]] = []
+        for path in itertools.islice(paths, MAX_PATHS_PER_EDIT):
+            relative = self.relative_path(path, cwd)
+            found.extend(
+                (name, str(pattern.pattern), relative)
+                for name, spec in self._specs
+                for pattern in spec.patterns
+                if pattern.include and pattern.match_file(relative)
+            )
+        return found
+
     def relative_path(self, path: str, cwd: str | None) -> str:
         """`path` relative to its project root (see the module doc), with `/` separators."""
         absolute = posixpath.normpath(posixpath.join(cwd or "/", path))

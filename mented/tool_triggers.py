@@ -22,6 +22,7 @@ class ToolMatcher:
     """Names the actions an MCP tool call performs, from the table's `tools`."""
 
     def __init__(self, table: ActionTable) -> None:
+        self._globs = [(action.name, action.tools) for action in table.actions() if action.tools]
         self._patterns = [
             (action.name, re.compile("|".join(fnmatch.translate(tool) for tool in action.tools)))
             for action in table.actions()
@@ -35,3 +36,12 @@ class ToolMatcher:
     def actions_for(self, tool: str) -> tuple[str, ...]:
         """The actions calling `tool` (`server/tool`) performs, in table order."""
         return tuple(name for name, pattern in self._patterns if pattern.fullmatch(tool))
+
+    def explain(self, tool: str) -> list[tuple[str, str]]:
+        """Each (action, glob) whose glob takes `tool` (`server/tool`), in table order."""
+        return [
+            (name, glob)
+            for name, globs in self._globs
+            for glob in globs
+            if fnmatch.fnmatchcase(tool, glob)
+        ]

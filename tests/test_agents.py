@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from mented.actions import load_action_table
 from mented.agents import AGENTS, ToolCall
+from mented.config import Config
+from mented.registration import hook_needs
 from mented_client.commands.hooks import DEFAULT_TIMEOUT_S
 
 # Shaped like the events Claude Code and Codex send (Codex: pre-tool-use.command.input schema).
@@ -179,7 +182,7 @@ def test_the_agents_own_variables_move_their_config_directories(
 def test_hook_groups_run_one_command_for_bash_and_for_a_context_reset(name: str) -> None:
     groups = AGENTS[name].hook_groups("/py -I -S /shim.py x", 5)
     assert list(groups) == ["PreToolUse", "SessionStart"]
-    pretooluse, session_start = groups["PreToolUse"], groups["SessionStart"]
+    (pretooluse,), (session_start,) = groups["PreToolUse"], groups["SessionStart"]
     assert pretooluse["matcher"] == "Bash"
     # SessionStart only after a compaction or a /clear: not at startup or on resume.
     assert session_start["matcher"] == "clear|compact"
@@ -204,5 +207,6 @@ def test_the_hand_install_files_match_the_installer(name: str, folder: str) -> N
     doc = json.loads((HOOKS_DIR / folder / "hooks.json").read_text())
     command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert command == f"{PLACEHOLDER} {name} {SOCKET_PLACEHOLDER}"
-    expected = AGENTS[name].hook_groups(command, DEFAULT_TIMEOUT_S)
-    assert doc["hooks"] == {event: [group] for event, group in expected.items()}
+    # Registered for what the built-in action table needs, as `hooks install` does with no config.
+    needs = hook_needs(load_action_table(Config()))
+    assert doc["hooks"] == AGENTS[name].hook_groups(command, DEFAULT_TIMEOUT_S, needs)

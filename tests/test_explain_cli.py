@@ -267,3 +267,64 @@ def test_actions_shows_what_the_config_file_says_with_control_characters_escaped
     status, out, _ = run(capsys, "actions", "--json", "--config", str(config))
     assert json.loads(out)["actions"][-1]["description"] == "roll out\x1b]52;c;aGk=\x07\u202e now"
     assert "\x1b" not in out
+
+
+# ---------------------------------------------------------- tool calls and triggers
+
+
+@pytest.fixture
+def triggers(tmp_path: Path) -> Path:
+    path = tmp_path / "triggers.toml"
+    path.write_text(
+        '[actions.db-migration]\npaths = ["**/migrations/**"]\n\n'
+        '[actions.pr-create]\ntools = ["gitea/open_pr"]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_explain_a_file_edit_names_the_action_and_its_pattern(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, triggers: Path, no_daemon: list[str]
+) -> None:
+    (tmp_path / ".git").mkdir()
+    argv = [*no_daemon, "explain", "--config", str(triggers), "--cwd", str(tmp_path)]
+    status, out, _ = run(capsys, *argv, "--tool", "Edit", "--path", "db/migrations/0042_x.sql")
+    assert status == 0
+    assert out.startswith("actions: db-migration\n")
+    assert "-> db-migration: file edit **/migrations/** (db/migrations/0042_x.sql)" in out
+    status, out, _ = run(capsys, *argv, "--tool", "Edit", "--path", "src/app.py")
+    assert out.startswith("actions: (none)\n")
+    # Codex writes files with apply_patch: the same table, its own tool.
+    status, out, _ = run(
+        capsys, *argv, "--agent", "codex", "--tool", "apply_patch", "--path", "x/migrations/1.sql"
+    )
+    assert out.startswith("actions: db-migration\n")
+
+
+def test_explain_an_mcp_tool_names_the_action_and_its_glob(
+    capsys: pytest.CaptureFixture[str], triggers: Path, no_daemon: list[str]
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(triggers), "--tool"]
+    status, out, _ = run(capsys, *argv, "mcp__github__create_pull_request", "--json")
+    assert status == 0
+    document = json.loads(out)
+    assert document["actions"] == ["pr-create"]
+    assert document["matches"] == [
+        {"action": "pr-create", "trigger": "MCP tool */create_pull_request"}
+    ]
+    _, out, _ = run(capsys, *argv, "mcp__gitea__open_pr")
+    assert "-> pr-create: MCP tool gitea/open_pr" in out
+    _, out, _ = run(capsys, *argv, "Read")
+    assert "no action: Claude Code sends no call of 'Read'" in out
+
+
+def test_actions_shows_every_trigger(capsys: pytest.CaptureFixture[str], triggers: Path) -> None:
+    status, out, _ = run(capsys, "actions", "--config", str(triggers))
+    assert status == 0
+    assert "    hub pull-request\n" in out
+    assert "    MCP tool */create_pull_request\n" in out
+    assert "    MCP tool gitea/open_pr\n" in out
+    assert f"db-migration  [{triggers}]\n    file edit **/migrations/**" in out
+    _, out, _ = run(capsys, "actions", "--json", "--config", str(triggers))
+    migration = json.loads(out)["actions"][-1]
+    assert migration["triggers"] == ["file edit **/migrations/**"]

@@ -44,9 +44,12 @@ class Agent:
         result = daemon.mentectl("hooks", "install", name)
         assert "Installed" in result.stdout
         doc = json.loads(settings.read_text())
-        (group,) = doc["hooks"]["PreToolUse"]
-        assert group["matcher"] == "Bash"
-        (hook,) = group["hooks"]
+        # The shell group first (with Claude Code's conditions, one handler each), all one command.
+        groups = doc["hooks"]["PreToolUse"]
+        assert "Bash" in groups[0]["matcher"]
+        hooks = [hook for group in groups for hook in group["hooks"]]
+        assert len({hook["command"] for hook in hooks}) == 1
+        hook = hooks[0]
         self.command: str = hook["command"]
         self.timeout: int = hook["timeout"]
 

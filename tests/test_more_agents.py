@@ -282,7 +282,9 @@ def test_gemini_install_is_milliseconds_and_round_trips(home: Path) -> None:
     doc = json.loads(settings.read_text())
     assert set(doc["hooks"]) == {"BeforeTool", "AfterTool", "SessionStart", "PreCompress"}
     (group,) = doc["hooks"]["BeforeTool"]
-    assert group["matcher"] == "^(run_shell_command)$"
+    # Anchored: the shell tool and the MCP tools the built-in table names.
+    assert group["matcher"].startswith("^(run_shell_command|mcp_.*_create_pull_request|")
+    assert group["matcher"].endswith(")$")
     (hook,) = group["hooks"]
     assert hook["timeout"] == 5000  # milliseconds
     assert hook["name"] == "mented"

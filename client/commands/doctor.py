@@ -214,8 +214,9 @@ class FireTarget:
 def check_hooks(target: FireTarget) -> list[Check]:
     checks: list[Check] = []
     commands: dict[str, tuple[Agent, object]] = {}
+    needs = hooks.status_needs(str(target.socket))
     for name, agent in sorted(AGENTS.items()):
-        places = hooks._places(agent, None)  # noqa: SLF001 - the hooks verb's own lookup
+        places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
         entries = [(place, hook) for place in places for hook in place.hooks]
         errors = [place for place in places if place.error]
         checks.extend(
@@ -265,6 +266,18 @@ def check_hooks(target: FireTarget) -> list[Check]:
             for place in places
             if place.missing
         )
+        checks.extend(
+            Check(
+                f"hook {name}",
+                "warn",
+                f"{place.settings}: {hooks.gaps_problem(place.gaps)}",
+                fix=hooks.gaps_fix(agent, Path(place.settings)),
+            )
+            for place in places
+            if place.gaps
+        )
+    # A filtered install has one handler per condition: the same verdict, said once.
+    checks = list({(c.link, c.state, c.detail, c.fix): c for c in checks}.values())
     if not commands and not any(check.state == "fail" for check in checks):
         checks.append(
             Check(

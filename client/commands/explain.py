@@ -21,11 +21,14 @@ import msgspec
 
 from mented import paths
 from mented.actions import ActionTable, TableInForce, load_table_in_force
-from mented.agents import DEFAULT_AGENT
+from mented.agents import AGENTS, DEFAULT_AGENT, Agent, ToolCall
+from mented.agents.pretooluse import pretooluse_event
+from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, GitAliases
 from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
+from mented.tool_triggers import ToolMatcher
 from mented_client.commands.output import (
     CommandError,
     escape_controls,
@@ -61,7 +64,22 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         nargs=argparse.REMAINDER,
         metavar="COMMAND",
         help="the shell command: its words are joined, and every word after the first is part "
-        "of it (`mentectl explain git commit -m x`), so give mentectl's options before it",
+        "of it (`mentectl explain git commit -m x`), so give mentectl's options before it; "
+        "leave it out with --tool",
+    )
+    explain.add_argument(
+        "--tool",
+        metavar="NAME",
+        help="explain a call of this agent tool instead of a command, by the agent's name for "
+        "it: an MCP tool (mcp__github__create_pull_request) or a file-writing tool (Edit, Write, "
+        "apply_patch for codex) with --path",
+    )
+    explain.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file the --tool call writes, relative to --cwd (repeatable)",
     )
     explain.add_argument(
         "--agent",
@@ -124,9 +142,15 @@ def _usable(in_force: TableInForce) -> tuple[Config, ActionTable]:
 
 
 def run_explain(args: argparse.Namespace) -> int:
+    if args.tool or args.path:
+        return run_explain_tool(args)
     words = args.shell_command[1:] if args.shell_command[:1] == ["--"] else args.shell_command
     if not words:
-        raise CommandError("give the shell command to explain, e.g. `mentectl explain git push`", 2)
+        raise CommandError(
+            "give the shell command to explain, e.g. `mentectl explain git push`, "
+            "or --tool NAME (with --path for an edit)",
+            2,
+        )
     command = sys.stdin.read() if words == ["-"] else " ".join(words)
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
@@ -143,6 +167,84 @@ def run_explain(args: argparse.Namespace) -> int:
         return 0
     print(render_explanation(explanation, table))
     if explanation.actions:
+        print()
+        print(render_rules(rules, agent=args.agent, cwd=cwd))
+    return 0
+
+
+def tool_event(agent: Agent, tool: str, files: list[str], cwd: str) -> bytes:
+    """The event `agent` sends before calling `tool` on `files`, as its hook receives it."""
+    tool_input: dict[str, object] = {}
+    if tool in agent.patch_tools:
+        headers = "".join(f"*** Update File: {path}\n" for path in files)
+        tool_input = {"command": f"*** Begin Patch\n{headers}*** End Patch\n"}
+    elif files:
+        tool_input = {"file_path": files[0]}
+    return pretooluse_event(
+        "",
+        cwd=cwd,
+        session=None,
+        tool_name=tool,
+        tool_input=tool_input,
+        hook_event_name=agent.event_name,
+    )
+
+
+def run_explain_tool(args: argparse.Namespace) -> int:
+    """`explain --tool NAME [--path PATH]...`: the actions a tool call performs, and why."""
+    if not args.tool:
+        raise CommandError("--path goes with --tool (e.g. --tool Edit --path db/x.sql)", 2)
+    if args.shell_command:
+        raise CommandError("give either a shell command or --tool, not both", 2)
+    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
+    agent = AGENTS[args.agent]
+    cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
+    call = agent.decode(tool_event(agent, args.tool, args.path, cwd))
+    lines = []
+    found: list[tuple[str, str]] = []  # action, why
+    if not isinstance(call, ToolCall):
+        edit = ", ".join(agent.file_edit_tools())
+        reason = (
+            f"{agent.title} sends no call of {args.tool!r} mented looks at: an MCP tool is "
+            f"mcp__SERVER__TOOL, a file edit one of {edit} with --path"
+        )
+        if args.tool in agent.file_edit_tools() and not args.path:
+            reason = f"{args.tool} writes a file: give it with --path"
+        lines.append(f"no action: {reason}")
+    elif call.mcp_tool:
+        lines.append(f"MCP tool: {call.mcp_tool}")
+        found = [
+            (action, f"MCP tool {glob}")
+            for action, glob in ToolMatcher(table).explain(call.mcp_tool)
+        ]
+    else:
+        edits = EditMatcher(table)
+        lines.append(f"file edit: {', '.join(edits.relative_path(p, cwd) for p in call.edited)}")
+        found = [
+            (action, f"file edit {pattern} ({path})")
+            for action, pattern, path in edits.explain(call.edited, cwd)
+        ]
+    actions = tuple(dict.fromkeys(action for action, _ in found))
+    if isinstance(call, ToolCall) and not found:
+        lines.append("no action: no action names this tool call in `tools` or `paths`")
+    rules = _rules(args.socket, actions, agent=args.agent, cwd=cwd, k=config.hook.k)
+    if args.json:
+        print_json(
+            {
+                "tool": args.tool,
+                "paths": args.path,
+                "actions": list(actions),
+                "matches": [{"action": action, "trigger": why} for action, why in found],
+                "rules": None if rules is None else msgspec.to_builtins(rules),
+                "daemon": rules is not None,
+                "agent": args.agent,
+                "cwd": cwd,
+            }
+        )
+        return 0
+    print(f"actions: {', '.join(actions) or '(none)'}")
+    print(_one_line_each(lines + [f"   -> {action}: {why}" for action, why in found]))
+    if actions:
         print()
         print(render_rules(rules, agent=args.agent, cwd=cwd))
     return 0
@@ -247,6 +349,9 @@ def run_actions(args: argparse.Namespace) -> int:
                                 action.shapes, action.shape_sources, strict=True
                             )
                         ],
+                        "tools": list(action.tools),
+                        "paths": list(action.paths),
+                        "triggers": list(action.triggers()),
                     }
                     for action in table.actions()
                 ],
@@ -267,6 +372,8 @@ def render_actions(table: ActionTable) -> str:
         for shape, source in zip(action.shapes, action.shape_sources, strict=True):
             origin = "" if source == action.source else f"  [{source}]"
             lines.append(f"    {shape.describe()}{origin}")
+        # Every other trigger: the MCP tools and the file edits that perform it.
+        lines.extend(f"    {trigger}" for trigger in action.triggers()[len(action.shapes) :])
     for name, source in table.disabled().items():
         lines.append(f"{name}  [switched off in {source}]")
     return _one_line_each(lines)

@@ -9,6 +9,12 @@ The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
 file is edited in place. Both are explained in `mented_client.hook_settings`.
 The last argument is the socket mentectl uses (`--socket`, `$MENTED_SOCKET` or
 the default), the shim's fallback when the agent's environment names none.
+
+The hook is registered for exactly the tool calls the action table needs
+(mented/registration.py): the table of the running daemon (its config file),
+else of the config file a daemon started here would read. After adding an MCP
+tool or a path to an action, `mentectl reload` and `hooks install` again;
+`hooks status` and `doctor` say when the installed registration misses one.
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from pathlib import Path
 import msgspec
 
 from mented import paths
+from mented.actions import TableInForce, load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
+from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
+from mented_client.connection import Client, NotRunningError
 from mented_client.files import backup_path, display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
@@ -41,6 +50,7 @@ from mented_client.hook_settings import (
     real_interpreter,
     remove_hooks,
 )
+from mented_client.scope import daemon_table
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.
@@ -83,6 +93,12 @@ def register(
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"the agent's limit on the hook process (default: {DEFAULT_TIMEOUT_S})",
+    )
+    install.add_argument(
+        "--all-commands",
+        action="store_true",
+        help="run the hook for every shell command, not only those that mention an action's "
+        "words (the agent's pre-filter, where it has one, is left out)",
     )
     install.set_defaults(handler=run_install)
 
@@ -200,6 +216,35 @@ def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
     return found
 
 
+# ------------------------------------------------------------- the action table
+
+# Short: a daemon that is not there should not slow an install down.
+CONNECT_TIMEOUT = 0.2
+
+
+def table_in_force(socket: str | None) -> TableInForce:
+    """The running daemon's action table (its config file's), else the config file's here."""
+    try:
+        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
+            in_force: TableInForce = daemon_table(client)
+            return in_force
+    except NotRunningError:
+        return load_table_in_force(paths.config_path(None))
+
+
+def needs_in_force(socket: str | None) -> HookNeeds:
+    """The tool calls the action table in force needs the hook for.
+
+    Raises:
+        CommandError: the config file cannot be used (registering from the
+            built-ins alone would leave out the user's own tools, silently).
+    """
+    _, table, problem = table_in_force(socket)
+    if problem:
+        raise CommandError(f"{problem}; fix the config file, then run this again")
+    return hook_needs(table)
+
+
 # ------------------------------------------------------------------------ verbs
 
 
@@ -209,6 +254,8 @@ def run_install(args: argparse.Namespace) -> int:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
+    needs = needs_in_force(args.socket)
+    prefilter = not getattr(args, "all_commands", False)
     try:
         previous = read_settings(path)
         layout = agent.layout
@@ -216,7 +263,7 @@ def run_install(args: argparse.Namespace) -> int:
         text = add_hook(
             previous or "",
             path,
-            groups=agent.hook_groups(command, args.timeout),
+            groups=agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
             shim_path=installed_shim(),
             layout=layout,
         )
@@ -243,6 +290,8 @@ def run_install(args: argparse.Namespace) -> int:
                 "changed": changed,
                 "command": command,
                 "timeout": args.timeout,
+                "registered_for": agent.registration_summary(needs, prefilter=prefilter),
+                "every_command": not prefilter,
                 "backup": str(backup) if backup else None,
                 "moved_from": [str(place) for place, _ in moved],
                 "note": agent.install_note,
@@ -257,6 +306,7 @@ def run_install(args: argparse.Namespace) -> int:
         verb = "Updated" if outcome == "updated" else "Installed"
         print(f"{verb} the mented hook for {agent.title} in {where}.")
         print(f"  runs: {command}")
+        print(f"  for: {agent.registration_summary(needs, prefilter=prefilter)}")
         if backup:
             print(f"  previous file saved as {display_path(backup)}")
     for place, removal in moved:
@@ -432,6 +482,8 @@ class SettingsPlace:
     hooks: list[HookCheck] = field(default_factory=list)
     error: str | None = None
     missing: list[str] = field(default_factory=list)  # events without our entry (older install)
+    # The tool calls the action table names that no installed entry runs for.
+    gaps: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> bool:
@@ -439,6 +491,7 @@ class SettingsPlace:
         return (
             self.error is not None
             or bool(self.missing)
+            or bool(self.gaps)
             or any(hook.problems or hook.trust_problem for hook in self.hooks)
         )
 
@@ -498,8 +551,27 @@ def check_entry(entry: MentedEntry) -> HookCheck:
     )
 
 
-def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
-    """The agent's user settings, its project settings here (if any) and `extra`."""
+def gaps_problem(gaps: list[str]) -> str:
+    """What a registration that misses these tool calls means."""
+    return "the hook is not registered for " + "; ".join(gaps) + ", which the action table names"
+
+
+def gaps_fix(agent: Agent, where: Path) -> str:
+    """The step that registers the hook for what the table names, in that settings file."""
+    user = where == agent.settings_path()
+    option = "" if user else f" --settings {shlex.quote(str(where))}"
+    fix = f"`mentectl hooks install {agent.name}{option}` again"
+    if agent.entry_trust is not None:
+        fix += ", then trust the changed entries in the agent (see its note)"
+    return fix
+
+
+def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> list[SettingsPlace]:
+    """The agent's user settings, its project settings here (if any) and `extra`.
+
+    With `needs`, each place with our entries also says which of those tool
+    calls none of them runs for (`gaps`).
+    """
     user = agent.settings_path()
     paths = [user, *agent.project_install_paths(Path.cwd())]
     if extra:
@@ -525,13 +597,28 @@ def _places(agent: Agent, extra: str | None) -> list[SettingsPlace]:
             entries = []
         place.hooks = [check_agent_entry(agent, path, entry) for entry in entries]
         place.missing = missing_events(entries, agent.hook_events) if entries else []
+        if entries and needs is not None:
+            place.gaps = agent.registration_gaps(
+                [
+                    InstalledEntry(path, e.event, e.group, e.hook, e.handler, e.matcher)
+                    for e in entries
+                ],
+                needs,
+            )
         places.append(place)
     return places
 
 
+def status_needs(socket: str | None) -> HookNeeds | None:
+    """The tool calls the table in force needs, to check registrations by; None: unusable."""
+    _, table, problem = table_in_force(socket)
+    return None if problem else hook_needs(table)
+
+
 def run_status(args: argparse.Namespace) -> int:
     chosen = [args.agent] if getattr(args, "agent", None) else sorted(AGENTS)
-    report = {name: _places(AGENTS[name], args.settings) for name in chosen}
+    needs = status_needs(args.socket)
+    report = {name: _places(AGENTS[name], args.settings, needs) for name in chosen}
     broken = any(place.broken for places in report.values() for place in places)
     if args.json:
         print_json(msgspec.to_builtins(report))
@@ -546,13 +633,19 @@ def run_status(args: argparse.Namespace) -> int:
             elif not place.hooks:
                 print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
             shown: set[tuple[str, str | None]] = set()
+            # One line per event and verdict: a filtered install has a handler per condition.
+            lines: dict[str, int] = {}
             for hook in place.hooks:
                 problems = [*hook.problems]
                 if hook.trust_problem:
                     problems.append(f"{hook.trust_problem}; to fix: {hook.trust_fix}")
                 trust = f" ({hook.trust})" if hook.trust and not hook.trust_problem else ""
                 said = escape_controls("; ".join(problems), keep_lines=False) or "ok"
-                print(f"  {where}: {hook.event} installed{trust}, {said}")
+                line = f"  {where}: {hook.event} installed{trust}, {said}"
+                lines[line] = lines.get(line, 0) + 1
+            for line, count in lines.items():
+                print(line + (f" ({count} handlers)" if count > 1 else ""))
+            for hook in place.hooks:
                 if (hook.command, hook.socket) in shown:
                     continue
                 shown.add((hook.command, hook.socket))
@@ -564,6 +657,10 @@ def run_status(args: argparse.Namespace) -> int:
                     f"  {where}: {missing_problem(place.missing)} (an older install): "
                     f"run `mentectl hooks install {name}` again"
                 )
+            if place.gaps:
+                fix = gaps_fix(agent, Path(place.settings))
+                said = escape_controls(gaps_problem(place.gaps), keep_lines=False)
+                print(f"  {where}: {said}: run {fix}")
     return 1 if broken else 0
 
 

@@ -8,6 +8,14 @@ the team's file, is where older installs wrote; it is still looked at.
 Claude Code cuts context strings over 10,000 characters, and delivers a
 PreToolUse `additionalContext` alongside the tool result, i.e. after the
 command ran; only a deny reaches the model before it runs (gate mode).
+
+Since 2.1.85 a hook handler may carry an `if` condition in permission-rule
+syntax, and Claude Code starts the handler only when it matches (since 2.1.89
+checked on each subcommand of a compound command, and a command it cannot parse
+matches every condition). One rule per handler, `*` the only wildcard: so the
+installer writes one handler per program, `Bash(*git *)`, and commands that
+mention no such program start no process at all (mented/registration.py).
+Older versions ignore `if` and run the hook for every command, as before.
 """
 
 from __future__ import annotations
@@ -23,5 +31,6 @@ AGENT = PreToolUseAgent(
     project_settings_file=".claude/settings.json",
     project_local_file=".claude/settings.local.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
+    shell_condition="Bash({})",
     user_notices=True,  # `systemMessage`: shown to the user, not the model
 )

@@ -3,6 +3,14 @@
 Settings: `~/.codex/hooks.json` (user; `$CODEX_HOME/hooks.json` when that is set)
 or `<project>/.codex/hooks.json` (loaded only when the project is trusted).
 
+Besides shell commands (`tool_name` "Bash"), Codex runs `PreToolUse` for its
+file edits, `tool_name` "apply_patch" with the patch text as
+`tool_input.command` (its matcher also takes the aliases "Write" and "Edit"),
+and for MCP tools, `mcp__SERVER__TOOL` with the tool's arguments as
+`tool_input` (codex-rs core/src/tools/hook_names.rs, handlers/apply_patch.rs,
+handlers/mcp.rs). A command handler has no condition of its own (no `if`):
+every shell command starts the hook.
+
 Codex runs a hook it does not manage only once the user has trusted it in its
 `/hooks` view, and skips it without a word when it is not trusted yet or has
 changed since. This module repeats Codex's rule so that `mentectl hooks status`
@@ -81,6 +89,7 @@ AGENT = PreToolUseAgent(
     config_dir_name=".codex",
     settings_name="hooks.json",
     project_settings_file=".codex/hooks.json",
+    patch_tools=frozenset({"apply_patch"}),
     no_project_local_file=(
         "Codex reads a project's hooks only from .codex/hooks.json and .codex/config.toml "
         "and has no uncommitted variant, so this file names this machine's interpreter and "

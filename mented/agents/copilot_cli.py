@@ -33,9 +33,15 @@ compaction starts) empties the context of the session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import EVENT_NAME, PreToolUseAgent, SettingsLayout
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mented.agents.pretooluse import InstalledEntry
+    from mented.registration import HookNeeds
 
 PRE_COMPACT = "PreCompact"
 SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
@@ -51,7 +57,13 @@ class CopilotAgent(PreToolUseAgent):
         """The installed command line: the shim's, made unable to fail."""
         return command + NEVER_FAIL
 
-    def hook_entry(self, command: str, timeout_s: int, event: str = EVENT_NAME) -> dict[str, Any]:
+    def hook_entry(
+        self,
+        command: str,
+        timeout_s: int,
+        event: str = EVENT_NAME,
+        condition: str | None = None,  # noqa: ARG002 - Copilot has no condition on a hook
+    ) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "type": "command",
             "bash": self.hook_command(command),
@@ -64,8 +76,23 @@ class CopilotAgent(PreToolUseAgent):
     def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
         return self.hook_entry(command, timeout_s)
 
-    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
-        return {event: self.hook_entry(command, timeout_s, event) for event in self.hook_events}
+    def hook_groups(
+        self,
+        command: str,
+        timeout_s: int,
+        needs: HookNeeds | None = None,  # noqa: ARG002 - the registration is the same for any table
+        *,
+        prefilter: bool = True,  # noqa: ARG002 - there is no command filter
+    ) -> dict[str, list[dict[str, Any]]]:
+        """One entry per event: every shell command, whatever the action table names."""
+        return {event: [self.hook_entry(command, timeout_s, event)] for event in self.hook_events}
+
+    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:  # noqa: ARG002
+        return "every shell command"
+
+    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:  # noqa: ARG002
+        """None: what `hook_groups` registers does not depend on the table."""
+        return []
 
     @property
     def hook_events(self) -> list[str]:

@@ -33,11 +33,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, SettingsLayout, ToolCall
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mented.agents.pretooluse import InstalledEntry
+    from mented.registration import HookNeeds
 
 SHELL_EVENT = "beforeShellExecution"
 MCP_EVENT = "beforeMCPExecution"
@@ -117,14 +123,35 @@ class CursorAgent(PreToolUseAgent):
 
     # ------------------------------------------------------------------ installing
 
-    def hook_entry(self, command: str, timeout_s: int, event: str = SHELL_EVENT) -> dict[str, Any]:  # noqa: ARG002 - Cursor's entry has no time limit
+    def hook_entry(  # Cursor's entry has no time limit and no condition
+        self,
+        command: str,
+        timeout_s: int,  # noqa: ARG002
+        event: str = SHELL_EVENT,  # noqa: ARG002
+        condition: str | None = None,  # noqa: ARG002
+    ) -> dict[str, Any]:
         return {"command": command}
 
     def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
         return self.hook_entry(command, timeout_s)
 
-    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
-        return {event: self.hook_entry(command, timeout_s, event) for event in self.hook_events}
+    def hook_groups(
+        self,
+        command: str,
+        timeout_s: int,
+        needs: HookNeeds | None = None,  # noqa: ARG002 - the registration is the same for any table
+        *,
+        prefilter: bool = True,  # noqa: ARG002 - there is no command filter
+    ) -> dict[str, list[dict[str, Any]]]:
+        """One entry per event: every shell command and MCP tool call, whatever the table."""
+        return {event: [self.hook_entry(command, timeout_s, event)] for event in self.hook_events}
+
+    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:  # noqa: ARG002
+        return "every shell command and MCP tool call"
+
+    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:  # noqa: ARG002
+        """None: what `hook_groups` registers does not depend on the table."""
+        return []
 
     @property
     def hook_events(self) -> list[str]:

@@ -30,9 +30,10 @@ shipped code (`packages/core/src/hooks/`, bundled in `@google/gemini-cli`):
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -45,6 +46,10 @@ from mented.agents.pretooluse import (
     ToolCall,
     pretooluse_event,
 )
+from mented.registration import glob_to_regex, sample_name
+
+if TYPE_CHECKING:
+    from mented.registration import HookNeeds
 
 BEFORE_TOOL = "BeforeTool"
 AFTER_TOOL = "AfterTool"
@@ -139,7 +144,13 @@ class GeminiAgent(PreToolUseAgent):
 
     # ------------------------------------------------------------------ installing
 
-    def hook_entry(self, command: str, timeout_s: int, event: str = BEFORE_TOOL) -> dict[str, Any]:
+    def hook_entry(
+        self,
+        command: str,
+        timeout_s: int,
+        event: str = BEFORE_TOOL,
+        condition: str | None = None,  # noqa: ARG002 - Gemini has no condition on a hook
+    ) -> dict[str, Any]:
         return {
             "name": HOOK_NAME,
             "type": "command",
@@ -149,16 +160,47 @@ class GeminiAgent(PreToolUseAgent):
         }
 
     def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
-        return self._group(BEFORE_TOOL, command, timeout_s)
+        return self._group(BEFORE_TOOL, self._tool_matcher(None), command, timeout_s)
 
-    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
-        return {event: self._group(event, command, timeout_s) for event in self.hook_events}
+    def hook_groups(
+        self,
+        command: str,
+        timeout_s: int,
+        needs: HookNeeds | None = None,
+        *,
+        prefilter: bool = True,  # noqa: ARG002 - Gemini has no command filter
+    ) -> dict[str, list[dict[str, Any]]]:
+        """One group per event; the tool events' matcher names the tools `needs` names.
 
-    def _group(self, event: str, command: str, timeout_s: int) -> dict[str, Any]:
-        if event in _LIFECYCLE_MATCHERS:
-            matcher = _LIFECYCLE_MATCHERS[event]
-        else:  # a regular expression searched in the tool name: anchored
-            matcher = "^(" + "|".join(sorted(self.shell_tools)) + ")$"
+        None for `needs`: the shell tool alone. Every shell command starts the
+        hook (Gemini has no condition on the command).
+        """
+        tools = self._tool_matcher(needs)
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for event in self.hook_events:
+            matcher = _LIFECYCLE_MATCHERS.get(event, tools)
+            groups[event] = [self._group(event, matcher, command, timeout_s)] if matcher else []
+        return groups
+
+    def _tool_matcher(self, needs: HookNeeds | None) -> str:
+        """The tool events' matcher: a regex searched in the tool name, so anchored."""
+        if needs is None:
+            return "^(" + "|".join(sorted(self.shell_tools)) + ")$"
+        shells = sorted(self.shell_tools) if needs.commands else []
+        names, patterns = self.other_tools(needs)
+        alternatives = [re.escape(name) for name in shells + names] + patterns
+        return "^(" + "|".join(alternatives) + ")$" if alternatives else ""
+
+    def mcp_tool_pattern(self, glob: str) -> str:
+        """Gemini names an MCP tool mcp_SERVER_TOOL."""
+        server, _, tool = glob.partition("/")
+        return f"{MCP_PREFIX}{glob_to_regex(server)}_{glob_to_regex(tool)}"
+
+    def mcp_tool_sample(self, glob: str) -> str:
+        server, _, tool = glob.partition("/")
+        return f"{MCP_PREFIX}{sample_name(server)}_{sample_name(tool)}"
+
+    def _group(self, event: str, matcher: str, command: str, timeout_s: int) -> dict[str, Any]:
         return {"matcher": matcher, "hooks": [self.hook_entry(command, timeout_s, event)]}
 
     @property

@@ -28,6 +28,7 @@ silence.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,9 +36,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from mented import paths
+from mented.registration import (
+    HookNeeds,
+    glob_to_regex,
+    sample_name,
+    wildcard_matches,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 EVENT_NAME = "PreToolUse"
 SESSION_START = "SessionStart"
@@ -52,6 +59,18 @@ class _ShellInput(msgspec.Struct):
 class _EditInput(msgspec.Struct):
     file_path: str | None = None  # Edit, Write, MultiEdit
     notebook_path: str | None = None  # NotebookEdit
+
+
+# The file headers of an apply_patch patch (Codex): the files it adds, deletes,
+# updates, and the new name of a moved one.
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:Add File|Delete File|Update File|Move to): (.+?)\s*$", re.MULTILINE
+)
+
+
+def patched_files(patch: str) -> tuple[str, ...]:
+    """The files an apply_patch patch writes, in order, each once."""
+    return tuple(dict.fromkeys(match.group(1) for match in _PATCH_FILE.finditer(patch)))
 
 
 class _PreToolUseEvent(msgspec.Struct):
@@ -201,6 +220,12 @@ class PreToolUseAgent:
         shell_tools: the tool names whose `tool_input.command` is a shell command.
         edit_tools: the tool names that write the file `tool_input.file_path`
             (or `notebook_path`).
+        patch_tools: the tool names whose `tool_input.command` is an apply_patch
+            patch (Codex), which writes the files it names.
+        mcp_prefix: how the agent's MCP tool names start (`mcp__SERVER__TOOL`).
+        shell_condition: the pre-filter on a shell command as the agent writes it
+            on a hook handler (Claude Code's `if`: `Bash({})`, `{}` a command
+            pattern); None when the agent has none and runs the hook for every one.
         config_dir_env: the environment variable that moves its user config directory.
         config_dir_name: that directory's name in the home directory otherwise.
         settings_name: the user-level hook settings file, in that directory.
@@ -229,6 +254,9 @@ class PreToolUseAgent:
     title: str
     shell_tools: frozenset[str] = frozenset({"Bash"})
     edit_tools: frozenset[str] = frozenset()
+    patch_tools: frozenset[str] = frozenset()
+    mcp_prefix: str = _MCP_PREFIX
+    shell_condition: str | None = None
     config_dir_env: str
     config_dir_name: str
     settings_name: str
@@ -309,8 +337,11 @@ class PreToolUseAgent:
             edit = _edit_decoder.decode(tool_input)
             path = edit.file_path or edit.notebook_path
             return ToolCall(edited=(path,)) if path else None
-        if tool.startswith(_MCP_PREFIX):
-            server, _, name = tool[len(_MCP_PREFIX) :].partition("__")
+        if tool in self.patch_tools:
+            files = patched_files(_shell_decoder.decode(tool_input).command or "")
+            return ToolCall(edited=files) if files else None
+        if tool.startswith(self.mcp_prefix):
+            server, _, name = tool[len(self.mcp_prefix) :].partition("__")
             return ToolCall(mcp_tool=f"{server}/{name}") if server and name else None
         return None
 
@@ -371,33 +402,177 @@ class PreToolUseAgent:
             return [shared]
         return [project / self.project_local_file, shared]
 
-    def hook_entry(self, command: str, timeout_s: int, event: str = EVENT_NAME) -> dict[str, Any]:
-        """One command hook as it appears in the settings file, for `event`."""
+    def hook_entry(
+        self, command: str, timeout_s: int, event: str = EVENT_NAME, condition: str | None = None
+    ) -> dict[str, Any]:
+        """One command hook as it appears in the settings file, for `event`.
+
+        `condition`: the agent's pre-filter for it (Claude Code's `if`), if any.
+        """
         entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout_s}
+        if condition is not None:
+            entry["if"] = condition
         if event in STATUS_MESSAGES:
             entry["statusMessage"] = STATUS_MESSAGES[event]
         return entry
 
+    def mcp_tool_pattern(self, glob: str) -> str:
+        """The agent's tool names for the MCP tools a SERVER/TOOL glob names, as a regex."""
+        server, _, tool = glob.partition("/")
+        return f"{self.mcp_prefix}{glob_to_regex(server)}__{glob_to_regex(tool)}"
+
+    def mcp_tool_sample(self, glob: str) -> str:
+        """One agent tool name the SERVER/TOOL glob names (to check a matcher with)."""
+        server, _, tool = glob.partition("/")
+        return f"{self.mcp_prefix}{sample_name(server)}__{sample_name(tool)}"
+
+    def file_edit_tools(self) -> list[str]:
+        """The agent's tools that write files, sorted."""
+        return sorted(self.edit_tools | self.patch_tools)
+
+    def other_tools(self, needs: HookNeeds) -> tuple[list[str], list[str]]:
+        """The tools besides the shell that `needs` names: exact names, and regexes."""
+        names = self.file_edit_tools() if needs.edits else []
+        return names, [self.mcp_tool_pattern(glob) for glob in needs.mcp_tools]
+
+    def shell_conditions(self, needs: HookNeeds) -> list[str]:
+        """The pre-filters for the shell tool: one per handler; [] when the agent has none."""
+        if self.shell_condition is None:
+            return []
+        return [self.shell_condition.format(pattern) for pattern in needs.command_patterns()]
+
     def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
-        """A matcher group under `hooks.PreToolUse` that runs our hook for shell commands."""
+        """A matcher group under `hooks.PreToolUse` that runs our hook for every shell command."""
         return {
-            "matcher": "|".join(sorted(self.shell_tools)),
+            "matcher": tool_matcher(sorted(self.shell_tools), []),
             "hooks": [self.hook_entry(command, timeout_s)],
         }
 
-    def hook_groups(self, command: str, timeout_s: int) -> dict[str, dict[str, Any]]:
-        """Our matcher group for each event we install, by event name.
+    def pretooluse_groups(
+        self, command: str, timeout_s: int, needs: HookNeeds | None, *, prefilter: bool = True
+    ) -> list[dict[str, Any]]:
+        """Our matcher groups under `hooks.PreToolUse`: exactly the tool calls `needs` names.
+
+        None for `needs`: every shell command and nothing else (an install that
+        knows no action table). With a pre-filter (`shell_condition`, and
+        `prefilter`), shell commands get a group of their own with one handler
+        per program condition, and the other tools a second group; without,
+        one group whose matcher names the shell and the other tools.
+        """
+        if needs is None:
+            return [self.hook_group(command, timeout_s)]
+        shells = sorted(self.shell_tools) if needs.commands else []
+        names, patterns = self.other_tools(needs)
+        conditions = self.shell_conditions(needs) if prefilter else []
+        if not conditions:
+            if not (shells or names or patterns):
+                return []
+            return [
+                {
+                    "matcher": tool_matcher(shells + names, patterns),
+                    "hooks": [self.hook_entry(command, timeout_s)],
+                }
+            ]
+        groups = [
+            {
+                "matcher": tool_matcher(shells, []),
+                "hooks": [
+                    self.hook_entry(command, timeout_s, condition=condition)
+                    for condition in conditions
+                ],
+            }
+        ]
+        if names or patterns:
+            groups.append(
+                {
+                    "matcher": tool_matcher(names, patterns),
+                    "hooks": [self.hook_entry(command, timeout_s)],
+                }
+            )
+        return groups
+
+    def hook_groups(
+        self,
+        command: str,
+        timeout_s: int,
+        needs: HookNeeds | None = None,
+        *,
+        prefilter: bool = True,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Our matcher groups for each event we install, by event name.
 
         The same command line serves both: the shim passes stdin through and the
-        daemon tells the events apart by `hook_event_name`.
+        daemon tells the events apart by `hook_event_name`. `needs` and
+        `prefilter` as for `pretooluse_groups`.
         """
         return {
-            EVENT_NAME: self.hook_group(command, timeout_s),
-            SESSION_START: {
-                "matcher": SESSION_START_MATCHER,
-                "hooks": [self.hook_entry(command, timeout_s, SESSION_START)],
-            },
+            EVENT_NAME: self.pretooluse_groups(command, timeout_s, needs, prefilter=prefilter),
+            SESSION_START: [
+                {
+                    "matcher": SESSION_START_MATCHER,
+                    "hooks": [self.hook_entry(command, timeout_s, SESSION_START)],
+                }
+            ],
         }
+
+    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:
+        """The tool calls `hook_groups` registers the hook for, in a few words."""
+        summary = needs.summary()
+        if needs.commands and (not prefilter or self.shell_condition is None):
+            summary += " (every shell command)"
+        return summary
+
+    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:
+        """What `needs` names that none of the `installed` entries for `event_name` runs for.
+
+        Each kind of tool call is checked with one sample (`git commit`, the
+        `mcp__x__create_pull_request` a glob names, each file-writing tool): an
+        entry covers it when its matcher takes the tool name and its condition,
+        if it has one, the command. A matcher or condition that cannot be read
+        here counts as covering (no false alarm).
+        """
+        entries = [entry for entry in installed if entry.event == self.event_name]
+        gaps = []
+        shell = min(self.shell_tools)
+        missing_commands = [
+            " ".join(words)
+            for words in needs.commands
+            if not any(self._entry_runs(entry, shell, " ".join(words)) for entry in entries)
+        ]
+        if missing_commands:
+            gaps.append(f"shell commands ({', '.join(missing_commands)})")
+        if needs.edits:
+            tools = [
+                tool
+                for tool in self.file_edit_tools()
+                if not any(self._entry_runs(entry, tool, None) for entry in entries)
+            ]
+            if tools:
+                gaps.append(f"file edits ({', '.join(tools)})")
+        gaps.extend(
+            f"MCP tool {glob}"
+            for glob in needs.mcp_tools
+            if not any(
+                self._entry_runs(entry, self.mcp_tool_sample(glob), None) for entry in entries
+            )
+        )
+        return gaps
+
+    def _entry_runs(self, entry: InstalledEntry, tool: str, command: str | None) -> bool:
+        """Whether the agent runs `entry` for a call of `tool` (with this shell command)."""
+        if not matcher_takes(entry.matcher, tool):
+            return False
+        condition = entry.handler.get("if")
+        if not isinstance(condition, str) or not condition.strip():
+            return True
+        if self.shell_condition is None:
+            return True  # the agent does not read conditions
+        name, _, rest = condition.strip().partition("(")
+        if name != tool:
+            return False
+        if not rest or command is None:
+            return True
+        return wildcard_matches(rest.removesuffix(")"), command)
 
     @property
     def hook_events(self) -> list[str]:
@@ -406,6 +581,38 @@ class PreToolUseAgent:
 
 
 # ------------------------------------------------------------ installing
+
+
+def tool_matcher(names: list[str], patterns: list[str]) -> str:
+    """A hook `matcher` that takes exactly these tool names and regexes.
+
+    Plain names alone stay a plain `A|B` list, which both agents compare
+    exactly. With regexes it is one anchored regular expression: both agents
+    search a regex matcher anywhere in the tool name (Claude Code `RegExp.test`,
+    Codex `Regex::is_match`), so `Bash` alone would also take `BashOutput`.
+    """
+    if not patterns:
+        return "|".join(names)
+    alternatives = [re.escape(name) for name in names] + patterns
+    return "^(?:" + "|".join(alternatives) + ")$"
+
+
+def matcher_takes(matcher: str | None, tool: str) -> bool:
+    """Whether an installed `matcher` takes `tool`, as both agents read it.
+
+    No matcher, `*` or an empty one takes every tool; a plain `A|B` list is
+    compared exactly; anything else is searched as a regular expression. One
+    this Python cannot read counts as taking it (no false alarm).
+    """
+    if not matcher or matcher == "*":
+        return True
+    if re.fullmatch(r"[A-Za-z0-9_|]+", matcher):
+        return tool in matcher.split("|")
+    try:
+        return re.search(matcher, tool) is not None
+    except re.error:
+        return True
+
 
 # Installed next to the PreToolUse entry: both agents send `SessionStart` with
 # `source` "compact" after compacting the context and "clear" after /clear, the

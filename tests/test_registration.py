@@ -1,0 +1,277 @@
+"""mented/registration.py and the installers: the hook for exactly the calls that need it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from mented.actions import load_action_table, load_table_in_force
+from mented.agents import AGENTS
+from mented.agents.pretooluse import InstalledEntry, matcher_takes, patched_files
+from mented.config import Config
+from mented.matcher import Matcher
+from mented.registration import HookNeeds, glob_to_regex, hook_needs, wildcard_matches
+from mented_client.cli import main
+
+# The acceptance rows (../shared/acceptance/commands.jsonl) and the matcher's own.
+ROWS = [Path(__file__).parent / "data" / name for name in ("commands.jsonl", "more_commands.jsonl")]
+BUILTIN = load_action_table(Config())
+NEEDS = hook_needs(BUILTIN)
+
+# Commands that perform an action through a wrapper, a path, a prefix or a shell string.
+WRAPPED = [
+    "sudo git commit -m x",
+    "env FOO=1 git commit -m x",
+    "FOO=1 git commit -m x",
+    "time git commit -m x",
+    "/usr/bin/git commit -m x",
+    'bash -c "git commit -m x"',
+    "bash -c 'cd r;git\tcommit -m x'",
+    "git -c user.name='A B' -C /tmp/r commit -m x",
+    "python3 -m pip install requests",
+    "nohup npm publish",
+    "xargs git commit -m x",
+    "pnpm add left-pad",
+    "cargo +nightly add serde",
+    "echo x | sudo -u ci env A=1 gh pr create --fill",
+]
+UNRELATED = ["ls -la", "cat README.md", "pytest -q", "npm test", "make", "make -j4 all"]
+
+
+def action_commands() -> list[str]:
+    rows = [json.loads(line) for path in ROWS for line in path.read_text().splitlines() if line]
+    return [row["command"] for row in rows if row["actions"]] + WRAPPED
+
+
+@pytest.mark.parametrize("command", action_commands())
+def test_every_command_that_names_an_action_passes_the_filter(command: str) -> None:
+    assert Matcher(BUILTIN).actions_in(command), "the row should name an action"
+    # Claude Code matches the words as its parser unquotes them (`g'i't` is `git`).
+    seen = [command]
+    with contextlib.suppress(ValueError):
+        seen.append(" ".join(shlex.split(command)))
+    patterns = NEEDS.command_patterns()
+    assert any(wildcard_matches(pattern, text) for pattern in patterns for text in seen)
+
+
+@pytest.mark.parametrize("command", UNRELATED)
+def test_reads_tests_and_builds_pass_no_filter(command: str) -> None:
+    assert not any(wildcard_matches(pattern, command) for pattern in NEEDS.command_patterns())
+
+
+def test_a_pattern_another_one_covers_is_left_out() -> None:
+    patterns = NEEDS.command_patterns()
+    assert "*npm*i*" in patterns
+    assert "*npm*install*" not in patterns  # every line it takes has `npm` ... `i`
+    assert "*pnpm*add*" not in patterns  # `npm` ... `add` takes it
+    assert "*git*" in patterns  # any git subcommand may be a user's alias (`git ci`)
+    assert "*git*commit*" not in patterns
+
+
+def test_a_user_action_adds_its_words_tools_and_edits() -> None:
+    config = Config(
+        actions={
+            "deploy": {"shapes": [{"program": "kubectl", "subcommand": ["apply"]}]},
+            "db-migration": {"paths": ["**/migrations/**"]},
+            "pr-create": {"tools": ["github/open_pr"]},
+        }
+    )
+    needs = hook_needs(load_action_table(config))
+    assert "*kubectl*apply*" in needs.command_patterns()
+    assert needs.edits
+    assert "github/open_pr" in needs.mcp_tools
+
+
+def test_glob_to_regex_reads_the_same_in_the_agents() -> None:
+    assert glob_to_regex("*") == ".*"
+    assert glob_to_regex("git-hub.x?") == "git\\-hub\\.x."
+    assert glob_to_regex("[!a]b") == "[^a]b"
+
+
+# ----------------------------------------------------------- the agents' settings
+
+
+def test_claude_code_filters_commands_and_matches_the_other_tools_exactly() -> None:
+    needs = HookNeeds(
+        commands=(("git", "commit"),), mcp_tools=("*/create_pull_request",), edits=True
+    )
+    shell, tools = AGENTS["claude-code"].hook_groups("CMD", 5, needs)["PreToolUse"]
+    assert shell["matcher"] == "Bash"
+    assert [hook["if"] for hook in shell["hooks"]] == ["Bash(*git*commit*)"]
+    matcher = tools["matcher"]
+    for tool in ("Edit", "Write", "MultiEdit", "NotebookEdit", "mcp__github__create_pull_request"):
+        assert matcher_takes(matcher, tool)
+    for tool in ("Bash", "Read", "mcp__github__create_pull_request_review", "xEdit"):
+        assert not matcher_takes(matcher, tool)
+
+
+def test_codex_has_no_filter_and_names_apply_patch() -> None:
+    needs = HookNeeds(
+        commands=(("git", "commit"),), mcp_tools=("*/merge_pull_request",), edits=True
+    )
+    (group,) = AGENTS["codex"].hook_groups("CMD", 5, needs)["PreToolUse"]
+    assert "if" not in group["hooks"][0]
+    for tool in ("Bash", "apply_patch", "mcp__gitlab__merge_pull_request"):
+        assert matcher_takes(group["matcher"], tool)
+    assert not matcher_takes(group["matcher"], "BashOutput")
+
+
+def test_all_commands_leaves_the_filter_out() -> None:
+    groups = AGENTS["claude-code"].hook_groups("CMD", 5, NEEDS, prefilter=False)
+    (group,) = groups["PreToolUse"]
+    assert "if" not in group["hooks"][0]
+    assert matcher_takes(group["matcher"], "Bash")
+
+
+def installed(agent: str, groups: list[dict[str, object]]) -> list[InstalledEntry]:
+    return [
+        InstalledEntry(Path("/s"), "PreToolUse", g, h, hook, group.get("matcher"))  # type: ignore[arg-type]
+        for g, group in enumerate(groups)
+        for h, hook in enumerate(group["hooks"])  # type: ignore[arg-type]
+    ]
+
+
+def test_an_older_registration_misses_the_mcp_tools() -> None:
+    agent = AGENTS["claude-code"]
+    old = installed("claude-code", [agent.hook_group("CMD", 5)])  # matcher Bash, every command
+    gaps = agent.registration_gaps(old, NEEDS)
+    assert gaps == [f"MCP tool {glob}" for glob in NEEDS.mcp_tools]
+    current = installed("claude-code", agent.hook_groups("CMD", 5, NEEDS)["PreToolUse"])
+    assert agent.registration_gaps(current, NEEDS) == []
+
+
+def test_a_filter_without_a_program_is_a_gap() -> None:
+    agent = AGENTS["claude-code"]
+    needs = HookNeeds(commands=(("git", "commit"), ("kubectl", "apply")))
+    only_git = installed(
+        "claude-code",
+        agent.hook_groups("CMD", 5, HookNeeds(commands=(("git", "commit"),)))["PreToolUse"],
+    )
+    assert agent.registration_gaps(only_git, needs) == ["shell commands (kubectl apply)"]
+
+
+# --------------------------------------------------------------- Codex's apply_patch
+
+
+PATCH = """*** Begin Patch
+*** Add File: db/migrations/0042_x.sql
++create table x ();
+*** Update File: src/app.py
+*** Move to: src/main.py
+@@ def greet():
+-print("Hi")
++print("Hello")
+*** Delete File: obsolete.txt
+*** End Patch
+"""
+
+
+def test_an_apply_patch_names_the_files_it_writes() -> None:
+    assert patched_files(PATCH) == (
+        "db/migrations/0042_x.sql",
+        "src/app.py",
+        "src/main.py",
+        "obsolete.txt",
+    )
+    event = json.dumps(
+        {
+            "hook_event_name": "PreToolUse",
+            "session_id": "s",
+            "cwd": "/repo",
+            "tool_name": "apply_patch",
+            "tool_input": {"command": PATCH},
+            "tool_use_id": "call-1",
+        }
+    ).encode()
+    call = AGENTS["codex"].decode(event)
+    assert call is not None
+    assert getattr(call, "edited", ()) == patched_files(PATCH)
+
+
+# ---------------------------------------------------- install and status, end to end
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "MENTED_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MENTED_SOCKET", str(tmp_path / "no-daemon.sock"))
+    monkeypatch.setenv("MENTED_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def test_a_new_tool_trigger_shows_in_status_until_installed_again(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hooks", "install", "claude-code"]) == 0
+    assert main(["hooks", "status"]) == 0
+    capsys.readouterr()
+    (tmp_path / "config.toml").write_text(
+        '[actions.deploy]\ntools = ["infra/deploy_*"]\npaths = ["deploy/**"]\n'
+    )
+    assert load_table_in_force(tmp_path / "config.toml").problem is None
+    assert main(["hooks", "status"]) == 1
+    out = capsys.readouterr().out
+    edits = "file edits (Edit, MultiEdit, NotebookEdit, Write)"
+    assert f"not registered for {edits}; MCP tool infra/deploy_*" in out
+    assert "mentectl hooks install claude-code` again" in out
+    assert main(["hooks", "install", "claude-code"]) == 0
+    assert "Updated" in capsys.readouterr().out
+    assert main(["hooks", "status"]) == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    matcher = settings["hooks"]["PreToolUse"][1]["matcher"]
+    assert matcher_takes(matcher, "mcp__infra__deploy_prod")
+    assert matcher_takes(matcher, "Write")
+
+
+# --------------------------------------------------------------- the other agents
+
+
+def test_gemini_registers_the_tools_the_table_names_and_reports_an_older_install() -> None:
+    agent = AGENTS["gemini-cli"]
+    needs = HookNeeds(
+        commands=(("git", "commit"),), mcp_tools=("*/create_pull_request",), edits=True
+    )
+    groups = agent.hook_groups("CMD", 5, needs)
+    (before,) = groups["BeforeTool"]
+    assert groups["AfterTool"][0]["matcher"] == before["matcher"]
+    for tool in ("run_shell_command", "write_file", "replace", "mcp_github_create_pull_request"):
+        assert matcher_takes(before["matcher"], tool), tool
+    for tool in ("read_file", "run_shell_command_x", "mcp_github_list_issues"):
+        assert not matcher_takes(before["matcher"], tool), tool
+    entries = [
+        InstalledEntry(Path("/s"), event, 0, 0, group[0]["hooks"][0], group[0]["matcher"])
+        for event, group in groups.items()
+    ]
+    assert agent.registration_gaps(entries, needs) == []
+    old = [
+        InstalledEntry(Path("/s"), "BeforeTool", 0, 0, {}, agent.hook_group("CMD", 5)["matcher"])
+    ]
+    assert agent.registration_gaps(old, needs) == [
+        "file edits (replace, write_file)",
+        "MCP tool */create_pull_request",
+    ]
+
+
+@pytest.mark.parametrize("name", ["copilot-cli", "cursor"])
+def test_flat_agents_register_every_shell_command_whatever_the_table(name: str) -> None:
+    agent = AGENTS[name]
+    assert agent.hook_groups("CMD", 5, NEEDS) == agent.hook_groups("CMD", 5)
+    assert all(len(entries) == 1 for entries in agent.hook_groups("CMD", 5, NEEDS).values())
+    assert "every shell command" in agent.registration_summary(NEEDS)
+
+
+def test_a_git_alias_still_reaches_the_hook() -> None:
+    # `git ci` is a commit for a user with `[alias] ci = commit`: the filter must let
+    # every git command through, since any word may be an alias.
+    patterns = NEEDS.command_patterns()
+    for command in ("git ci -m x", "git -c alias.c=commit c -m x", "sudo git st"):
+        assert any(wildcard_matches(pattern, command) for pattern in patterns)
