@@ -10,6 +10,9 @@ ours. This server answers
 - `POST /v1/chat/completions` (OpenAI Chat Completions, streaming SSE or one JSON
   answer), which Copilot CLI calls through its custom provider
   (`COPILOT_PROVIDER_BASE_URL`),
+- `POST /v1beta/models/MODEL:streamGenerateContent?alt=sse` (and `:generateContent`,
+  `:countTokens`; the Gemini API), which Gemini CLI calls when
+  `GOOGLE_GEMINI_BASE_URL` points here,
 
 with the moves of a `Script`: run these shell commands one after the other; when
 a command comes back as an error (a hook's deny, or a command that failed), run
@@ -30,7 +33,10 @@ fragments. Codex reads `response.created`, `response.output_item.done` (a
 `function_call` item with `call_id`, `name`, `arguments` as a JSON string, or an
 assistant `message`) and `response.completed`. Copilot CLI reads
 `chat.completion.chunk` deltas (`content`, or `tool_calls` with `id`, `function.name`
-and `arguments` as a JSON string), a `finish_reason`, then `data: [DONE]`.
+and `arguments` as a JSON string), a `finish_reason`, then `data: [DONE]`. Gemini
+CLI reads `GenerateContentResponse` chunks: a candidate whose `content.parts` hold
+`text` or a `functionCall` (`id`, `name`, `args`); its tool results come back as
+`functionResponse` parts with the same `id`.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ class Turn:
     """One main-conversation request, as the server saw it."""
 
     index: int
-    api: str  # "anthropic", "responses" or "chat"
+    api: str  # "anthropic", "responses", "chat" or "gemini"
     body: dict[str, Any]
     result: ToolResult | None  # the result of the model's previous tool call, if any
     reply: str = ""  # "tool: <command>" or "text: <text>"
@@ -70,7 +76,8 @@ class Turn:
 
     def conversation(self) -> list[Any]:
         """The conversation items: `messages` (Claude Code, Copilot CLI) or `input` (Codex)."""
-        items = self.body.get("input") if self.api == "responses" else self.body.get("messages")
+        key = {"responses": "input", "gemini": "contents"}.get(self.api, "messages")
+        items = self.body.get(key)
         return list(items or [])
 
     def conversation_text(self) -> str:
@@ -187,6 +194,8 @@ class ModelServer:
                 return _anthropic_tool_use("toolu_" + call_id, value)
             if api == "chat":
                 return _chat_tool_call(call_id, value)
+            if api == "gemini":
+                return _gemini_shell_call(call_id, value)
             return _responses_shell_call(call_id, value, body.get("tools") or [])
 
 
@@ -218,6 +227,11 @@ class _Handler(BaseHTTPRequestHandler):
             api = "responses"
         elif path.endswith("/chat/completions"):
             api = "chat"
+        elif path.endswith(":countTokens"):
+            self._send(200, b'{"totalTokens": 10}', "application/json")
+            return
+        elif path.endswith(("GenerateContent", "generateContent")):
+            api = "gemini"
         else:
             self.model.recording.other_paths.append(f"POST {self.path}")
             self._send(404, b'{"error": "not found"}', "application/json")
@@ -236,6 +250,12 @@ class _Handler(BaseHTTPRequestHandler):
                     200, json.dumps(_anthropic_message(SIDE_TEXT)).encode(), "application/json"
                 )
                 return
+        if api == "gemini":
+            if path.endswith(":streamGenerateContent"):
+                self._send(200, _gemini_sse(events), "text/event-stream")
+            else:
+                self._send(200, json.dumps(events[0]).encode(), "application/json")
+            return
         if api == "chat":
             if body.get("stream"):
                 self._send(200, _chat_sse(events), "text/event-stream")
@@ -276,6 +296,12 @@ def _is_main(api: str, body: dict[str, Any]) -> bool:
         return "Bash" in {tool.get("name") for tool in tools}
     if api == "chat":
         return CHAT_SHELL_TOOL in {(tool.get("function") or {}).get("name") for tool in tools}
+    if api == "gemini":
+        return GEMINI_SHELL_TOOL in {
+            declaration.get("name")
+            for tool in tools
+            for declaration in tool.get("functionDeclarations") or []
+        }
     return bool({tool.get("name") for tool in tools} & set(_SHELL_TOOLS))
 
 
@@ -452,7 +478,44 @@ def _chat_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------ Gemini API
+
+GEMINI_SHELL_TOOL = "run_shell_command"  # Gemini CLI's shell tool
+
+
+def _gemini_answer(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
+            "modelVersion": "mock-model",
+        }
+    ]
+
+
+def _gemini_text(text: str) -> list[dict[str, Any]]:
+    return _gemini_answer([{"text": text}])
+
+
+def _gemini_shell_call(call_id: str, command: str) -> list[dict[str, Any]]:
+    args = {"command": command, "description": "Run the command"}
+    return _gemini_answer(
+        [{"functionCall": {"id": call_id, "name": GEMINI_SHELL_TOOL, "args": args}}]
+    )
+
+
+def _gemini_sse(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"data: {json.dumps(chunk)}\r\n\r\n".encode() for chunk in chunks)
+
+
 _TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+    "gemini": _gemini_text,
     "anthropic": _anthropic_text,
     "responses": _responses_text,
     "chat": _chat_text,
@@ -462,6 +525,8 @@ _TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 
 # Codex's tool output for a hook's deny, and for a command that failed.
 _CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
+# Gemini CLI's tool result for a hook's deny, and for a command that failed.
+_GEMINI_ERROR = re.compile(r"Tool execution blocked|Exit Code: [1-9]")
 # Copilot CLI's tool result for a hook's deny, and for a command that failed.
 _COPILOT_ERROR = re.compile(r"Denied by preToolUse hook|exit(?:ed with)? code [1-9]")
 
@@ -487,6 +552,14 @@ def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolRes
             if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
                 text = "\n".join(_strings(message.get("content")))
                 return ToolResult(call_id, text, _COPILOT_ERROR.search(text) is not None)
+        return None
+    if api == "gemini":
+        for content in body.get("contents") or []:
+            for part in content.get("parts") or []:
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                if response and response.get("id") == call_id:
+                    text = "\n".join(_strings(response.get("response")))
+                    return ToolResult(call_id, text, _GEMINI_ERROR.search(text) is not None)
         return None
     for item in body.get("input") or []:
         if item.get("type") == "function_call_output" and item.get("call_id") == call_id:

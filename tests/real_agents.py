@@ -69,7 +69,7 @@ CLAUDE_CODE = NpmAgent("claude-code", "@anthropic-ai/claude-code", "2.1.197", "c
 CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", "codex")
 COPILOT_CLI = NpmAgent("copilot-cli", "@github/copilot", "1.0.102", "copilot")
 GEMINI_CLI = NpmAgent("gemini-cli", "@google/gemini-cli", "0.61.0", "gemini")
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI)}
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI)}
 # Where each agent keeps its configuration under HOME, and the variable that moves it
 # (set, so that mentectl and the agent agree; None: the agent reads HOME alone).
 _CONFIG_DIRS = {
@@ -146,9 +146,10 @@ def make_repo(path: Path) -> Path:
 
 # How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
 # Claude Code keeps a `hook_non_blocking_error` record in the session's transcript;
-# Copilot CLI denies the call "(hook errored)".
+# Copilot CLI denies the call "(hook errored)"; Gemini CLI logs "Hook execution failed".
 HOOK_ERROR = re.compile(
-    r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored", re.MULTILINE
+    r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored|Hook execution failed",
+    re.MULTILINE,
 )
 
 
@@ -339,6 +340,9 @@ def mented_texts(turn: Turn) -> list[str]:
     for item in turn.conversation():
         if not isinstance(item, dict):
             continue
+        if turn.api == "gemini":  # Gemini CLI: a function response (or text) part
+            found.extend(text for part in item.get("parts") or [] if (text := _gemini_text(part)))
+            continue
         if turn.api == "chat":  # Copilot CLI: a tool message or a user message
             text = "\n".join(_strings(item.get("content")))
             if item.get("role") in {"tool", "user"} and MENTED_MARK in text:
@@ -364,6 +368,9 @@ _WRAPPERS = (
     # Copilot CLI's deny (the tool's result) and context (a user message after it).
     re.compile(r"Denied by preToolUse hook: (.*)", re.DOTALL),
     re.compile(r"Additional context from preToolUse hook:\n(.*)", re.DOTALL),
+    # Gemini CLI's deny (the tool's error) and AfterTool context (after the output).
+    re.compile(r"Tool execution blocked: (.*)", re.DOTALL),
+    re.compile(r"<hook_context>(.*)</hook_context>", re.DOTALL),
 )
 
 
@@ -373,6 +380,20 @@ def mented_own_text(text: str) -> str:
         if match := wrapper.fullmatch(text.strip()):
             return match.group(1)
     return text.strip()
+
+
+# Gemini CLI appends an AfterTool hook's context to the command's output.
+_GEMINI_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
+
+
+def _gemini_text(part: dict[str, object]) -> str:
+    """Mented's text in a Gemini part: a deny's result, or the context after an output."""
+    response = part.get("functionResponse")
+    text = "\n".join(_strings(response.get("response") if isinstance(response, dict) else part))
+    if MENTED_MARK not in text:
+        return ""
+    contexts = [c for c in _GEMINI_CONTEXT.findall(text) if MENTED_MARK in c]
+    return "\n".join(contexts) if contexts else text
 
 
 def _text_of(part: object) -> str:
