@@ -7,6 +7,12 @@ ours. This server answers
   calls when `ANTHROPIC_BASE_URL` points here, and
 - `POST /v1/responses` (OpenAI Responses API, streaming SSE), which Codex calls
   through a custom `model_provider` whose `base_url` points here,
+- `POST /v1/chat/completions` (OpenAI Chat Completions, streaming SSE or one JSON
+  answer), which Copilot CLI calls through its custom provider
+  (`COPILOT_PROVIDER_BASE_URL`),
+- `POST /v1beta/models/MODEL:streamGenerateContent?alt=sse` (and `:generateContent`,
+  `:countTokens`; the Gemini API), which Gemini CLI calls when
+  `GOOGLE_GEMINI_BASE_URL` points here,
 
 with the moves of a `Script`: run these shell commands one after the other; when
 a command comes back as an error (a hook's deny, or a command that failed), run
@@ -25,7 +31,12 @@ Wire formats, as the agents' own test suites use them: Claude Code reads
 `message_stop`; a `tool_use` block carries its input as `input_json_delta`
 fragments. Codex reads `response.created`, `response.output_item.done` (a
 `function_call` item with `call_id`, `name`, `arguments` as a JSON string, or an
-assistant `message`) and `response.completed`.
+assistant `message`) and `response.completed`. Copilot CLI reads
+`chat.completion.chunk` deltas (`content`, or `tool_calls` with `id`, `function.name`
+and `arguments` as a JSON string), a `finish_reason`, then `data: [DONE]`. Gemini
+CLI reads `GenerateContentResponse` chunks: a candidate whose `content.parts` hold
+`text` or a `functionCall` (`id`, `name`, `args`); its tool results come back as
+`functionResponse` parts with the same `id`.
 """
 
 from __future__ import annotations
@@ -57,15 +68,16 @@ class Turn:
     """One main-conversation request, as the server saw it."""
 
     index: int
-    api: str  # "anthropic" or "responses"
+    api: str  # "anthropic", "responses", "chat" or "gemini"
     body: dict[str, Any]
     result: ToolResult | None  # the result of the model's previous tool call, if any
     reply: str = ""  # "tool: <command>" or "text: <text>"
     probe: object = None  # what the script's `probe` returned when the request came in
 
     def conversation(self) -> list[Any]:
-        """The conversation items of the request: messages (Claude Code) or input (Codex)."""
-        items = self.body.get("messages") if self.api == "anthropic" else self.body.get("input")
+        """The conversation items: `messages` (Claude Code, Copilot CLI) or `input` (Codex)."""
+        key = {"responses": "input", "gemini": "contents"}.get(self.api, "messages")
+        items = self.body.get(key)
         return list(items or [])
 
     def conversation_text(self) -> str:
@@ -175,11 +187,15 @@ class ModelServer:
             turn.reply = f"{kind}: {value}"
             if kind == "text":
                 self._last_call_id = None
-                return _anthropic_text(value) if api == "anthropic" else _responses_text(value)
+                return _TEXT[api](value)
             call_id = f"call_{next(self._ids)}"
             self._last_call_id = call_id
             if api == "anthropic":
                 return _anthropic_tool_use("toolu_" + call_id, value)
+            if api == "chat":
+                return _chat_tool_call(call_id, value)
+            if api == "gemini":
+                return _gemini_shell_call(call_id, value)
             return _responses_shell_call(call_id, value, body.get("tools") or [])
 
 
@@ -209,6 +225,13 @@ class _Handler(BaseHTTPRequestHandler):
             api = "anthropic"
         elif path.endswith("/responses"):
             api = "responses"
+        elif path.endswith("/chat/completions"):
+            api = "chat"
+        elif path.endswith(":countTokens"):
+            self._send(200, b'{"totalTokens": 10}', "application/json")
+            return
+        elif path.endswith(("GenerateContent", "generateContent")):
+            api = "gemini"
         else:
             self.model.recording.other_paths.append(f"POST {self.path}")
             self._send(404, b'{"error": "not found"}', "application/json")
@@ -221,14 +244,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, json.dumps({"error": repr(exc)}).encode(), "application/json")
             return
         if events is None:
-            events = (
-                _anthropic_text(SIDE_TEXT) if api == "anthropic" else _responses_text(SIDE_TEXT)
-            )
+            events = _TEXT[api](SIDE_TEXT)
             if api == "anthropic" and not body.get("stream"):
                 self._send(
                     200, json.dumps(_anthropic_message(SIDE_TEXT)).encode(), "application/json"
                 )
                 return
+        if api == "gemini":
+            if path.endswith(":streamGenerateContent"):
+                self._send(200, _gemini_sse(events), "text/event-stream")
+            else:
+                self._send(200, json.dumps(events[0]).encode(), "application/json")
+            return
+        if api == "chat":
+            if body.get("stream"):
+                self._send(200, _chat_sse(events), "text/event-stream")
+            else:
+                self._send(200, json.dumps(_chat_completion(events)).encode(), "application/json")
+            return
         self._send(200, _sse(events), "text/event-stream")
 
     def _send(self, status: int, payload: bytes, content_type: str) -> None:
@@ -258,10 +291,18 @@ _USAGE = {
 
 def _is_main(api: str, body: dict[str, Any]) -> bool:
     """Is `body` the agent's conversation (it offers a shell tool), not a side call?"""
-    names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
     if api == "anthropic":
-        return "Bash" in names
-    return bool(names & set(_SHELL_TOOLS))
+        return "Bash" in {tool.get("name") for tool in tools}
+    if api == "chat":
+        return CHAT_SHELL_TOOL in {(tool.get("function") or {}).get("name") for tool in tools}
+    if api == "gemini":
+        return GEMINI_SHELL_TOOL in {
+            declaration.get("name")
+            for tool in tools
+            for declaration in tool.get("functionDeclarations") or []
+        }
+    return bool({tool.get("name") for tool in tools} & set(_SHELL_TOOLS))
 
 
 def _anthropic_message(text: str) -> dict[str, Any]:
@@ -372,10 +413,122 @@ def _responses_shell_call(call_id: str, command: str, tools: list[Any]) -> list[
     return _responses_frame(item)
 
 
+# ------------------------------------------------------------------ Chat Completions
+
+CHAT_SHELL_TOOL = "bash"  # Copilot CLI's shell tool
+
+
+def _chat_chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-mock",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "mock-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _chat_text(text: str) -> list[dict[str, Any]]:
+    return [
+        _chat_chunk({"role": "assistant", "content": text}, None),
+        _chat_chunk({}, "stop"),
+    ]
+
+
+def _chat_tool_call(call_id: str, command: str) -> list[dict[str, Any]]:
+    call = {
+        "index": 0,
+        "id": call_id,
+        "type": "function",
+        "function": {
+            "name": CHAT_SHELL_TOOL,
+            "arguments": json.dumps({"command": command, "description": "Run the command"}),
+        },
+    }
+    return [
+        _chat_chunk({"role": "assistant", "content": None, "tool_calls": [call]}, None),
+        _chat_chunk({}, "tool_calls"),
+    ]
+
+
+def _chat_sse(chunks: list[dict[str, Any]]) -> bytes:
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    last = {**chunks[-1], "usage": usage}
+    return (
+        b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in [*chunks[:-1], last])
+        + b"data: [DONE]\n\n"
+    )
+
+
+def _chat_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same answer as one (non-streaming) `chat.completion`."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish_reason = "stop"
+    for chunk in chunks:
+        choice = chunk["choices"][0]
+        message.update({k: v for k, v in choice["delta"].items() if v is not None})
+        finish_reason = choice["finish_reason"] or finish_reason
+    return {
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "mock-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+# ------------------------------------------------------------------ Gemini API
+
+GEMINI_SHELL_TOOL = "run_shell_command"  # Gemini CLI's shell tool
+
+
+def _gemini_answer(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
+            "modelVersion": "mock-model",
+        }
+    ]
+
+
+def _gemini_text(text: str) -> list[dict[str, Any]]:
+    return _gemini_answer([{"text": text}])
+
+
+def _gemini_shell_call(call_id: str, command: str) -> list[dict[str, Any]]:
+    args = {"command": command, "description": "Run the command"}
+    return _gemini_answer(
+        [{"functionCall": {"id": call_id, "name": GEMINI_SHELL_TOOL, "args": args}}]
+    )
+
+
+def _gemini_sse(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"data: {json.dumps(chunk)}\r\n\r\n".encode() for chunk in chunks)
+
+
+_TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+    "gemini": _gemini_text,
+    "anthropic": _anthropic_text,
+    "responses": _responses_text,
+    "chat": _chat_text,
+}
+
 # ------------------------------------------------------------------ results
 
 # Codex's tool output for a hook's deny, and for a command that failed.
 _CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
+# Gemini CLI's tool result for a hook's deny, and for a command that failed.
+_GEMINI_ERROR = re.compile(r"Tool execution blocked|Exit Code: [1-9]")
+# Copilot CLI's tool result for a hook's deny, and for a command that failed.
+_COPILOT_ERROR = re.compile(r"Denied by preToolUse hook|exit(?:ed with)? code [1-9]")
 
 
 def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolResult | None:
@@ -393,6 +546,20 @@ def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolRes
                 ):
                     text = "\n".join(_strings(block.get("content")))
                     return ToolResult(call_id, text, bool(block.get("is_error")))
+        return None
+    if api == "chat":
+        for message in body.get("messages") or []:
+            if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+                text = "\n".join(_strings(message.get("content")))
+                return ToolResult(call_id, text, _COPILOT_ERROR.search(text) is not None)
+        return None
+    if api == "gemini":
+        for content in body.get("contents") or []:
+            for part in content.get("parts") or []:
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                if response and response.get("id") == call_id:
+                    text = "\n".join(_strings(response.get("response")))
+                    return ToolResult(call_id, text, _GEMINI_ERROR.search(text) is not None)
         return None
     for item in body.get("input") or []:
         if item.get("type") == "function_call_output" and item.get("call_id") == call_id:

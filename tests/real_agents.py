@@ -1,4 +1,4 @@
-"""The real Claude Code and Codex CLI, installed from npm and run against the mock model.
+"""The real Claude Code, Codex CLI, Copilot CLI and Gemini CLI, from npm, against the mock model.
 
 `tests/test_real_agents.py` uses these helpers; they are opt-in (the `agents`
 marker, enabled by `MENTED_AGENT_TESTS=1`, which `.ci/run` sets when `npm` is
@@ -8,11 +8,12 @@ there), because they download the agents (~650 MB on first use) and run them.
   the checkout (`${XDG_CACHE_HOME:-~/.cache}/mented-tests/agents/`), installed
   once into a temporary directory and renamed into place, so that an interrupted
   install is never mistaken for a finished one.
-- `AgentSession`: an agent with `HOME`, `CLAUDE_CONFIG_DIR` / `CODEX_HOME` in the
-  daemon's temporary directory and mented's hook installed the way a user does
-  it (`mentectl hooks install <agent>`; for Codex also trusted, as its `/hooks`
-  view would); `run` is one non-interactive session (`claude -p`, `codex exec`)
-  in a fresh git repository, with the mock model as its model.
+- `AgentSession`: an agent with `HOME` (and `CLAUDE_CONFIG_DIR` / `CODEX_HOME`)
+  in the daemon's temporary directory and mented's hook installed the way a user
+  does it (`mentectl hooks install <agent>`; for Codex also trusted, as its
+  `/hooks` view would); `run` is one non-interactive session (`claude -p`,
+  `codex exec`, `copilot -p`, `gemini -p`) in a fresh git repository, with the
+  mock model as its model.
 - `mented_texts`: what of a request's conversation came from mented: the items
   (a tool result, a context block, a developer message) that carry its text.
 
@@ -22,6 +23,7 @@ for docs/agents-e2e.md.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -38,7 +40,7 @@ import pytest
 
 from mented.agents import codex
 from tests.conftest import AGENT_TESTS_ENV, DaemonProcess
-from tests.model_server import ModelServer, Turn
+from tests.model_server import ModelServer, Turn, _strings
 
 REPORT_ENV = "MENTED_AGENT_REPORT"
 RUN_TIMEOUT_S = 120
@@ -65,7 +67,17 @@ class NpmAgent:
 
 CLAUDE_CODE = NpmAgent("claude-code", "@anthropic-ai/claude-code", "2.1.197", "claude")
 CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", "codex")
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX)}
+COPILOT_CLI = NpmAgent("copilot-cli", "@github/copilot", "1.0.102", "copilot")
+GEMINI_CLI = NpmAgent("gemini-cli", "@google/gemini-cli", "0.61.0", "gemini")
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI)}
+# Where each agent keeps its configuration under HOME, and the variable that moves it
+# (set, so that mentectl and the agent agree; None: the agent reads HOME alone).
+_CONFIG_DIRS = {
+    CLAUDE_CODE: (".claude", "CLAUDE_CONFIG_DIR"),
+    CODEX: (".codex", "CODEX_HOME"),
+    COPILOT_CLI: (".copilot", "COPILOT_HOME"),
+    GEMINI_CLI: (".gemini", None),
+}
 
 
 def cache_dir() -> Path:
@@ -133,8 +145,12 @@ def make_repo(path: Path) -> Path:
 
 
 # How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
-# Claude Code keeps a `hook_non_blocking_error` record in the session's transcript.
-HOOK_ERROR = re.compile(r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"", re.MULTILINE)
+# Claude Code keeps a `hook_non_blocking_error` record in the session's transcript;
+# Copilot CLI denies the call "(hook errored)"; Gemini CLI logs "Hook execution failed".
+HOOK_ERROR = re.compile(
+    r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored|Hook execution failed",
+    re.MULTILINE,
+)
 
 
 @dataclass
@@ -165,15 +181,19 @@ class AgentSession:
         self.agent = agent
         self.binary = binary
         self.daemon = daemon
-        self.config_dir = daemon.home / (".claude" if agent is CLAUDE_CODE else ".codex")
+        folder, variable = _CONFIG_DIRS[agent]
+        self.config_variable = variable
+        self.config_dir = daemon.home / folder
         self.config_dir.mkdir(parents=True)
         self.codex_trust = ""
-        variable = "CLAUDE_CONFIG_DIR" if agent is CLAUDE_CODE else "CODEX_HOME"
-        # mentectl writes the hook where the agent reads it: the same variable.
-        daemon.env[variable] = str(self.config_dir)
+        if variable is not None:
+            # mentectl writes the hook where the agent reads it: the same variable.
+            daemon.env[variable] = str(self.config_dir)
         daemon.mentectl("hooks", "install", agent.name)
         if agent is CODEX:
             self._trust_codex_hooks()
+        if agent is GEMINI_CLI:
+            self._gemini_settings()
         self._repos = 0
         self.repo = self.new_repo()
 
@@ -187,6 +207,19 @@ class AgentSession:
             self.codex_trust = codex.trust_config_toml(codex.user_hooks_path())
         assert "trusted_hash" in self.codex_trust, "no mented entry in Codex's hooks.json"
 
+    def _gemini_settings(self) -> None:
+        """API-key sign-in and no folder trust, next to the hooks mentectl installed.
+
+        Without a chosen auth type `gemini -p` stops before asking the model; with
+        folder trust on (the default) it runs no hook in an untrusted folder.
+        """
+        path = self.config_dir / "settings.json"
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        security = settings.setdefault("security", {})
+        security.setdefault("auth", {})["selectedType"] = "gemini-api-key"
+        security.setdefault("folderTrust", {})["enabled"] = False
+        path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
     def new_repo(self) -> Path:
         """A fresh repository for the next run."""
         self._repos += 1
@@ -197,10 +230,23 @@ class AgentSession:
         env = {
             k: v
             for k, v in self.daemon.env.items()
-            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_CODE_"))
+            if not k.startswith(_AGENT_VARIABLES) or k == self.config_variable
         }
         env["MENTED_HOOK_BUDGET_MS"] = HOOK_BUDGET_MS
-        if self.agent is CLAUDE_CODE:
+        if self.agent is COPILOT_CLI:
+            env.update(
+                COPILOT_PROVIDER_BASE_URL=f"{server.base_url}/v1",
+                COPILOT_PROVIDER_API_KEY="sk-mock",
+                COPILOT_MODEL="mock-model",
+                COPILOT_OFFLINE="true",
+            )
+        elif self.agent is GEMINI_CLI:
+            env.update(
+                GEMINI_API_KEY="mock-key",
+                GOOGLE_GEMINI_BASE_URL=server.base_url,
+                GEMINI_CLI_NO_RELAUNCH="true",
+            )
+        elif self.agent is CLAUDE_CODE:
             env.update(
                 ANTHROPIC_BASE_URL=server.base_url,
                 ANTHROPIC_API_KEY="sk-ant-mock",
@@ -220,6 +266,10 @@ class AgentSession:
         if self.agent is CLAUDE_CODE:
             # As root, Claude Code refuses bypassPermissions: allow the one tool instead.
             args = ["-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5"]
+        elif self.agent is COPILOT_CLI:
+            args = ["-p", prompt, "--allow-all-tools"]
+        elif self.agent is GEMINI_CLI:
+            args = ["-p", prompt, "--approval-mode", "yolo", "--model", "gemini-2.5-flash"]
         else:
             args = [
                 "exec",
@@ -250,6 +300,17 @@ class AgentSession:
         )
 
 
+# Variables of the agents' own that must not leak from the test's environment.
+_AGENT_VARIABLES = (
+    "ANTHROPIC_",
+    "OPENAI_",
+    "CLAUDE_CODE_",
+    "COPILOT_",
+    "GEMINI_",
+    "GOOGLE_",
+    "GH_",
+)
+
 # Codex's own model-provider table; no retries, so that a server fault shows at once.
 _CODEX_CONFIG = """\
 model = "mock-model"
@@ -279,6 +340,14 @@ def mented_texts(turn: Turn) -> list[str]:
     for item in turn.conversation():
         if not isinstance(item, dict):
             continue
+        if turn.api == "gemini":  # Gemini CLI: a function response (or text) part
+            found.extend(text for part in item.get("parts") or [] if (text := _gemini_text(part)))
+            continue
+        if turn.api == "chat":  # Copilot CLI: a tool message or a user message
+            text = "\n".join(_strings(item.get("content")))
+            if item.get("role") in {"tool", "user"} and MENTED_MARK in text:
+                found.append(text)
+            continue
         parts = item.get("content") if turn.api == "anthropic" else [item]
         for part in parts if isinstance(parts, list) else []:
             text = _text_of(part)
@@ -296,6 +365,12 @@ _WRAPPERS = (
     ),
     # Codex's deny: the reason inside its own sentence.
     re.compile(r"Command blocked by PreToolUse hook: (.*)\. Command: .*", re.DOTALL),
+    # Copilot CLI's deny (the tool's result) and context (a user message after it).
+    re.compile(r"Denied by preToolUse hook: (.*)", re.DOTALL),
+    re.compile(r"Additional context from preToolUse hook:\n(.*)", re.DOTALL),
+    # Gemini CLI's deny (the tool's error) and AfterTool context (after the output).
+    re.compile(r"Tool execution blocked: (.*)", re.DOTALL),
+    re.compile(r"<hook_context>(.*)</hook_context>", re.DOTALL),
 )
 
 
@@ -305,6 +380,20 @@ def mented_own_text(text: str) -> str:
         if match := wrapper.fullmatch(text.strip()):
             return match.group(1)
     return text.strip()
+
+
+# Gemini CLI appends an AfterTool hook's context to the command's output.
+_GEMINI_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
+
+
+def _gemini_text(part: dict[str, object]) -> str:
+    """Mented's text in a Gemini part: a deny's result, or the context after an output."""
+    response = part.get("functionResponse")
+    text = "\n".join(_strings(response.get("response") if isinstance(response, dict) else part))
+    if MENTED_MARK not in text:
+        return ""
+    contexts = [c for c in _GEMINI_CONTEXT.findall(text) if MENTED_MARK in c]
+    return "\n".join(contexts) if contexts else text
 
 
 def _text_of(part: object) -> str:

@@ -7,14 +7,14 @@
 Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
 module only names its differences. Copilot CLI speaks it too (under its
 PascalCase event names) and Gemini CLI with its own event names and answers;
-Cursor has a shape of its own. `AGENTS` maps the names used on the shim's
-command line (and in rule scopes) to the adapters; `DEFAULT_AGENT` is the one
-assumed where none is named.
+Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
+tool. `AGENTS` maps the names used on the shim's command line (and in rule
+scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
 from __future__ import annotations
 
-from mented.agents import claude_code, codex, copilot_cli, cursor, gemini_cli
+from mented.agents import claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code
 from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, ToolCall
 
 Agent = PreToolUseAgent
@@ -27,6 +27,7 @@ AGENTS: dict[str, Agent] = {
         gemini_cli.AGENT,
         copilot_cli.AGENT,
         cursor.AGENT,
+        qwen_code.AGENT,
     )
 }
 
