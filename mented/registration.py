@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 from mented.actions import ANY_WORD
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mented.actions import ActionTable, Shape
 
 
@@ -86,14 +88,22 @@ class HookNeeds:
 # A shape whose subcommand alternatives multiply past this is filtered on its
 # program alone (a looser filter, never a wrong one).
 MAX_SEQUENCES_PER_SHAPE = 16
-# Programs whose subcommand may be any word the user made an alias of
-# (`git ci`, mented.git_aliases): filtered on the program alone.
-ALIASED_PROGRAMS = frozenset({"git"})
+# git subcommands may be the user's aliases (`git ci`, mented.git_aliases): the
+# installer adds the alias names it finds (`git_aliases`), and `git -c alias.X=Y X`
+# is caught by its `alias.` word.
+GIT_INLINE_ALIAS = ("git", "alias.")
 
 
-def hook_needs(table: ActionTable) -> HookNeeds:
-    """The tool calls in `table` that need the hook (see the module docstring)."""
+def hook_needs(table: ActionTable, git_aliases: Iterable[str] = ()) -> HookNeeds:
+    """The tool calls in `table` that need the hook (see the module docstring).
+
+    `git_aliases`: the names of the user's git aliases (their global config's, as
+    the installer reads them): a command `git NAME` may perform an action too.
+    """
     commands: dict[tuple[str, ...], None] = {}
+    if any(shape.program == "git" for action in table.actions() for shape in action.shapes):
+        commands[GIT_INLINE_ALIAS] = None
+        commands.update(dict.fromkeys(("git", name) for name in sorted(git_aliases)))
     tools: dict[str, None] = {}
     edits = False
     for action in table.actions():
@@ -107,8 +117,6 @@ def hook_needs(table: ActionTable) -> HookNeeds:
 def _word_sequences(shape: Shape) -> list[tuple[str, ...]]:
     """The word sequences a command of `shape` holds: program, then its subcommand words."""
     sequences: list[tuple[str, ...]] = [(shape.program,)]
-    if shape.program in ALIASED_PROGRAMS:
-        return sequences
     for word in shape.subcommand:
         alternatives = (word,) if isinstance(word, str) else word
         alternatives = tuple(a for a in alternatives if a != ANY_WORD)

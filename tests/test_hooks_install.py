@@ -112,7 +112,7 @@ def test_fresh_install_creates_the_file_and_its_directory(
     # Shell commands: one handler per command shape's words, filtered by Claude Code itself.
     assert shell["matcher"] == "Bash"
     conditions = [hook["if"] for hook in shell["hooks"]]
-    assert "Bash(*git*)" in conditions  # a git alias may be any word: git alone
+    assert "Bash(*git*commit*)" in conditions
     assert "Bash(*gh*pr*create*)" in conditions
     assert all(re.fullmatch(r"Bash\(\*[^()]+\*\)", condition) for condition in conditions)
     # The MCP tools the built-in actions name, in a group of their own, unfiltered.

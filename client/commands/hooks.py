@@ -33,6 +33,7 @@ from mented import paths
 from mented.actions import TableInForce, load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
+from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.connection import Client, NotRunningError
@@ -242,7 +243,16 @@ def needs_in_force(socket: str | None) -> HookNeeds:
     _, table, problem = table_in_force(socket)
     if problem:
         raise CommandError(f"{problem}; fix the config file, then run this again")
-    return hook_needs(table)
+    return hook_needs(table, user_git_aliases())
+
+
+def user_git_aliases() -> list[str]:
+    """The names of the user's git aliases (system and global config), for the filter.
+
+    A repository's own aliases are not known at install time: `git ALIAS` run
+    there starts the hook only with `--all-commands` (see hooks/README.md).
+    """
+    return sorted(GitAliases().for_directory(str(paths.home())).table)
 
 
 # ------------------------------------------------------------------------ verbs
@@ -612,7 +622,7 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
 def status_needs(socket: str | None) -> HookNeeds | None:
     """The tool calls the table in force needs, to check registrations by; None: unusable."""
     _, table, problem = table_in_force(socket)
-    return None if problem else hook_needs(table)
+    return None if problem else hook_needs(table, user_git_aliases())
 
 
 def run_status(args: argparse.Namespace) -> int:
