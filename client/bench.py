@@ -1803,7 +1803,7 @@ def _paragraphs(result: BenchResult) -> list[str]:
     matcher = result.matcher
     return [
         "**1. The hook** is bounded by interpreter start. Every shell command the agent "
-        f"runs spawns `{hook.baseline.split()[0]} -I -S shim.py`; the bare interpreter alone "
+        f"runs spawns `<real python3> -I -S shim.py`; the bare interpreter alone "
         f"takes {_duration(hook.bare.p50_us)} here, and the hook's median differs from it by "
         f"{_difference(no_match.time.p50_us - hook.bare.p50_us)} for a command that names no "
         f"action and {_difference(commit.time.p50_us - hook.bare.p50_us)} for a commit that "
@@ -1940,6 +1940,17 @@ def _session_cost_section(result: BenchResult) -> list[str]:
     ]
 
 
+def _portable_command_line(command_line: str) -> str:
+    """The hook's command line with this machine's paths named by what they are."""
+    words = shlex.split(command_line)
+    if len(words) < 4:
+        return command_line
+    named = ["<real python3>", *words[1:3], "<mented_client>/shim.py", *words[4:]]
+    if len(named) > 5 and named[5].startswith("/"):
+        named[5] = "<socket>"
+    return " ".join(named)
+
+
 def render_markdown(result: BenchResult) -> str:
     """docs/benchmarks.md: the machine, the command, the table, the targets, the reasons."""
     machine = result.machine
@@ -1999,7 +2010,7 @@ def render_markdown(result: BenchResult) -> str:
         "mentectl bench --markdown docs/benchmarks.md",
         "```",
         "",
-        f"The hook command line measured: `{result.hook.command_line}`",
+        f"The hook command line measured: `{_portable_command_line(result.hook.command_line)}`",
         "",
     ]
     return "\n".join(lines)
