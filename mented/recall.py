@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mented.log import log
-from mented.memory import InvalidInputError, Memory
+from mented.memory import InvalidInputError
+from mented.protocol import FactHit as Hit
 from mented.store import visible_to
 
 if TYPE_CHECKING:
@@ -74,13 +75,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS facts USING fts5(
 
 class RecallError(Exception):
     """The index cannot be used (SQLite without FTS5, a file that cannot be written)."""
-
-
-class Hit(msgspec.Struct, kw_only=True, frozen=True):
-    """A fact found by topic, with its BM25 score (higher is better)."""
-
-    memory: Memory
-    score: float
 
 
 class RebuildSummary(msgspec.Struct, kw_only=True, frozen=True):
