@@ -102,8 +102,9 @@ def _over_cap(
     who = "" if agent == _OTHER_AGENT else f" for {agent}"
     where = "" if place == os.sep and new.project is None else f" in {place}"
     handles = ", ".join(short_handle(rule.id) for rule in seen)
+    sessions = f"sessions{who}{where}" if who or where else "every session"
     return (
-        f"pinning this would hand sessions{who}{where} {len(seen) + 1} pinned rules of "
+        f"pinning this would hand {sessions} {len(seen) + 1} pinned rules of "
         f"{content_chars(seen) + len(new.content)} characters; the cap is "
         f"{settings.max_rules} rules and {settings.max_chars} characters ([pinned] in the "
         f"config file), because pinned rules ride along with every session. They are "
