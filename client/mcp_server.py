@@ -407,6 +407,8 @@ remember_rule instead: only rules are handed to you at the moment of the action.
         this_agent_only: ThisAgentArg = False,
     ) -> StoredMemory:
         for tag in tags:
+            if tag.strip().lower() == PINNED_TAG:
+                raise ToolError(f"tag {tag!r} would pin this: use pin_rule(rule=...) for that")
             if tag.strip().lower().startswith(TRIGGER_PREFIX):
                 raise ToolError(
                     f"tag {tag!r} would make this a rule: use remember_rule(action=..., rule=...)"

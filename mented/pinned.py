@@ -106,13 +106,17 @@ def _over_cap(
     return (
         f"pinning this would hand {sessions} {len(seen) + 1} pinned rules of "
         f"{content_chars(seen) + len(new.content)} characters; the cap is "
-        f"{settings.max_rules} rules and {settings.max_chars} characters ([pinned] in the "
+        f"{_rules(settings.max_rules)} and {settings.max_chars} characters ([pinned] in the "
         f"config file), because pinned rules ride along with every session. They are "
         f"now {len(seen)} ({handles}) of {content_chars(seen)} characters. Make this an "
         "action rule instead (`mentectl rule add ACTION TEXT`: it reaches the agent only "
         "right before the action it governs), or supersede or forget a pinned rule "
         "(`mentectl rule list --pinned`)."
     )
+
+
+def _rules(count: int) -> str:
+    return f"{count} rule" if count == 1 else f"{count} rules"
 
 
 def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHandover:
