@@ -2,31 +2,32 @@
 
 A fact is a memory that is no rule (no `trigger:` tag, not pinned). `mentectl
 recall QUERY` and the MCP tool `recall` find the live facts the caller may see
-whose words match the query, best first. The ranking is SQLite's FTS5 `bm25()`
-(the Okapi BM25 of the literature, as used by Lucene and Tantivy), over the
-fact's text and, weighted higher, its tags; words are matched by their Porter
-stem, case and accents aside (`unicode61 remove_diacritics 2`), any of them
-(OR): a fact with more of the query's rarer words ranks higher.
+whose words match the query, best first. The ranking is Okapi BM25 over the
+fact's text and, weighted twice, its tags; words are matched lower-cased and by
+their English stem ("databases" finds "database"), any of them (OR): a fact
+with more of the query's rarer words ranks higher.
 
-Why SQLite FTS5: it ships in the standard library's `sqlite3` on every Python
-mented supports (checked at open, with a clear error where a build lacks it),
-is a well-kept, heavily used search engine, and adds no dependency. Tantivy
-would be faster at millions of documents, which a user's memories never reach.
+The index is Tantivy (the Rust search library behind Quickwit, through its
+official Python bindings). SQLite's FTS5, which the standard library would
+have given for free, was tried first: at 100,000 facts it scores every fact
+that has any query word, 8 to 20 ms for a query of two or three common words,
+where Tantivy's top-k search (block-max WAND) skips most of them, about 0.4 ms
+(docs/benchmarks.md). Tantivy is a dependency of the daemon only.
 
-LMDB stays the source of truth; this index is derived, in its own SQLite file
-(`recall/index.db` in the data directory), and can always be rebuilt from the
-store (`mentectl reindex`). Keeping the two consistent without a distributed
+LMDB stays the source of truth; this index is derived, in its own directory
+(`recall/` in the data directory), and can always be rebuilt from the store
+(`mentectl reindex`). Keeping the two consistent without a distributed
 transaction: the store writes, in the same LMDB transaction as the change
 itself, the fact's id into its change log under the next sequence number
 (`Store.fact_changes`). After each write the daemon applies the log to the
-index (`catch_up`) and records, in the same SQLite transaction as the index
-rows, how far it got. A crash between the two commits leaves the log ahead of
-the index; the next `catch_up` (at start, after any write, and before any
-search) applies what was missed. Applying is idempotent: it makes the index's
-row for an id match what the store holds for it now. The index is rebuilt
-whole when it belongs to another store, is ahead of the log (a store restored
-from a backup), finds the log already dropped past it, or cannot be read (the
-file is moved aside first).
+index (`catch_up`) and records how far it got in a metadata document that
+Tantivy commits atomically with the facts' documents. A crash between the two
+commits leaves the log ahead of the index; the next `catch_up` (at start, after
+any write, and before any search) applies what was missed. Applying is
+idempotent: it makes the index's document for an id match what the store holds
+for it now. The index is rebuilt whole when it belongs to another store, is
+ahead of the log (a store restored from a backup), finds the log already
+dropped past it, or cannot be opened (the directory is moved aside first).
 
 Visibility is the store's one predicate (`mented.store.visible_to`), applied to
 the ranked candidates, read back from the store, so a fact superseded or
@@ -35,14 +36,14 @@ forgotten a moment ago is never shown even if the index lagged.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sqlite3
+import shutil
 import threading
 import time
 from typing import TYPE_CHECKING
 
 import msgspec
+import tantivy
 
 from mented.log import log
 from mented.memory import InvalidInputError
@@ -53,28 +54,21 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from mented.memory import Memory
     from mented.store import Store
 
-INDEX_FILE = "index.db"
-FORMAT = "1"  # of the index's tables and tokenizer: another value means a rebuild
+FORMAT = 1  # of the index's schema and tokenizers: another value means a rebuild
 MAX_QUERY_WORDS = 32
 MAX_K = 100
-CONTENT_WEIGHT = 1.0
-TAGS_WEIGHT = 2.0  # a tag is a word the user chose to file the fact under
-_BATCH = 10_000  # change-log entries applied per SQLite transaction
+TAGS_BOOST = 2.0  # a tag is a word the user chose to file the fact under
+WRITER_HEAP_BYTES = 15_000_000  # Tantivy's smallest indexing buffer
+_BATCH = 10_000  # change-log entries applied per commit
 _WORD = re.compile(r"\w+")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL UNIQUE);
-CREATE VIRTUAL TABLE IF NOT EXISTS facts USING fts5(
-    content, tags, tokenize = 'porter unicode61 remove_diacritics 2'
-);
-"""
+_META_ID = "~meta"  # the metadata document's id: no memory id has a `~`
 
 
 class RecallError(Exception):
-    """The index cannot be used (SQLite without FTS5, a file that cannot be written)."""
+    """The index cannot be used (a directory that cannot be written, Tantivy refusing)."""
 
 
 class RebuildSummary(msgspec.Struct, kw_only=True, frozen=True):
@@ -85,21 +79,23 @@ class RebuildSummary(msgspec.Struct, kw_only=True, frozen=True):
     seconds: float
 
 
-def fts5_available() -> bool:
-    """Whether this Python's SQLite has FTS5 compiled in."""
-    with contextlib.closing(sqlite3.connect(":memory:")) as db:
-        try:
-            db.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
-        except sqlite3.OperationalError:
-            return False
-    return True
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("content", tokenizer_name="en_stem")
+    builder.add_text_field("tags", tokenizer_name="en_stem")
+    # The metadata document's fields: how far into the change log, whose store.
+    builder.add_unsigned_field("applied", stored=True)
+    builder.add_text_field("store_id", stored=True, tokenizer_name="raw")
+    builder.add_unsigned_field("format", stored=True)
+    return builder.build()
 
 
-def match_expression(query: str) -> str:
-    """The FTS5 query for `query`'s words, any of them: `"w1" OR "w2"`.
+def query_words(query: str) -> list[str]:
+    """The words of `query` as the index is asked for them: lower-cased, each once.
 
-    Every word is quoted, so that nothing in the query is read as FTS5 syntax
-    (`AND`, `NEAR`, `col:`, `*`, unbalanced quotes).
+    Only word characters reach Tantivy's query parser, so nothing in a query is
+    read as its syntax (`AND`, `field:`, `*`, quotes, brackets).
 
     Raises:
         InvalidInputError: the query has no word in it.
@@ -109,7 +105,7 @@ def match_expression(query: str) -> str:
         raise InvalidInputError(
             f"the query {query!r} has no words to search for; give a few, e.g. 'staging database'"
         )
-    return " OR ".join(f'"{word}"' for word in words[:MAX_QUERY_WORDS])
+    return words[:MAX_QUERY_WORDS]
 
 
 class RecallIndex:
@@ -119,54 +115,45 @@ class RecallIndex:
         """Open (or create) the index in `directory` and bring it up to date with `store`.
 
         Raises:
-            RecallError: SQLite has no FTS5, or the directory or file cannot be used.
+            RecallError: the directory cannot be used, or Tantivy refuses it twice.
         """
         self._store = store
         self._store_id = store.store_id
+        self._schema = _schema()
         self._applied_cache: int | None = None
         self._lock = threading.Lock()
-        self.path = directory / INDEX_FILE
-        if not fts5_available():
-            raise RecallError(
-                f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5, which recall "
-                "needs; use a Python built with it (python.org, distribution and uv builds are)"
-            )
+        self.path = directory
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._db = self._open()
-        except (OSError, sqlite3.Error) as exc:
-            raise RecallError(f"cannot open the recall index {self.path}: {exc}") from exc
+            self._index = self._open()
+            self._writer = self._index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+        except (OSError, ValueError) as exc:
+            raise RecallError(f"cannot open the recall index in {directory}: {exc}") from exc
         self.catch_up()
 
-    def _open(self) -> sqlite3.Connection:
-        """The connection, schema in place; an unreadable file is moved aside first."""
+    def _open(self) -> tantivy.Index:
+        """The index; one that Tantivy cannot open is moved aside and a new one made."""
         try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            damaged = self.path.with_name(INDEX_FILE + ".damaged")
-            log.warning("recall_index_damaged", file=str(self.path), error=str(exc))
+            return tantivy.Index(self._schema, path=str(self.path))
+        except ValueError as exc:
+            damaged = self.path.with_name(self.path.name + ".damaged")
+            log.warning("recall_index_damaged", directory=str(self.path), error=str(exc))
+            shutil.rmtree(damaged, ignore_errors=True)
             self.path.replace(damaged)
-            for suffix in ("-wal", "-shm"):
-                self.path.with_name(INDEX_FILE + suffix).unlink(missing_ok=True)
-            return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        try:
-            # WAL: searches read while the daemon's worker thread applies changes.
-            # synchronous=NORMAL: a commit lost with the machine is replayed from the log.
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            db.execute("SELECT count(*) FROM meta").fetchone()
-        except sqlite3.Error:
-            db.close()
-            raise
-        return db
+            self.path.mkdir(mode=0o700)
+            return tantivy.Index(self._schema, path=str(self.path))
 
     def close(self) -> None:
+        """Let go of the writer (and its lock on the directory)."""
         with self._lock:
-            self._db.close()
+            self._writer.rollback()  # nothing is pending between catch-ups; frees the buffer
+            del self._writer
+
+    def __len__(self) -> int:
+        """The facts in the index."""
+        with self._lock:
+            self._index.reload()
+            return int(self._index.searcher().num_docs) - (self._applied() is not None)
 
     # ------------------------------------------------------------------ upkeep
 
@@ -210,80 +197,62 @@ class RecallIndex:
         """How far into the store's change log the index is; None: it must be rebuilt."""
         if self._applied_cache is not None:
             return self._applied_cache
-        meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format") != FORMAT or meta.get("store_id") != self._store_id:
+        searcher = self._index.searcher()
+        query = tantivy.Query.term_query(self._schema, "id", _META_ID)
+        hits = searcher.search(query, 1, count=False).hits
+        if not hits:
             return None
-        try:
-            self._applied_cache = int(meta["applied"])
-        except (KeyError, ValueError):
+        meta = searcher.doc(hits[0][1]).to_dict()
+        if meta.get("format") != [FORMAT] or meta.get("store_id") != [self._store_id]:
             return None
+        (applied,) = meta.get("applied", [None])
+        self._applied_cache = applied if isinstance(applied, int) else None
         return self._applied_cache
 
     def _rebuild(self) -> RebuildSummary:
         started = time.perf_counter()
         head, facts = self._store.live_facts()
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("DELETE FROM docs")
-            db.execute("DELETE FROM facts")
-            db.executemany(
-                "INSERT INTO docs (rowid, memory_id) VALUES (?, ?)",
-                ((row, fact.id) for row, fact in enumerate(facts, start=1)),
-            )
-            db.executemany(
-                "INSERT INTO facts (rowid, content, tags) VALUES (?, ?, ?)",
-                (
-                    (row, fact.content, " ".join(fact.tags))
-                    for row, fact in enumerate(facts, start=1)
-                ),
-            )
-            self._set_meta(head)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        writer = self._writer
+        writer.delete_all_documents()
+        for fact in facts:
+            writer.add_document(self._document(fact))
+        self._commit(head)
         self._store.changes_applied(head)
         seconds = time.perf_counter() - started
         log.info("recall_index_rebuilt", facts=len(facts), seconds=round(seconds, 3))
         return RebuildSummary(facts=len(facts), seconds=seconds)
 
     def _apply(self, changed: Sequence[str], upto: int) -> None:
-        """Make the index's rows for `changed` match the store, and record `upto`."""
+        """Make the index's documents for `changed` match the store, and record `upto`."""
         now = self._store.load_many(changed)
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for memory_id in changed:
-                memory = now.get(memory_id)
-                row = db.execute("SELECT rowid FROM docs WHERE memory_id = ?", (memory_id,))
-                found = row.fetchone()
-                wanted = memory is not None and memory.is_live and not memory.is_rule
-                if wanted and found is None:
-                    assert memory is not None
-                    rowid = db.execute(
-                        "INSERT INTO docs (memory_id) VALUES (?)", (memory_id,)
-                    ).lastrowid
-                    db.execute(
-                        "INSERT INTO facts (rowid, content, tags) VALUES (?, ?, ?)",
-                        (rowid, memory.content, " ".join(memory.tags)),
-                    )
-                elif not wanted and found is not None:
-                    db.execute("DELETE FROM facts WHERE rowid = ?", found)
-                    db.execute("DELETE FROM docs WHERE rowid = ?", found)
-            self._set_meta(upto)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        writer = self._writer
+        for memory_id in changed:
+            # A delete applies to the documents added before it: the new one stays.
+            writer.delete_documents_by_term("id", memory_id)
+            memory = now.get(memory_id)
+            if memory is not None and memory.is_live and not memory.is_rule:
+                writer.add_document(self._document(memory))
+        self._commit(upto)
 
-    def _set_meta(self, applied: int) -> None:
-        """Record how far the index is, in the transaction that gets it there."""
-        self._applied_cache = None  # read again once this transaction has committed
-        self._db.executemany(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [("format", FORMAT), ("store_id", self._store_id), ("applied", str(applied))],
+    @staticmethod
+    def _document(memory: Memory) -> tantivy.Document:
+        return tantivy.Document(id=memory.id, content=memory.content, tags=" ".join(memory.tags))
+
+    def _commit(self, applied: int) -> None:
+        """Commit what was written with the metadata saying how far it goes: one atomic step."""
+        writer = self._writer
+        writer.delete_documents_by_term("id", _META_ID)
+        writer.add_document(
+            tantivy.Document(id=_META_ID, applied=applied, store_id=self._store_id, format=FORMAT)
         )
+        self._applied_cache = None
+        try:
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        self._index.reload()
+        self._applied_cache = applied
 
     # ------------------------------------------------------------------ search
 
@@ -297,26 +266,26 @@ class RecallIndex:
         """
         if not 1 <= k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, not {k}")
-        expression = match_expression(query)
+        words = query_words(query)
         hits: list[Hit] = []
         offset = 0
         batch = max(4 * k, 32)  # candidates read per round: most are visible
         with self._lock:
             self._catch_up()  # one read of the log's head when nothing is pending
+            parsed = self._index.parse_query(
+                " ".join(words), ["content", "tags"], field_boosts={"tags": TAGS_BOOST}
+            )
+            searcher = self._index.searcher()
             while len(hits) < k:
-                rows = self._db.execute(
-                    "SELECT docs.memory_id, bm25(facts, ?, ?) AS rank FROM facts "
-                    "JOIN docs ON docs.rowid = facts.rowid "
-                    "WHERE facts MATCH ? ORDER BY rank LIMIT ? OFFSET ?",
-                    (CONTENT_WEIGHT, TAGS_WEIGHT, expression, batch, offset),
-                ).fetchall()
-                if not rows:
+                found = searcher.search(parsed, batch, count=False, offset=offset).hits
+                if not found:
                     break
-                memories = self._store.load_many(memory_id for memory_id, _ in rows)
-                for memory_id, rank in rows:
+                ranked = [(score, searcher.doc(address)["id"][0]) for score, address in found]
+                memories = self._store.load_many(memory_id for _, memory_id in ranked)
+                for score, memory_id in ranked:
                     memory = memories.get(memory_id)
                     if memory is not None and memory.is_live and visible_to(memory, agent, cwd):
-                        hits.append(Hit(memory=memory, score=-rank))
+                        hits.append(Hit(memory=memory, score=score))
                         if len(hits) == k:
                             break
                 offset += batch

@@ -29,7 +29,6 @@ import mmap
 import os
 import signal
 import socket
-import sqlite3
 import sys
 import threading
 import time
@@ -906,7 +905,7 @@ class Server:
     def _open_recall(self) -> None:
         try:
             self.recall = RecallIndex(self.options.data_dir / "recall", self.store)
-        except (RecallError, sqlite3.Error) as exc:
+        except RecallError as exc:
             self.recall, self.recall_error = None, str(exc)
             log.error("recall_unavailable", error=str(exc))
         else:
@@ -930,7 +929,7 @@ class Server:
         if self.recall is not None:
             try:
                 self.recall.catch_up()
-            except (sqlite3.Error, StoreError) as exc:
+            except (ValueError, OSError, StoreError) as exc:  # Tantivy raises ValueError
                 log.warning("recall_index_behind", error=str(exc))
         return result
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from mented.recall import INDEX_FILE
 from mented_client.hook_settings import installed_shim
 from tests.conftest import DaemonProcess
 
@@ -90,8 +90,7 @@ def test_facts_written_before_a_crash_are_recalled_after_it(daemon: DaemonProces
     remember(daemon, "The build server is ci-2")
     daemon.stop(signal.SIGKILL)
     # Whatever the index had applied, a lost index file too: the store is the truth.
-    for suffix in ("", "-wal", "-shm"):
-        (daemon.data_dir / "recall" / (INDEX_FILE + suffix)).unlink(missing_ok=True)
+    shutil.rmtree(daemon.data_dir / "recall")
     daemon.start()
     assert recall(daemon, "build", "server", "--everywhere") == ["The build server is ci-2"]
     remember(daemon, "The build server moved to ci-3")
