@@ -269,7 +269,7 @@ class RecallIndex:
         words = query_words(query)
         hits: list[Hit] = []
         offset = 0
-        batch = max(4 * k, 32)  # candidates read per round: most are visible
+        batch = 2 * k  # candidates read per round: most are visible; each costs two reads
         with self._lock:
             self._catch_up()  # one read of the log's head when nothing is pending
             parsed = self._index.parse_query(
