@@ -111,8 +111,9 @@ def query_words(query: str) -> list[str]:
 class RecallIndex:
     """The full-text index of the store's live facts. Thread-safe (one lock)."""
 
-    def __init__(self, directory: Path, store: Store) -> None:
-        """Open (or create) the index in `directory` and bring it up to date with `store`.
+    def __init__(self, directory: Path, store: Store, *, catch_up: bool = True) -> None:
+        """Open (or create) the index in `directory`; bring it up to date with `store`
+        unless `catch_up` is False (the daemon does that off its start-up path).
 
         Raises:
             RecallError: the directory cannot be used, or Tantivy refuses it twice.
@@ -122,14 +123,22 @@ class RecallIndex:
         self._schema = _schema()
         self._applied_cache: int | None = None
         self._lock = threading.Lock()
+        self._closing = False  # a rebuild in progress stops at its next batch
+        self._writer: tantivy.IndexWriter | None = None  # made on the first write
         self.path = directory
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._index = self._open()
-            self._writer = self._index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
         except (OSError, ValueError) as exc:
             raise RecallError(f"cannot open the recall index in {directory}: {exc}") from exc
-        self.catch_up()
+        if catch_up:
+            self.catch_up()
+
+    def _writer_now(self) -> tantivy.IndexWriter:
+        """The writer, made when first needed: its buffer costs memory a reader does not."""
+        if self._writer is None:
+            self._writer = self._index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+        return self._writer
 
     def _open(self) -> tantivy.Index:
         """The index; one that Tantivy cannot open is moved aside and a new one made."""
@@ -144,10 +153,12 @@ class RecallIndex:
             return tantivy.Index(self._schema, path=str(self.path))
 
     def close(self) -> None:
-        """Let go of the writer (and its lock on the directory)."""
+        """Let go of the writer (and its lock on the directory); a rebuild stops first."""
+        self._closing = True
         with self._lock:
-            self._writer.rollback()  # nothing is pending between catch-ups; frees the buffer
-            del self._writer
+            if self._writer is not None:
+                self._writer.rollback()  # nothing is pending between catch-ups
+                self._writer = None
 
     def __len__(self) -> int:
         """The facts in the index."""
@@ -210,22 +221,33 @@ class RecallIndex:
         return self._applied_cache
 
     def _rebuild(self) -> RebuildSummary:
+        """Index every live fact, a batch of the store at a time; stop early when closing."""
         started = time.perf_counter()
-        head, facts = self._store.live_facts()
-        writer = self._writer
+        writer = self._writer_now()
         writer.delete_all_documents()
-        for fact in facts:
-            writer.add_document(self._document(fact))
+        head, facts, after = self._store.live_facts()
+        count = 0
+        while True:
+            for fact in facts:
+                writer.add_document(self._document(fact))
+            count += len(facts)
+            if after is None:
+                break
+            if self._closing:
+                writer.rollback()
+                return RebuildSummary(facts=0, seconds=time.perf_counter() - started)
+            _, facts, after = self._store.live_facts(after)
         self._commit(head)
+        # What changed while the store was walked is in the log after `head`.
         self._store.changes_applied(head)
         seconds = time.perf_counter() - started
-        log.info("recall_index_rebuilt", facts=len(facts), seconds=round(seconds, 3))
-        return RebuildSummary(facts=len(facts), seconds=seconds)
+        log.info("recall_index_rebuilt", facts=count, seconds=round(seconds, 3))
+        return RebuildSummary(facts=count, seconds=seconds)
 
     def _apply(self, changed: Sequence[str], upto: int) -> None:
         """Make the index's documents for `changed` match the store, and record `upto`."""
         now = self._store.load_many(changed)
-        writer = self._writer
+        writer = self._writer_now()
         for memory_id in changed:
             # A delete applies to the documents added before it: the new one stays.
             writer.delete_documents_by_term("id", memory_id)
@@ -240,7 +262,7 @@ class RecallIndex:
 
     def _commit(self, applied: int) -> None:
         """Commit what was written with the metadata saying how far it goes: one atomic step."""
-        writer = self._writer
+        writer = self._writer_now()
         writer.delete_documents_by_term("id", _META_ID)
         writer.add_document(
             tantivy.Document(id=_META_ID, applied=applied, store_id=self._store_id, format=FORMAT)

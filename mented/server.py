@@ -335,6 +335,7 @@ class Server:
             if self.options.inherited_socket is not None:
                 nursery.start_soon(self._exit_when_idle)
             nursery.start_soon(self._sync_by_itself)
+            nursery.start_soon(self._catch_up_recall)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -902,9 +903,21 @@ class Server:
 
     # ------------------------------------------------- pinned rules and facts
 
+    async def _catch_up_recall(self) -> None:
+        """Bring the recall index up to date off the start-up path: a first start on a
+        big store rebuilds it (about 10,000 facts a second), and rules need no index.
+        A recall meanwhile waits for it."""
+        recall = self.recall
+        if recall is None:
+            return
+        try:
+            await trio.to_thread.run_sync(recall.catch_up, abandon_on_cancel=True)
+        except (ValueError, OSError, StoreError) as exc:  # Tantivy raises ValueError
+            log.warning("recall_index_behind", error=str(exc))
+
     def _open_recall(self) -> None:
         try:
-            self.recall = RecallIndex(self.options.data_dir / "recall", self.store)
+            self.recall = RecallIndex(self.options.data_dir / "recall", self.store, catch_up=False)
         except RecallError as exc:
             self.recall, self.recall_error = None, str(exc)
             log.error("recall_unavailable", error=str(exc))
@@ -993,7 +1006,7 @@ class Server:
     def _reindex(self) -> RebuildSummary:
         """Rebuild the recall index (opening it again if it could not be) and the pinned index."""
         if self.recall is None:
-            self._open_recall()  # a fresh open rebuilds when the file is new or unreadable
+            self._open_recall()
         return self._recall_index().rebuild()
 
     def reload(self) -> str | None:

@@ -1312,21 +1312,36 @@ class Store:
         """The recall index has applied the change log up to `seq`: later writes drop it."""
         self._changes_applied = max(self._changes_applied, seq)
 
-    def live_facts(self) -> tuple[int, builtins.list[Memory]]:
-        """Every live fact (a memory that is no rule) and the change number they are as of.
+    def live_facts(
+        self, after: str | None = None, *, limit: int = 10_000
+    ) -> tuple[int, builtins.list[Memory], str | None]:
+        """Live facts (memories that are no rule) with ids after `after`, at most `limit` walked.
 
-        One read transaction: a rebuild of the recall index from these, then the
-        change log from that number on, misses nothing.
+        Returns the change number, read in the same transaction, the facts, and
+        the id to go on from (None at the end). A rebuild of the recall index
+        that walks the store this way, then applies the change log from the
+        first answer's number on, misses nothing: what changed while it walked is
+        in the log too, and applying it again changes nothing.
         """
 
-        def read(txn: lmdb.Transaction[bytes]) -> tuple[int, builtins.list[Memory]]:
+        def read(txn: lmdb.Transaction[bytes]) -> tuple[int, builtins.list[Memory], str | None]:
             raw = txn.get(_META_CHANGE_SEQ, db=self._meta)
-            facts = [
-                memory
-                for value in txn.cursor(self._memories).iternext(keys=False)
-                if (memory := _decode(value)).is_live and not memory.is_rule
-            ]
-            return (int.from_bytes(raw, "big") if raw else 0), facts
+            cursor = txn.cursor(self._memories)
+            more = cursor.set_range(after.encode() + b"\0") if after else cursor.first()
+            facts: builtins.list[Memory] = []
+            last: str | None = None
+            for _ in range(limit):
+                if not more:
+                    last = None
+                    break
+                memory = _decode(cursor.value())
+                if memory.is_live and not memory.is_rule:
+                    facts.append(memory)
+                last = memory.id
+                more = cursor.next()
+            else:
+                last = last if more else None
+            return (int.from_bytes(raw, "big") if raw else 0), facts, last
 
         return self._read(read)
 

@@ -201,3 +201,15 @@ def test_rebuild_also_rebuilds_the_pinned_index(store: Store, index: RecallIndex
     store.store("a fact")
     summary = index.rebuild()
     assert (summary.facts, summary.pinned) == (1, 1)
+
+
+def test_the_store_is_walked_for_facts_a_batch_at_a_time(store: Store) -> None:
+    facts = [store.store(f"fact {n}").id for n in range(7)]
+    store.store("a rule", tags=["trigger:git-commit"])
+    head, batch, after = store.live_facts(limit=3)
+    walked = [fact.id for fact in batch]
+    while after is not None:
+        _, batch, after = store.live_facts(after, limit=3)
+        walked += [fact.id for fact in batch]
+    assert sorted(walked) == sorted(facts)
+    assert head == store.fact_changes(0).upto
