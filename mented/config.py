@@ -234,7 +234,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
     )
 
 
-SECTIONS = ("hook", "delivery", "daemon", "sync", "actions")  # every top-level table there is
+SECTIONS = ("hook", "delivery", "daemon", "sync", "pinned", "recall", "actions")  # every table
 
 
 def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:
