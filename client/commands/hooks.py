@@ -526,7 +526,7 @@ def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck
     """`check_entry`, plus whether the agent itself will run the entry."""
     check = check_entry(entry)
     check.event = entry.event
-    if entry.event == SESSION_START and entry.matcher is not None:
+    if agent.pinned_rules and entry.event == SESSION_START and entry.matcher is not None:
         missed = set(SESSION_START_MATCHER.split("|")) - set(entry.matcher.split("|"))
         if {"startup", "resume"} & missed:
             check.problems.append(

@@ -455,7 +455,9 @@ class PreToolUseAgent:
         entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout_s}
         if condition is not None:
             entry["if"] = condition
-        if event in STATUS_MESSAGES:
+        if event == SESSION_START and not self.pinned_rules:
+            entry["statusMessage"] = CONTEXT_RESET_MESSAGE
+        elif event in STATUS_MESSAGES:
             entry["statusMessage"] = STATUS_MESSAGES[event]
         return entry
 
@@ -552,7 +554,9 @@ class PreToolUseAgent:
             EVENT_NAME: self.pretooluse_groups(command, timeout_s, needs, prefilter=prefilter),
             SESSION_START: [
                 {
-                    "matcher": SESSION_START_MATCHER,
+                    "matcher": SESSION_START_MATCHER
+                    if self.pinned_rules
+                    else CONTEXT_EMPTIED_MATCHER,
                     "hooks": [self.hook_entry(command, timeout_s, SESSION_START)],
                 }
             ],
@@ -664,6 +668,8 @@ def matcher_takes(matcher: str | None, tool: str) -> bool:
 # exactly against the source, Codex as a regex; both read this one as "any of
 # the four". (Older installs had "clear|compact": `hooks install` widens it.)
 SESSION_START_MATCHER = "|".join(sorted(SESSION_START_SOURCES))
+# An agent that takes no pinned rules (`pinned_rules` False) needs only these two.
+CONTEXT_EMPTIED_MATCHER = "|".join(sorted(CONTEXT_EMPTIED))
 
 # Shown by the agent while the hook runs (both accept `statusMessage` on a
 # command hook); it names mented, so that a user who sees it knows whose it is.
@@ -671,6 +677,7 @@ STATUS_MESSAGES = {
     EVENT_NAME: "mented: your rules for this command",
     SESSION_START: "mented: your pinned rules",
 }
+CONTEXT_RESET_MESSAGE = "mented: context reset, rules will be handed over again"
 
 
 @dataclass(frozen=True, slots=True)
