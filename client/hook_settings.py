@@ -18,7 +18,8 @@ The file layout we edit (Claude Code's `settings.json`, Codex's `hooks.json`)::
                                           "statusMessage": "mented: ..."}, ...]},
                               {"matcher": "^(?:mcp__.*__create_pull_request|...)$",
                                "hooks": [{... the same command}]}],
-               "SessionStart": [{"matcher": "clear|compact", "hooks": [{... the same command}]}]}}
+               "SessionStart": [{"matcher": "clear|compact|resume|startup",
+                                 "hooks": [{... the same command}]}]}}
 
 Other agents lay the file out otherwise (`mented.agents.pretooluse.SettingsLayout`):
 Copilot CLI and Cursor list the entries themselves under the event, in a file
@@ -534,7 +535,10 @@ def _add_event_hooks(  # noqa: PLR0913 - the file, and what goes where
     kept = {
         key: value
         for key, value in first.items()
-        if key not in ours_fields and key in ours and value != ours[key]
+        if key not in ours_fields
+        and key in ours
+        and value != ours[key]
+        and not _our_words(key, value)
     }
     for entry in reversed(entries):
         text = _remove_entry(text, path, entry)
@@ -554,10 +558,19 @@ def _update_entry(
     for key, value in hook.items():
         # The command line and the timeout are ours; a field the user set
         # (their own `statusMessage`) stays, one they did not is added.
-        if key in entry.handler and (key not in _ours(layout) or entry.handler[key] == value):
+        if key in entry.handler and (
+            entry.handler[key] == value
+            or (key not in _ours(layout) and not _our_words(key, entry.handler[key]))
+        ):
             continue
         text = _set_member(text, _handler_node(text, path, entry), key, value)
     return text
+
+
+def _our_words(key: str, value: object) -> bool:
+    """Whether `value` is a status message an older install wrote (it names mented): it is
+    replaced, where the user's own is kept."""
+    return key == "statusMessage" and isinstance(value, str) and value.startswith("mented:")
 
 
 def _add_group(text: str, path: Path, event: str, group: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ from mented import __version__
 from mented.actions import ActionTable, TableInForce, check_action, load_table_in_force
 from mented.agents import DEFAULT_AGENT
 from mented.memory import (
+    PINNED_TAG,
     TRIGGER_PREFIX,
     InvalidInputError,
     Memory,
@@ -59,6 +60,8 @@ from mented.protocol import (
     ListRequest,
     MemoriesReply,
     MemoryReply,
+    RecalledReply,
+    RecallFactsRequest,
     RecallRequest,
     Request,
     StoredReply,
@@ -81,7 +84,12 @@ mented keeps the user's rules and hands each one to you right before you run the
 command it governs (a `trigger:<action>` rule, e.g. for git-commit, pr-create).
 - The user states how something must be done ("from now on, commit messages are one \
 line with a conventional prefix"): remember_rule with the action it governs.
-- A fact or an event worth keeping that governs no particular command: remember.
+- A fact or an event worth keeping that governs no particular command: remember; \
+find facts later by their words with recall (e.g. before asking the user something \
+they may have told you in an earlier session).
+- A rule for everything you do, not one kind of command ("always answer in British \
+English"): pin_rule. Pinned rules reach you at the start of every session; there is \
+room for only a handful, so prefer remember_rule whenever the rule is about an action.
 - The user changes their mind about an existing rule ("we switched from squash merges \
 to rebase"): supersede_rule with the rule's handle (shown in brackets next to each rule \
 mented hands you, or found with rules_for_action / list_rules). Do not add a second, \
@@ -123,6 +131,23 @@ class StoredMemory(BaseModel):
     kind: str
     tags: list[str]
     scope: str
+
+
+class PinnedRule(BaseModel):
+    handle: str
+    id: str
+    scope: str
+    note: str
+
+
+class RecalledFact(BaseModel):
+    score: float = Field(description="BM25 relevance, higher is better (within this answer)")
+    fact: RuleView
+
+
+class RecallResult(BaseModel):
+    facts: list[RecalledFact]
+    note: str
 
 
 class RuleList(BaseModel):
@@ -382,6 +407,8 @@ remember_rule instead: only rules are handed to you at the moment of the action.
         this_agent_only: ThisAgentArg = False,
     ) -> StoredMemory:
         for tag in tags:
+            if tag.strip().lower() == PINNED_TAG:
+                raise ToolError(f"tag {tag!r} would pin this: use pin_rule(rule=...) for that")
             if tag.strip().lower().startswith(TRIGGER_PREFIX):
                 raise ToolError(
                     f"tag {tag!r} would make this a rule: use remember_rule(action=..., rule=...)"
@@ -403,6 +430,8 @@ remember_rule instead: only rules are handed to you at the moment of the action.
             tags=list(tags),
             scope=describe_scope(memory_agent, project),
         )
+
+    _add_lookup_tools(server, bridge)
 
     @server.tool(
         title="Rules the hook fires for an action",
@@ -548,6 +577,80 @@ Example: forget_rule(rule_id="q3x9k2mz").""",
         )
 
     return server
+
+
+def _add_lookup_tools(server: MCPServer, bridge: Bridge) -> None:
+    """The tools of the two other lookups: pinned rules and facts recalled by topic."""
+
+    @server.tool(
+        title="Pin a rule for every session",
+        description="""\
+Store a rule that holds for EVERYTHING you do, whatever the task; mented hands the \
+pinned rules to you at the start of every session and after the context is compacted \
+or cleared. Example: "always answer in British English" -> pin_rule(rule="Answer in \
+British English").
+There is room for only a handful (mented refuses past the cap and says how many there \
+are): when the rule is about one kind of command (commits, pushes, deploys), use \
+remember_rule, which hands it over right before that command.""",
+        annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
+    )
+    def pin_rule(
+        rule: Annotated[str, Field(description="the rule, in the user's terms", min_length=1)],
+        this_project_only: ThisProjectArg = False,
+        project_dir: ProjectDirArg = None,
+        this_agent_only: ThisAgentArg = False,
+    ) -> PinnedRule:
+        memory_id, rule_agent, project = bridge.store(
+            rule,
+            MemoryType.PROCEDURAL,
+            [PINNED_TAG],
+            this_project_only=this_project_only,
+            project_dir=project_dir,
+            this_agent_only=this_agent_only,
+        )
+        who = rule_agent or "every agent"
+        where = f"in {project} or below it" if project else "anywhere"
+        return PinnedRule(
+            handle=short_handle(memory_id),
+            id=memory_id,
+            scope=describe_scope(rule_agent, project),
+            note=f"{who} will be handed it at the start of every session {where}.",
+        )
+
+    @server.tool(
+        title="Recall facts by topic",
+        description="""\
+Find remembered facts (stored with remember) by their words, best match first \
+(BM25 ranking: every word counts, rarer words and tags count more), as seen from \
+this project and agent. Call it when the user refers to something they told you \
+before, or before asking them for a detail they may have given already.
+Example: recall(query="staging database").""",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def recall(
+        query: Annotated[
+            str, Field(description="a few words about the topic, e.g. 'staging database'")
+        ],
+        k: Annotated[int, Field(description="at most this many facts", ge=1, le=50)] = 5,
+        project_dir: Annotated[
+            str | None,
+            Field(description="look from this directory instead of the current project"),
+        ] = None,
+    ) -> RecallResult:
+        where = bridge.project_dir(project_dir)
+        reply = bridge.request(
+            RecallFactsRequest(query=query, agent=bridge.agent, cwd=where, k=k), RecalledReply
+        )
+        count = len(reply.hits)
+        note = (
+            f"{count} fact{'s' if count != 1 else ''} for {query!r}, best first."
+            if count
+            else f"No remembered fact matches {query!r}."
+        )
+        return RecallResult(
+            facts=[RecalledFact(score=hit.score, fact=rule_view(hit.memory)) for hit in reply.hits],
+            note=note,
+        )
 
 
 def _startup_table(bridge: Bridge) -> TableInForce:

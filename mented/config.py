@@ -21,6 +21,13 @@ as the reason (see mented.delivery). `context` never stops a command: the
 rules ride along as extra context, which Claude Code and Codex show the model
 after the command ran. `gate`, the old name of `before`, is still read.
 
+    [pinned]
+    max_rules = 5              # pinned rules a session start hands over, at most
+    max_chars = 1200           # and their characters (about 300 tokens), at most
+
+    [recall]
+    k = 5                      # facts `mentectl recall` and the MCP tool return by default
+
     [daemon]
     idle_timeout_s = 0         # with socket activation: exit after this long idle (0 = never)
     connection_idle_s = 60     # close a client connection idle for this long
@@ -79,6 +86,21 @@ class HookSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     session_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=30 * 86_400)] = 12 * 3600
 
 
+class PinnedSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The hard cap on pinned rules: they ride along with every session, so they stay few.
+
+    A rule that would take a session past either bound is refused when added.
+    """
+
+    max_rules: Annotated[int, msgspec.Meta(ge=1, le=50)] = 5
+    # Claude Code cuts context over 10,000 characters; a session start should cost little.
+    max_chars: Annotated[int, msgspec.Meta(ge=100, le=9000)] = 1200
+
+
+class RecallSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    k: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
+
+
 class DaemonSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     idle_timeout_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     # 0 would drop every connection before reading it.
@@ -117,6 +139,8 @@ class Config(msgspec.Struct, kw_only=True):
     hook: HookSettings = msgspec.field(default_factory=HookSettings)
     daemon: DaemonSettings = msgspec.field(default_factory=DaemonSettings)
     sync: SyncSettings = msgspec.field(default_factory=SyncSettings)
+    pinned: PinnedSettings = msgspec.field(default_factory=PinnedSettings)
+    recall: RecallSettings = msgspec.field(default_factory=RecallSettings)
     delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
     actions: dict[str, Any] = msgspec.field(default_factory=dict)
     text: str = ""
@@ -180,6 +204,8 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         ("hook", HookSettings),
         ("daemon", DaemonSettings),
         ("sync", SyncSettings),
+        ("pinned", PinnedSettings),
+        ("recall", RecallSettings),
     )
     for name, kind in kinds:
         section = doc.get(name, {})
@@ -200,13 +226,15 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         hook=sections["hook"],
         daemon=sections["daemon"],
         sync=sections["sync"],
+        pinned=sections["pinned"],
+        recall=sections["recall"],
         delivery=_delivery(doc.get("delivery", {}), path, text),
         actions=actions,
         text=text,
     )
 
 
-SECTIONS = ("hook", "delivery", "daemon", "sync", "actions")  # every top-level table there is
+SECTIONS = ("hook", "delivery", "daemon", "sync", "pinned", "recall", "actions")  # every table
 
 
 def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:

@@ -31,6 +31,12 @@ are in mented.handover, the session memory in mented.sessions):
   and not recorded as handed over, so that a later event can still say it
   (Gemini CLI's `AfterTool`, after the tool ran: never stopped).
 
+Pinned rules (mented.pinned) go at `SessionStart`: on a new session, a resumed
+one and after a compaction or clear, the pinned rules the session may see and
+was not handed yet (all of them, after the session was forgotten), as context,
+recorded in the session memory like action rules. A resumed session that has
+them gets nothing.
+
 The same event delivered twice within `[hook] dedupe_seconds` (a hook
 registered both in settings and in a plugin) is answered once. Events are
 remembered by a 16-byte digest, not by their command (up to the shim's 1 MiB).
@@ -49,12 +55,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.agents import AGENTS, ContextEmptied
+from mented.agents import AGENTS, ContextEmptied, SessionStarted
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.memory import short_handle
+from mented.pinned import render_pinned
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
 from mented.team import RuleLookup
@@ -88,6 +95,8 @@ WHY_NO_MEMORY = "session memory unavailable"
 WHY_CONTEXT = "delivery is `context`"
 WHY_TOO_LONG = "not even the headings fit `max_context_chars`"
 WHY_NO_CONTEXT = "{agent} reads no hook context at this point"
+WHY_NO_PINNED = "no pinned rule visible to this agent here"
+WHY_PINNED_HANDED = "this session already has its pinned rules"
 
 
 class HookHandler:
@@ -187,6 +196,8 @@ class HookHandler:
         call = adapter.decode(event)
         if call is None or _past(deadline):
             return b""
+        if isinstance(call, SessionStarted):
+            return self._session_started(adapter, call, started)
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
@@ -237,6 +248,40 @@ class HookHandler:
         while len(self._noticed) > MAX_SESSIONS_COUNTED:
             self._noticed.popitem(last=False)
         return noticed
+
+    def _session_started(self, adapter: Agent, start: SessionStarted, started: float) -> bytes:
+        """The pinned rules for a session start (forgetting the session when emptied)."""
+        key = SessionKey(adapter.name, start.session) if start.session else None
+        if key is not None and start.context_emptied:
+            self._forget_session(key)
+        rules = self._store.pinned_rules(agent=adapter.name, cwd=start.cwd)
+        fire = FireRecord(
+            time=time.time(),
+            agent=adapter.name,
+            session=_cut(start.session, MAX_LOGGED_SESSION),
+            cwd=_cut(start.cwd, MAX_LOGGED_CWD),
+            command=f"session start ({start.source})",
+            rule_ids=[rule.id for rule in rules],
+            mode="none",
+            delivery="none",
+            why=WHY_NO_PINNED,
+        )
+        handed, _ = self._handed(key)
+        fresh = [rule for rule in rules if rule.id not in handed]
+        rendered = render_pinned(fresh, self._config.pinned)
+        out = b""
+        if rules and not fresh:
+            fire.why = WHY_PINNED_HANDED
+        elif rendered.text:
+            if key is not None:
+                self._hand_over(key, rendered.shown_ids)
+                self._count_chars(key, len(rendered.text))
+            fire.mode, fire.delivery, fire.why = "context", "full", f"session {start.source}"
+            fire.full_ids, fire.chars = rendered.shown_ids, len(rendered.text)
+            out = adapter.render_session_context(rendered.text)
+        fire.latency_us = (time.perf_counter() - started) * 1e6
+        self._record(fire)
+        return out
 
     def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""

@@ -2,6 +2,8 @@
 
 A memory is a piece of what the agent should know. An *action rule* is a memory
 with a `trigger:<action>` tag: it is found by the action it governs, not by topic.
+A *pinned rule* (tag `pinned`) is handed over at the start of every session. Any
+other memory is a *fact*, found by topic (`mented.recall`).
 This module is shared by the store, the protocol and the CLI; it imports nothing
 of theirs.
 """
@@ -15,6 +17,9 @@ from enum import StrEnum
 import msgspec
 
 TRIGGER_PREFIX = "trigger:"
+# The tag of a pinned rule: handed to the agent at the start of every session
+# (and again after its context is compacted or cleared), not by an action.
+PINNED_TAG = "pinned"
 MAX_ACTION_LENGTH = 64
 MAX_CONTENT_BYTES = 64 * 1024
 SHORT_HANDLE_LENGTH = 8  # characters of an id shown as its handle
@@ -62,6 +67,16 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
         return tuple(
             tag[len(TRIGGER_PREFIX) :] for tag in self.tags if tag.startswith(TRIGGER_PREFIX)
         )
+
+    @property
+    def is_pinned(self) -> bool:
+        """Whether this memory is a pinned rule (tagged `pinned`)."""
+        return PINNED_TAG in self.tags
+
+    @property
+    def is_rule(self) -> bool:
+        """Whether this memory is a rule: for an action (a trigger tag) or pinned."""
+        return self.is_pinned or bool(self.actions)
 
     @property
     def is_live(self) -> bool:
@@ -138,7 +153,8 @@ def normalize_action(action: str) -> str:
 
 
 def normalize_tag(tag: str) -> str:
-    """Trigger tags are normalized (`trigger:Git-Commit` -> `trigger:git-commit`); others kept.
+    """Trigger tags are normalized (`trigger:Git-Commit` -> `trigger:git-commit`), and
+    `Pinned` to `pinned`; others kept.
 
     Raises:
         InvalidInputError: a trigger tag names an unusable action, or the tag is empty.
@@ -148,6 +164,8 @@ def normalize_tag(tag: str) -> str:
         raise InvalidInputError("a tag cannot be empty")
     if stripped.lower().startswith(TRIGGER_PREFIX):
         return TRIGGER_PREFIX + normalize_action(stripped[len(TRIGGER_PREFIX) :])
+    if stripped.lower() == PINNED_TAG:
+        return PINNED_TAG
     return stripped
 
 

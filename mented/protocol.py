@@ -78,6 +78,23 @@ class RecallRequest(_Request, tag="recall_for_action", kw_only=True):
     k: int = 6
 
 
+class RecallFactsRequest(_Request, tag="recall", kw_only=True):
+    """The live facts (memories that are no rule) best matching `query`'s words, by BM25.
+
+    `agent`/`cwd` name the caller for visibility, as for `list`; `k` None: the
+    config file's `[recall] k`.
+    """
+
+    query: str
+    agent: str | None = None
+    cwd: str | None = None
+    k: int | None = None
+
+
+class ReindexRequest(_Request, tag="reindex", kw_only=True):
+    """Rebuild the indexes derived from the store: the recall index and the pinned rules'."""
+
+
 class SupersedeRequest(_Request, tag="supersede", kw_only=True):
     """Replace a rule: the new one inherits tags and scope unless given."""
 
@@ -192,6 +209,8 @@ Request = (
     | HistoryRequest
     | ForgetRequest
     | ListRequest
+    | RecallFactsRequest
+    | ReindexRequest
     | HookRequest
     | LogRequest
     | ReloadRequest
@@ -271,6 +290,8 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     # Projects met by the hook whose .mented/ rules are not served: not trusted (yet,
     # or since they changed), or unreadable; each with the reason and the command to run.
     untrusted_projects: list[str] = []
+    # Set while facts cannot be recalled (the index could not be opened): why.
+    recall_error: str | None = None
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -292,6 +313,24 @@ class SupersededReply(_Reply, tag="superseded", kw_only=True):
 
 class ForgottenReply(_Reply, tag="forgotten", kw_only=True):
     id: str
+
+
+class FactHit(msgspec.Struct, kw_only=True, frozen=True):
+    """A fact found by topic and its BM25 score (higher is better; only comparable
+    within one answer)."""
+
+    memory: Memory
+    score: float
+
+
+class RecalledReply(_Reply, tag="recalled", kw_only=True):
+    hits: list[FactHit]
+
+
+class ReindexedReply(_Reply, tag="reindexed", kw_only=True):
+    facts: int
+    pinned: int
+    seconds: float
 
 
 class LogReply(_Reply, tag="log", kw_only=True):
@@ -353,6 +392,8 @@ Reply = (
     | MemoriesReply
     | SupersededReply
     | ForgottenReply
+    | RecalledReply
+    | ReindexedReply
     | LogReply
     | ExportedReply
     | ImportedReply
@@ -379,6 +420,7 @@ class ErrorCode:
     STORE_DAMAGED = "store_damaged"  # a page or record of the data file is unreadable
     STORE_FAILED = "store_failed"  # the store is unusable (I/O error, ...): the daemon exits
     SYNC_FAILED = "sync_failed"  # git could not sync (remote down, push rejected...): retried
+    RECALL_UNAVAILABLE = "recall_unavailable"  # the recall index cannot be used; rules work
     INTERNAL = "internal"  # a bug in the daemon
 
 

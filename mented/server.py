@@ -30,6 +30,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -55,8 +56,9 @@ from mented.listener import (
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
 from mented.matcher import Matcher
-from mented.memory import InvalidInputError, Memory, new_id
+from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
+from mented.pinned import check_cap
 from mented.portable import export_store, import_file
 from mented.protocol import (
     HEADER,
@@ -79,7 +81,11 @@ from mented.protocol import (
     MemoriesReply,
     MemoryReply,
     OkReply,
+    RecalledReply,
+    RecallFactsRequest,
     RecallRequest,
+    ReindexedReply,
+    ReindexRequest,
     ReloadRequest,
     Reply,
     Request,
@@ -98,6 +104,7 @@ from mented.protocol import (
     encode,
     frame,
 )
+from mented.recall import RebuildSummary, RecallError, RecallIndex
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import (
     ConflictError,
@@ -160,6 +167,10 @@ _SLOW_MATCHES = 2  # worker threads matching slow commands at once
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _SYNC_CHECK_S = 60.0  # with [sync] off, how often to look whether a reload turned it on
 _SYNC_SETTLE_S = 2.0  # after a write, wait this long for more before syncing them together
+
+
+class RecallUnavailableError(Exception):
+    """Facts cannot be recalled: the index could not be opened (the message says why)."""
 
 
 class ServerBusyError(Exception):
@@ -241,6 +252,11 @@ class Server:
         self.syncer: GitSync
         self._wake_sync = trio.Event()  # set by writes and reloads: see _sync_by_itself
         self._writes_since_sync = 0
+        self.recall: RecallIndex | None = None
+        self.recall_error: str | None = None  # why `recall` is None, for `status`
+        # Checking the pinned cap and storing the rule are one step: two rules pinned
+        # at once must not both pass the check.
+        self._pinned_lock = threading.Lock()
 
     # ---------------------------------------------------------------- start-up
 
@@ -268,6 +284,7 @@ class Server:
         self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
         self.projects = ProjectRules(opts.data_dir)
         self.rules = RuleLookup(self.store, self.projects)
+        self._open_recall()
         self.hooks = HookHandler(self.rules, self.matcher, self.config, self.sessions)
         try:
             if opts.inherited_socket is not None:
@@ -288,6 +305,9 @@ class Server:
             self._listen_sock = None
             if self.options.inherited_socket is None:
                 remove_socket_if_ours(self.options.socket_path, self._socket_identity)
+        if self.recall is not None:
+            self.recall.close()
+            self.recall = None
         if hasattr(self, "store"):
             self.store.close()
         if self.sessions is not None:
@@ -315,6 +335,7 @@ class Server:
             if self.options.inherited_socket is not None:
                 nursery.start_soon(self._exit_when_idle)
             nursery.start_soon(self._sync_by_itself)
+            nursery.start_soon(self._catch_up_recall)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -623,6 +644,8 @@ class Server:
             self._stop_for_store_failure()
         except SyncError as exc:
             reply = ErrorReply(code=ErrorCode.SYNC_FAILED, message=str(exc))
+        except RecallUnavailableError as exc:
+            reply = ErrorReply(code=ErrorCode.RECALL_UNAVAILABLE, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
@@ -711,46 +734,43 @@ class Server:
                     memories=await self._scan(functools.partial(store.history, memory_id))
                 )
             case StoreRequest():
-                memory = await _in_thread(
-                    functools.partial(
-                        store.store,
-                        request.content,
-                        memory_type=request.memory_type,
-                        tags=request.tags,
-                        agent=request.agent,
-                        project=request.project,
-                    )
-                )
+                memory = await _in_thread(functools.partial(self._store_memory, request))
                 self._note_change()
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
-                new, old = await _in_thread(
-                    functools.partial(
-                        store.supersede,
-                        request.id,
-                        request.content,
-                        tags=request.tags,
-                        agent=request.agent,
-                        project=request.project,
-                    )
-                )
+                new, old = await _in_thread(functools.partial(self._supersede, request))
                 self._note_change()
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
-                forgotten = await _in_thread(functools.partial(store.forget, memory_id))
+                forgotten = await _in_thread(
+                    functools.partial(self._indexed, store.forget, memory_id)
+                )
                 self._note_change()
                 return ForgottenReply(id=forgotten.id)
             case ExportRequest():
                 return await self._scan(self._export)
             case ImportRequest(path=path, shown_as=shown_as):
-                imported = await self._scan(functools.partial(self._import, path, shown_as))
+                imported = await self._scan(
+                    functools.partial(self._indexed, self._import, path, shown_as)
+                )
                 self._note_change()
                 return imported
             case TrustRequest(dir=directory):
                 project = await _in_thread(functools.partial(self.projects.trust, directory))
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
             case SyncRequest(init_remote=remote):
-                return await _in_thread(functools.partial(self._sync, remote))
+                return await _in_thread(functools.partial(self._indexed, self._sync, remote))
+            case RecallFactsRequest():
+                k = self.config.recall.k if request.k is None else request.k
+                hits = self._recall_index().search(
+                    request.query, agent=request.agent, cwd=request.cwd, k=k
+                )
+                return RecalledReply(hits=hits)
+            case ReindexRequest():
+                summary = await _in_thread(self._reindex)
+                return ReindexedReply(
+                    facts=summary.facts, pinned=summary.pinned, seconds=summary.seconds
+                )
             case StatusRequest():
                 return self.status()
             case LogRequest(n=n):
@@ -867,7 +887,7 @@ class Server:
             self.syncer.timeout_s = settings.timeout_s
             try:
                 await trio.to_thread.run_sync(
-                    functools.partial(self._sync, None), abandon_on_cancel=True
+                    functools.partial(self._indexed, self._sync, None), abandon_on_cancel=True
                 )
             except (SyncError, StoreError) as exc:
                 log.warning("sync_failed", error=str(exc))
@@ -880,6 +900,114 @@ class Server:
         transfer = self.options.data_dir / "transfer"
         transfer.mkdir(mode=0o700, exist_ok=True)
         return transfer
+
+    # ------------------------------------------------- pinned rules and facts
+
+    async def _catch_up_recall(self) -> None:
+        """Bring the recall index up to date off the start-up path: a first start on a
+        big store rebuilds it (about 10,000 facts a second), and rules need no index.
+        A recall meanwhile waits for it."""
+        recall = self.recall
+        if recall is None:
+            return
+        try:
+            await trio.to_thread.run_sync(recall.catch_up, abandon_on_cancel=True)
+        except (ValueError, OSError, StoreError) as exc:  # Tantivy raises ValueError
+            log.warning("recall_index_behind", error=str(exc))
+
+    def _open_recall(self) -> None:
+        try:
+            self.recall = RecallIndex(self.options.data_dir / "recall", self.store, catch_up=False)
+        except RecallError as exc:
+            self.recall, self.recall_error = None, str(exc)
+            log.error("recall_unavailable", error=str(exc))
+        else:
+            self.recall_error = None
+
+    def _recall_index(self) -> RecallIndex:
+        if self.recall is None:
+            raise RecallUnavailableError(
+                f"facts cannot be recalled: {self.recall_error}. Rules work as before; "
+                "`mentectl reindex` tries again"
+            )
+        return self.recall
+
+    def _indexed(self, write: Callable[..., T], *args: object) -> T:
+        """`write(*args)` on the store, then the recall index brought up to date.
+
+        Runs in a worker thread. The write stands whatever the index does: an
+        index that fails to catch up now does so before its next search.
+        """
+        result = write(*args)
+        if self.recall is not None:
+            try:
+                self.recall.catch_up()
+            except (ValueError, OSError, StoreError) as exc:  # Tantivy raises ValueError
+                log.warning("recall_index_behind", error=str(exc))
+        return result
+
+    def _store_memory(self, request: StoreRequest) -> Memory:
+        """Store a memory; a pinned rule only within the cap (`mented.pinned`)."""
+        store = functools.partial(
+            self._indexed,
+            functools.partial(
+                self.store.store,
+                request.content,
+                memory_type=request.memory_type,
+                tags=request.tags,
+                agent=request.agent,
+                project=request.project,
+            ),
+        )
+        if not any(_is_pinned_tag(tag) for tag in request.tags):
+            return store()
+        with self._pinned_lock:
+            new = Memory(
+                id="",
+                content=request.content,
+                tags=(PINNED_TAG,),
+                agent=request.agent,
+                project=_normalized(request.project),
+                created_at=0.0,
+            )
+            check_cap(self.store.pinned_rules(), new, self.config.pinned)
+            return store()
+
+    def _supersede(self, request: SupersedeRequest) -> tuple[Memory, Memory]:
+        """Supersede a memory; a pinned rule's new version only within the cap."""
+        supersede = functools.partial(
+            self._indexed,
+            functools.partial(
+                self.store.supersede,
+                request.id,
+                request.content,
+                tags=request.tags,
+                agent=request.agent,
+                project=request.project,
+            ),
+        )
+        old = self.store.get(request.id)
+        tags = old.tags if request.tags is None else tuple(request.tags)
+        if not any(_is_pinned_tag(tag) for tag in tags):
+            return supersede()
+        with self._pinned_lock:
+            new = Memory(
+                id="",
+                content=request.content,
+                tags=(PINNED_TAG,),
+                agent=old.agent if request.agent is None else request.agent,
+                project=old.project if request.project is None else _normalized(request.project),
+                created_at=0.0,
+            )
+            others = [rule for rule in self.store.pinned_rules() if rule.id != old.id]
+            check_cap(others, new, self.config.pinned)
+            return supersede()
+
+    def _reindex(self) -> RebuildSummary:
+        """Rebuild the recall index (opening it again if it could not be) and the pinned index."""
+        if self.recall is None:
+            self._open_recall()
+        return self._recall_index().rebuild()
 
     def reload(self) -> str | None:
         """Re-read the config file; keep the current settings when it is bad.
@@ -969,6 +1097,7 @@ class Server:
             sync_error=sync_state.last_error if sync_state else None,
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
             untrusted_projects=self.projects.untrusted(),
+            recall_error=self.recall_error,
         )
 
 
@@ -1152,6 +1281,15 @@ def _capture(call: Callable[[], T]) -> T | _Failed:
             link.__traceback__ = None
             link = link.__cause__ or link.__context__
         return _Failed(exc)
+
+
+def _is_pinned_tag(tag: object) -> bool:
+    return isinstance(tag, str) and tag.strip().lower() == PINNED_TAG
+
+
+def _normalized(project: str | None) -> str | None:
+    """A project path as the store keeps it (the store refuses a relative one itself)."""
+    return None if project is None else os.path.normpath(project)
 
 
 def _open_sessions(data_dir: Path, config: Config) -> SessionMemory | None:

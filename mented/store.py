@@ -1,6 +1,6 @@
 """The LMDB store: memory records, the trigger index, supersession, visibility.
 
-One LMDB environment lives in the data directory, with five named sub-databases:
+One LMDB environment lives in the data directory, with nine named sub-databases:
 
 - `memories`  id -> record (msgpack of `Memory`). ULIDs sort by time, so a
               backward cursor walk lists memories newest first.
@@ -18,7 +18,17 @@ One LMDB environment lives in the data directory, with five named sub-databases:
 - `handles`   reversed id -> b"": a short handle (a suffix of the id) becomes a
               prefix here, so resolving one is a `set_range` too.
 - `actions`   action -> number of live rules (8 bytes BE), for `stats`.
-- `meta`      schema version and the live-rule counter.
+- `meta`      schema version, the live-rule counter, the change counter and the
+              store's id (random, made once: tells the recall index whose it is).
+- `pinned`    the pinned rules: ~created_at µs (8 bytes BE) | ~id -> id, one key
+              per live pinned rule, newest first, like the trigger index; a
+              session start walks it (a handful of rules, capped when added).
+- `changes`   the change log of facts for the recall index (mented.recall):
+              sequence number (8 bytes BE) -> id of a fact that became live or
+              stopped being live, written in the same transaction as the change.
+              The index applies it after the commit and records how far it got,
+              so after a crash it replays what it missed; applied entries are
+              dropped by a later write (`changes_applied`).
 - `forgotten` id -> `Forgotten` (msgpack): what is kept of a forgotten memory, so
               that a forget travels (export, sync) and wins over a copy elsewhere.
 - `successors` predecessor id (26 bytes) | successor id (26 bytes) -> b"": every
@@ -116,6 +126,11 @@ _DB_FORGOTTEN = b"forgotten"
 _DB_SUCCESSORS = b"successors"
 _META_SCHEMA = b"schema_version"
 _META_LIVE_RULES = b"live_rules"
+_DB_PINNED = b"pinned"
+_DB_CHANGES = b"changes"
+_META_CHANGE_SEQ = b"change_seq"
+_META_STORE_ID = b"store_id"
+_SEQ_BYTES = 8
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Memory)
@@ -193,6 +208,21 @@ class Fork(msgspec.Struct, kw_only=True, frozen=True):
     tips: tuple[Memory, ...]
 
 
+class FactChanges(msgspec.Struct, kw_only=True, frozen=True):
+    """A stretch of the change log (see `Store.fact_changes`).
+
+    `changed` holds the ids of facts whose liveness changed after the number
+    asked for, up to `upto` (each id once); `more` says the log goes on past
+    `upto`; `complete` is False when entries after the number asked for were
+    already dropped, so that only a rebuild can catch up.
+    """
+
+    upto: int
+    changed: tuple[str, ...] = ()
+    more: bool = False
+    complete: bool = True
+
+
 class StoreItem(msgspec.Struct, kw_only=True, frozen=True):
     """One memory for `Store.store_many`: the arguments of `Store.store`.
 
@@ -268,6 +298,11 @@ def _trigger_key(action: str, memory: Memory) -> bytes:
         + (_MICROS_MAX - micros).to_bytes(8, "big")
         + memory.id.encode().translate(_INVERT)
     )
+
+
+def _pinned_key(memory: Memory) -> bytes:
+    micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
+    return (_MICROS_MAX - micros).to_bytes(8, "big") + memory.id.encode().translate(_INVERT)
 
 
 def _handle_key(memory_id: str) -> bytes:
@@ -514,6 +549,7 @@ class Store:
         self._write_lock = threading.Lock()
         self._closed = False
         self._failure: str | None = None
+        self._changes_applied = 0  # change-log entries up to this one may be dropped
         page = mmap.PAGESIZE
         map_size = max(map_size, 16 * page)
         map_size = -(-map_size // page) * page
@@ -549,7 +585,7 @@ class Store:
                 metasync=sync,
                 sync=sync,
                 lock=True,
-                max_dbs=8,
+                max_dbs=12,
                 max_readers=126,
                 # One cached read transaction saves an allocation per lookup.
                 max_spare_txns=1,
@@ -664,6 +700,7 @@ class Store:
             self._meta = self._env.open_db(_DB_META, txn=txn)
             self._forgotten = self._env.open_db(_DB_FORGOTTEN, txn=txn)
             self._successors = self._env.open_db(_DB_SUCCESSORS, txn=txn)
+            self._open_lookup_databases(txn)
             raw = txn.get(_META_SCHEMA, db=self._meta)
             # Older schemas are migrated here, in this same transaction.
             if raw is not None and int(raw) < 2:
@@ -677,6 +714,27 @@ class Store:
             memory = _decode(raw)
             if memory.supersedes is not None:
                 self._link(txn, memory.supersedes, memory.id)
+
+    def _open_lookup_databases(self, txn: lmdb.Transaction[bytes]) -> None:
+        """The pinned-rule index and the fact change log; a store made before them
+        gets its pinned index built here (its facts are indexed by the recall
+        index's first rebuild), and every store an id."""
+        pinned_existed = txn.get(_DB_PINNED) is not None  # named databases are keys of the main one
+        self._pinned = self._env.open_db(_DB_PINNED, txn=txn)
+        self._changes = self._env.open_db(_DB_CHANGES, txn=txn)
+        if not pinned_existed:
+            self._index_all_pinned(txn)
+        if txn.get(_META_STORE_ID, db=self._meta) is None:
+            txn.put(_META_STORE_ID, os.urandom(16).hex().encode(), db=self._meta)
+
+    def _index_all_pinned(self, txn: lmdb.Transaction[bytes]) -> int:
+        count = 0
+        for raw in txn.cursor(self._memories).iternext(keys=False):
+            memory = _decode(raw)
+            if memory.is_live and memory.is_pinned:
+                txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+                count += 1
+        return count
 
     def close(self) -> None:
         """Close the environment. Waits for a write in progress; idempotent."""
@@ -972,6 +1030,7 @@ class Store:
             self._count(txn, self._actions, action.encode(), +1)
         if actions:
             self._count(txn, self._meta, _META_LIVE_RULES, +1)
+        self._index_lookups(txn, memory)
 
     def _unindex(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
         actions = memory.actions
@@ -980,6 +1039,35 @@ class Store:
                 self._count(txn, self._actions, action.encode(), -1)
         if actions:
             self._count(txn, self._meta, _META_LIVE_RULES, -1)
+        self._unindex_lookups(txn, memory)
+
+    def _index_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        """`memory` became live: into the pinned index, or the fact change log."""
+        if memory.is_pinned:
+            txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+        elif not memory.is_rule:
+            self._log_fact_change(txn, memory.id)
+
+    def _unindex_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
+        """`memory` stopped being live (superseded, forgotten)."""
+        if memory.is_pinned:
+            txn.delete(_pinned_key(memory), db=self._pinned)
+        elif not memory.is_rule:
+            self._log_fact_change(txn, memory.id)
+
+    def _log_fact_change(self, txn: lmdb.Transaction[bytes], memory_id: str) -> None:
+        raw = txn.get(_META_CHANGE_SEQ, db=self._meta)
+        seq = (int.from_bytes(raw, "big") if raw else 0) + 1
+        txn.put(_META_CHANGE_SEQ, seq.to_bytes(_SEQ_BYTES, "big"), db=self._meta)
+        txn.put(seq.to_bytes(_SEQ_BYTES, "big"), memory_id.encode(), db=self._changes)
+        # Entries the recall index has applied go here, a few per write: the log
+        # stays as long as what the index has yet to apply.
+        applied = self._changes_applied
+        cursor = txn.cursor(self._changes)
+        for _ in range(64):
+            if not cursor.first() or int.from_bytes(cursor.key(), "big") > applied:
+                break
+            cursor.delete()
 
     @staticmethod
     def _count(txn: lmdb.Transaction[bytes], db: lmdb._Database, key: bytes, delta: int) -> None:
@@ -1113,7 +1201,7 @@ class Store:
                 and (kind is None or memory.memory_type == kind)
                 and (wanted_tag is None or wanted_tag in memory.tags)
                 and (trigger is None or trigger in memory.tags)
-                and (not rules_only or bool(memory.actions))
+                and (not rules_only or memory.is_rule)
                 and _sees_from(memory, agent, where)
             )
 
@@ -1152,6 +1240,123 @@ class Store:
             more = cursor.prev()
         found.sort(key=_newest_first, reverse=True)
         return found if limit is None else found[:limit]
+
+    # ------------------------------------------------- pinned rules and facts
+
+    def pinned_rules(
+        self, *, agent: str | None = None, cwd: str | None = None
+    ) -> builtins.list[Memory]:
+        """The live pinned rules the caller may see, newest first (None: every one).
+
+        A walk over the pinned index, which holds a handful of rules per scope
+        (the cap is checked when one is added): no walk over the memories.
+        """
+        where = _places(cwd)
+
+        def walk(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
+            found: builtins.list[Memory] = []
+            for memory_id in txn.cursor(self._pinned).iternext(keys=False):
+                raw = txn.get(memory_id, db=self._memories)
+                if raw is not None and _sees_from(memory := _decode(raw), agent, where):
+                    found.append(memory)
+            return found
+
+        return self._read(walk)
+
+    def reindex_pinned(self) -> int:
+        """Rebuild the pinned index from the memories; returns how many rules it holds."""
+
+        def rebuild(txn: lmdb.Transaction[bytes]) -> int:
+            txn.drop(self._pinned, delete=False)
+            return self._index_all_pinned(txn)
+
+        return self._write(rebuild)
+
+    @property
+    def store_id(self) -> str:
+        """This store's id, made once at creation: the recall index keeps it to know whose it is."""
+
+        def read(txn: lmdb.Transaction[bytes]) -> str:
+            raw = txn.get(_META_STORE_ID, db=self._meta)
+            return raw.decode() if raw else ""
+
+        return self._read(read)
+
+    def fact_changes(self, after: int, *, limit: int = 10_000) -> FactChanges:
+        """The facts whose liveness changed after change number `after`, from the log.
+
+        At most `limit` entries at a time: call again from `upto` while `more`.
+        """
+
+        def read(txn: lmdb.Transaction[bytes]) -> FactChanges:
+            raw = txn.get(_META_CHANGE_SEQ, db=self._meta)
+            head = int.from_bytes(raw, "big") if raw else 0
+            if after >= head:
+                return FactChanges(upto=head, complete=after == head)
+            cursor = txn.cursor(self._changes)
+            start = (after + 1).to_bytes(_SEQ_BYTES, "big")
+            if not cursor.set_range(start) or cursor.key() != start:
+                return FactChanges(upto=head, complete=False)
+            changed: dict[str, None] = {}
+            upto = after
+            for key, value in cursor:
+                if upto - after >= limit:
+                    break
+                upto = int.from_bytes(key, "big")
+                changed[value.decode()] = None
+            return FactChanges(upto=upto, changed=tuple(changed), more=upto < head)
+
+        return self._read(read)
+
+    def changes_applied(self, seq: int) -> None:
+        """The recall index has applied the change log up to `seq`: later writes drop it."""
+        self._changes_applied = max(self._changes_applied, seq)
+
+    def live_facts(
+        self, after: str | None = None, *, limit: int = 10_000
+    ) -> tuple[int, builtins.list[Memory], str | None]:
+        """Live facts (memories that are no rule) with ids after `after`, at most `limit` walked.
+
+        Returns the change number, read in the same transaction, the facts, and
+        the id to go on from (None at the end). A rebuild of the recall index
+        that walks the store this way, then applies the change log from the
+        first answer's number on, misses nothing: what changed while it walked is
+        in the log too, and applying it again changes nothing.
+        """
+
+        def read(txn: lmdb.Transaction[bytes]) -> tuple[int, builtins.list[Memory], str | None]:
+            raw = txn.get(_META_CHANGE_SEQ, db=self._meta)
+            cursor = txn.cursor(self._memories)
+            more = cursor.set_range(after.encode() + b"\0") if after else cursor.first()
+            facts: builtins.list[Memory] = []
+            last: str | None = None
+            for _ in range(limit):
+                if not more:
+                    last = None
+                    break
+                memory = _decode(cursor.value())
+                if memory.is_live and not memory.is_rule:
+                    facts.append(memory)
+                last = memory.id
+                more = cursor.next()
+            else:
+                last = last if more else None
+            return (int.from_bytes(raw, "big") if raw else 0), facts, last
+
+        return self._read(read)
+
+    def load_many(self, memory_ids: Iterable[str]) -> dict[str, Memory]:
+        """The memories with these full ids that exist (one read transaction)."""
+
+        def read(txn: lmdb.Transaction[bytes]) -> dict[str, Memory]:
+            found = {}
+            for memory_id in memory_ids:
+                memory = self._load(txn, memory_id)
+                if memory is not None:
+                    found[memory_id] = memory
+            return found
+
+        return self._read(read)
 
     def stats(self) -> StoreStats:
         """Counts kept by the writes themselves: no walk over the memories."""

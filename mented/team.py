@@ -342,6 +342,10 @@ class RuleLookup:
             action, agent=agent, cwd=cwd, k=k - len(yours)
         )
 
+    def pinned_rules(self, *, agent: str | None = None, cwd: str | None = None) -> list[Memory]:
+        """Your pinned rules; a project's committed rules are not handed over at session start."""
+        return self.store.pinned_rules(agent=agent, cwd=cwd)
+
     def untrusted_project(self, cwd: str | None) -> Project | None:
         """The project `cwd` is in when it has rules that are not served until trusted."""
         project = self.projects.project_of(cwd)

@@ -179,13 +179,14 @@ def test_the_agents_own_variables_move_their_config_directories(
 
 
 @pytest.mark.parametrize("name", ["claude-code", "codex"])
-def test_hook_groups_run_one_command_for_bash_and_for_a_context_reset(name: str) -> None:
+def test_hook_groups_run_one_command_for_bash_and_for_every_session_start(name: str) -> None:
     groups = AGENTS[name].hook_groups("/py -I -S /shim.py x", 5)
     assert list(groups) == ["PreToolUse", "SessionStart"]
     (pretooluse,), (session_start,) = groups["PreToolUse"], groups["SessionStart"]
     assert pretooluse["matcher"] == "Bash"
-    # SessionStart only after a compaction or a /clear: not at startup or on resume.
-    assert session_start["matcher"] == "clear|compact"
+    # SessionStart on every source: pinned rules go to new and resumed sessions too,
+    # and again after a compaction or a /clear.
+    assert session_start["matcher"] == "clear|compact|resume|startup"
     for group in (pretooluse, session_start):
         (hook,) = group["hooks"]
         assert {key: hook[key] for key in ("type", "command", "timeout")} == {

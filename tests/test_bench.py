@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mented_client.commands.bench import KEPT_MARK
 from tests.conftest import isolated_env
 
 SECTIONS = (
@@ -60,9 +61,14 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
     out = short_tmp / "bench.json"
     page = short_tmp / "benchmarks.md"
     env = isolated_env(short_tmp)
+    hand_written = KEPT_MARK.decode() + "\n\n## Figures of another benchmark\n"
+    page.write_text("# An older run\n\n" + hand_written)
     done = mentectl_bench(env, "--out", str(out), "--markdown", str(page))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
+    text = page.read_text()
+    assert "An older run" not in text
+    assert text.endswith("\n" + hand_written)  # the hand-written part is kept
 
     assert all(section in result for section in SECTIONS)
     timings = summaries(result)

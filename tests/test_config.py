@@ -130,3 +130,14 @@ def test_an_unknown_action_under_delivery_is_refused_with_its_line(tmp_path: Pat
     # A switched-off built-in may keep its line.
     path.write_text('[delivery]\ndocker-push = "context"\n[actions.docker-push]\nenabled = false\n')
     load_action_table(load_config(path))
+
+
+def test_pinned_and_recall_sections(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[pinned]\nmax_rules = 3\nmax_chars = 600\n\n[recall]\nk = 8\n")
+    config = load_config(path)
+    assert (config.pinned.max_rules, config.pinned.max_chars, config.recall.k) == (3, 600, 8)
+    assert load_config(None).pinned.max_rules == 5
+    path.write_text("[pinned]\nmax_rules = 0\n")
+    with pytest.raises(ConfigError, match=r"bad \[pinned\] section"):
+        load_config(path)

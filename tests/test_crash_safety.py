@@ -72,6 +72,8 @@ SUB_DATABASES = {
     b"meta",
     b"forgotten",
     b"successors",
+    b"pinned",
+    b"changes",
 }
 
 _memory_decoder = msgspec.msgpack.Decoder(Memory)
@@ -195,6 +197,7 @@ class Snapshot:
     live_rules_counter: int
     forgotten: set[str]
     successors: set[tuple[str, str]]
+    pinned: set[bytes]  # the ids in the pinned-rule index
 
 
 def read_snapshot(env: lmdb.Environment) -> Snapshot:
@@ -226,6 +229,7 @@ def _walk(env: lmdb.Environment) -> Snapshot:
         successors = {
             (key[:26].decode(), key[26:].decode()) for key, _ in txn.cursor(dbs[b"successors"])
         }
+        pinned = {value for _, value in txn.cursor(dbs[b"pinned"])}
     return Snapshot(
         memories=memories,
         triggers=triggers,
@@ -234,6 +238,7 @@ def _walk(env: lmdb.Environment) -> Snapshot:
         live_rules_counter=int.from_bytes(meta.get(b"live_rules", b""), "big"),
         forgotten=forgotten,
         successors=successors,
+        pinned=pinned,
     )
 
 
@@ -269,6 +274,9 @@ def inconsistencies(snap: Snapshot) -> list[str]:
         problems.append(f"live_rules counter {snap.live_rules_counter} != {live_rules}")
     if both := sorted(snap.forgotten & set(snap.memories)):
         problems.append(f"forgotten and still there: {both[:5]}")
+    live_pinned = {m.id.encode() for m in snap.memories.values() if m.is_live and m.is_pinned}
+    if live_pinned != snap.pinned:
+        problems.append(f"pinned index {sorted(snap.pinned)} != live pinned rules")
     for memory in snap.memories.values():
         if memory.supersedes and (memory.supersedes, memory.id) not in snap.successors:
             problems.append(f"{memory.id} supersedes {memory.supersedes}: not in the successors")

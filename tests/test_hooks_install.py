@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mented.agents.pretooluse import SESSION_START_MATCHER
 from mented.paths import socket_path
 from mented_client.cli import build_parser, main
 from mented_client.commands import doctor
@@ -151,7 +152,7 @@ def test_existing_settings_are_kept_byte_for_byte(
     assert json.loads("[" + pretooluse.strip().lstrip(",") + "]") == ours
     assert json.loads("{" + session_start.strip().lstrip(",") + "}") == {
         "SessionStart": [
-            {"matcher": "clear|compact", "hooks": [our_hooks(settings, "SessionStart")[0]]}
+            {"matcher": SESSION_START_MATCHER, "hooks": [our_hooks(settings, "SessionStart")[0]]}
         ]
     }
     assert list(json.loads(after)) == ["model", "permissions", "hooks", "env"]
@@ -570,8 +571,9 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     status, out, _ = mentectl(capsys, "hooks", "status")
     assert status == 1
     assert (
-        "~/.claude/settings.json: no SessionStart entry, so rules are not handed over "
-        "again after the context is compacted or cleared (an older install): "
+        "~/.claude/settings.json: no SessionStart entry, so pinned rules are not handed over "
+        "at session start, nor rules again after the context is compacted or cleared "
+        "(an older install): "
         "run `mentectl hooks install claude-code` again"
     ) in out
     checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
@@ -585,7 +587,7 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     assert "Updated" in out
     doc = json.loads(settings.read_text())
     (session_start,) = doc["hooks"]["SessionStart"]
-    assert session_start["matcher"] == "clear|compact"
+    assert session_start["matcher"] == SESSION_START_MATCHER
     assert (
         session_start["hooks"][0]["command"] == doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     )
@@ -610,7 +612,7 @@ def test_uninstall_keeps_the_users_own_session_start_hooks(
     mentectl(capsys, "hooks", "install", "claude-code")
     doc = json.loads(settings.read_text())
     assert doc["hooks"]["SessionStart"][0] == theirs
-    assert doc["hooks"]["SessionStart"][1]["matcher"] == "clear|compact"
+    assert doc["hooks"]["SessionStart"][1]["matcher"] == SESSION_START_MATCHER
     mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert settings.read_text() == original
 
@@ -796,3 +798,45 @@ def test_other_agents_project_install_says_the_file_is_the_shared_one(
     assert status == 0
     assert "has no uncommitted project file that mented knows of" in out
     assert f"`mentectl hooks install {agent}`" in out
+
+
+def test_an_older_session_start_matcher_is_reported_and_widened(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Installs made before pinned rules ran SessionStart only on clear|compact."""
+    mentectl(capsys, "hooks", "install", "claude-code")
+    settings = home / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["SessionStart"][0]["matcher"] = "clear|compact"
+    doc["hooks"]["SessionStart"][0]["hooks"][0]["statusMessage"] = (
+        "mented: context reset, rules will be handed over again"
+    )
+    settings.write_text(json.dumps(doc, indent=2) + "\n")
+    status, out, _ = mentectl(capsys, "hooks", "status")
+    assert status == 1
+    assert "runs only on clear|compact (an older install), so pinned rules miss new sessions" in out
+    assert mentectl(capsys, "hooks", "install", "claude-code")[0] == 0
+    (session_start,) = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert session_start["matcher"] == SESSION_START_MATCHER
+    assert session_start["hooks"][0]["statusMessage"] == "mented: your pinned rules"
+    assert mentectl(capsys, "hooks", "status")[0] == 0
+
+
+def test_a_session_start_matcher_the_user_shares_is_left_and_ours_moves_out(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mentectl(capsys, "hooks", "install", "claude-code")
+    settings = home / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    group = doc["hooks"]["SessionStart"][0]
+    group["matcher"] = "clear|compact"
+    theirs = {"type": "command", "command": "echo reset"}
+    group["hooks"].append(theirs)
+    settings.write_text(json.dumps(doc, indent=2) + "\n")
+    assert mentectl(capsys, "hooks", "install", "claude-code")[0] == 0
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups[0] == {"matcher": "clear|compact", "hooks": [theirs]}
+    assert groups[1]["matcher"] == SESSION_START_MATCHER
+    assert [hook["command"] for hook in groups[1]["hooks"]] == [
+        our_hooks(settings, "SessionStart")[0]["command"]
+    ]

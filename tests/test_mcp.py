@@ -37,6 +37,8 @@ TOOLS = {
     "supersede_rule",
     "rule_history",
     "forget_rule",
+    "pin_rule",
+    "recall",
 }
 
 
@@ -231,6 +233,54 @@ async def test_plain_memories_and_forgetting(daemon: DaemonProcess, project: Pat
         assert answer(await client.call_tool("list_rules", {}))["rules"] == []
         missing = await client.call_tool("rule_history", {"rule_id": rule["handle"]})
         assert missing.is_error
+
+
+async def test_facts_recalled_by_topic_and_rules_pinned(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    daemon.write_config("[pinned]\nmax_rules = 1\n")
+    daemon.reload()
+    async with server(daemon.env, project) as client:
+        answer(
+            await client.call_tool(
+                "remember",
+                {"content": "The staging database is stg-db-2", "tags": ["staging"]},
+            )
+        )
+        answer(
+            await client.call_tool(
+                "remember",
+                {"content": "Deploys of this app need a ticket", "this_project_only": True},
+            )
+        )
+        answer(await client.call_tool("remember", {"content": "Lunch is at noon"}))
+        found = answer(await client.call_tool("recall", {"query": "staging databases"}))
+        assert [f["fact"]["content"] for f in found["facts"]] == [
+            "The staging database is stg-db-2"
+        ]
+        assert found["facts"][0]["score"] > 0
+        here = answer(await client.call_tool("recall", {"query": "deploys ticket"}))
+        assert [f["fact"]["content"] for f in here["facts"]] == [
+            "Deploys of this app need a ticket"
+        ]
+        elsewhere = answer(
+            await client.call_tool(
+                "recall", {"query": "deploys ticket", "project_dir": str(project.parent)}
+            )
+        )
+        assert elsewhere["facts"] == []
+        assert "No remembered fact" in elsewhere["note"]
+
+        pinned = answer(await client.call_tool("pin_rule", {"rule": "Answer in British English"}))
+        assert "start of every session" in pinned["note"]
+        listed = answer(await client.call_tool("list_rules", {}))
+        assert [r["handle"] for r in listed["rules"]] == [pinned["handle"]]
+        over = await client.call_tool("pin_rule", {"rule": "Tabs, not spaces"})
+        assert over.is_error
+        assert "the cap is 1 rule and" in text_of(over)
+        as_tag = await client.call_tool("remember", {"content": "x", "tags": ["Pinned"]})
+        assert as_tag.is_error
+        assert "pin_rule" in text_of(as_tag)
 
 
 async def test_scopes_this_project_and_this_agent(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.memory import MemoryType, short_handle, trigger_tag
+from mented.memory import PINNED_TAG, MemoryType, short_handle, trigger_tag
 from mented.protocol import (
     ForgetRequest,
     ForgottenReply,
@@ -225,3 +225,33 @@ def test_session_cost(session: AgentSession, commits: int) -> None:
         f"text, then {SHORT_LINE} per later commit): {own}"
     )
     assert extra_turns == 1
+
+
+PINNED = "answer in British English, and say so when you are unsure"
+
+
+def pin_rule(daemon: DaemonProcess, text: str) -> str:
+    """Pin a rule as `mentectl rule add --pinned TEXT` does; its id."""
+    with daemon.client() as client:
+        request = StoreRequest(content=text, memory_type=MemoryType.PROCEDURAL, tags=[PINNED_TAG])
+        return client.expect(request, StoredReply).id
+
+
+def test_pinned_rules_reach_the_model_at_session_start(session: AgentSession) -> None:
+    """The SessionStart hook (`hooks install` writes it) hands the pinned rule to the model
+    before its first turn, once; an action rule does not ride along."""
+    pinned_id = pin_rule(session.daemon, PINNED)
+    add_rule(session.daemon, RULE)
+    turns = run(session, ["ls"])
+    assert PINNED in turns[0].conversation_text(), "the pinned rule did not reach the first turn"
+    assert f"[{short_handle(pinned_id)}]" in turns[0].conversation_text()
+    assert RULE not in turns[-1].conversation_text()
+    assert count(PINNED, turns) == 1
+    chars = sum(len(text) for text in mented_texts(turns[0]) if PINNED in text)
+    record_figures(
+        "session_start_cost",
+        agent=session.agent.name,
+        version=session.agent.version,
+        pinned=1,
+        chars=chars,
+    )

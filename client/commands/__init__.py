@@ -4,6 +4,7 @@ from mented_client.commands import (
     bench,
     doctor,
     explain,
+    facts,
     hooks,
     log,
     mcp,
@@ -14,4 +15,17 @@ from mented_client.commands import (
     travel,
 )
 
-COMMAND_MODULES = (status, rules, explain, hooks, log, service, doctor, mcp, bench, travel, team)
+COMMAND_MODULES = (
+    status,
+    rules,
+    facts,
+    explain,
+    hooks,
+    log,
+    service,
+    doctor,
+    mcp,
+    bench,
+    travel,
+    team,
+)

@@ -90,6 +90,21 @@ def _check_writable(*names: str | None) -> None:
             raise CommandError(f"cannot write {name}: {folder} is not a writable directory")
 
 
+# In the Markdown file, what follows this line is written by hand (other benchmarks'
+# figures, e.g. bench/bench_lookups.py) and kept when the file is generated again.
+KEPT_MARK = b"<!-- Written by hand from here on: `mentectl bench --markdown` keeps it. -->"
+
+
+def _kept_part(path: Path) -> bytes:
+    """The hand-written end of an existing Markdown file, from `KEPT_MARK` on."""
+    try:
+        old = path.read_bytes()
+    except OSError:
+        return b""
+    at = old.find(KEPT_MARK)
+    return b"" if at < 0 else b"\n" + old[at:]
+
+
 def _write_outputs(args: argparse.Namespace, result: BenchResult) -> None:
     import msgspec  # noqa: PLC0415 - with the benchmark only
 
@@ -99,7 +114,8 @@ def _write_outputs(args: argparse.Namespace, result: BenchResult) -> None:
     if args.out:
         outputs.append((Path(args.out), msgspec.json.format(msgspec.json.encode(result)) + b"\n"))
     if args.markdown:
-        outputs.append((Path(args.markdown), render_markdown(result).encode()))
+        markdown = Path(args.markdown)
+        outputs.append((markdown, render_markdown(result).encode() + _kept_part(markdown)))
     for path, data in outputs:
         try:
             path.write_bytes(data)

@@ -32,7 +32,12 @@ import msgspec
 from mented import paths
 from mented.actions import TableInForce, load_table_in_force
 from mented.agents import AGENTS, Agent
-from mented.agents.pretooluse import EVENT_NAME, SESSION_START, InstalledEntry
+from mented.agents.pretooluse import (
+    EVENT_NAME,
+    SESSION_START,
+    SESSION_START_MATCHER,
+    InstalledEntry,
+)
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
@@ -509,8 +514,8 @@ class SettingsPlace:
 def missing_problem(events: list[str]) -> str:
     """What a settings file without our entry for `events` lacks (an older install)."""
     what = {
-        SESSION_START: "so rules are not handed over again after the context "
-        "is compacted or cleared"
+        SESSION_START: "so pinned rules are not handed over at session start, nor rules "
+        "again after the context is compacted or cleared"
     }
     return "; ".join(
         f"no {event} entry" + (f", {what[event]}" if event in what else "") for event in events
@@ -521,6 +526,13 @@ def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck
     """`check_entry`, plus whether the agent itself will run the entry."""
     check = check_entry(entry)
     check.event = entry.event
+    if agent.pinned_rules and entry.event == SESSION_START and entry.matcher is not None:
+        missed = set(SESSION_START_MATCHER.split("|")) - set(entry.matcher.split("|"))
+        if {"startup", "resume"} & missed:
+            check.problems.append(
+                f"runs only on {entry.matcher} (an older install), so pinned rules miss "
+                "new sessions: install the hook again"
+            )
     if agent.entry_trust is not None:
         verdict = agent.entry_trust(
             InstalledEntry(path, entry.event, entry.group, entry.hook, entry.handler, entry.matcher)

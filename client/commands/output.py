@@ -136,7 +136,8 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
     content = escape_controls(memory.content)  # a rule's own lines stay lines
     if not verbose:
         origin = "  [the project's: .mented/]" if memory.origin == "project" else ""
-        head = f"{handle}  {memory.id}  {actions or memory.memory_type}  ({scope}){state}{origin}"
+        kind = actions or ("pinned" if memory.is_pinned else memory.memory_type)
+        head = f"{handle}  {memory.id}  {kind}  ({scope}){state}{origin}"
         # Every line of the rule under its header, so that a multi-line rule reads as one.
         body = "\n".join(f"    {line}" for line in content.split("\n"))
         return f"{escape_controls(head, keep_lines=False)}\n{body}"

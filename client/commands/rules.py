@@ -1,5 +1,9 @@
 """`mentectl rule ...`: add, list, show, supersede, trace and forget action rules.
 
+`rule add --pinned TEXT` adds a pinned rule instead: no action, handed to the
+agent at the start of every session, refused by the daemon past the cap
+(mented.pinned); `rule list --pinned` lists them.
+
 What a rule names is checked before it is stored, as the MCP server checks it:
 the action against the daemon's action table (`mented.actions.check_action`), an
 agent against the agents the hook serves and a project directory for existence
@@ -19,6 +23,7 @@ from mented.actions import TableInForce, check_action
 from mented.agents import AGENTS
 from mented.handover import longest_whole_rule
 from mented.memory import (
+    PINNED_TAG,
     TRIGGER_PREFIX,
     InvalidInputError,
     Memory,
@@ -67,9 +72,18 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
 
     add = verbs.add_parser("add", parents=[common], help="add a rule for an action")
     add.add_argument(
-        "action", help="the action it governs, e.g. git-commit (see `mentectl actions`)"
+        "action",
+        nargs="?",
+        help="the action it governs, e.g. git-commit (see `mentectl actions`); "
+        "with --pinned, the rule itself",
     )
     _text_options(add, "the rule, e.g. 'commit messages: single line, no emojis'")
+    add.add_argument(
+        "--pinned",
+        action="store_true",
+        help="a rule for everything the agent does (`rule add --pinned TEXT`), handed over at "
+        "the start of every session; a handful at most ([pinned] in the config file)",
+    )
     _scope_options(add)
     add.add_argument(
         "--type",
@@ -111,6 +125,9 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         "-k", type=count_option, default=None, help="at most this many (with --action: 6)"
     )
     listing.add_argument("--all", action="store_true", help="also show superseded rules")
+    listing.add_argument(
+        "--pinned", action="store_true", help="only pinned rules (handed over at session start)"
+    )
     listing.set_defaults(handler=run_list)
 
     show = verbs.add_parser("show", parents=[common], help="show one rule")
@@ -245,7 +262,47 @@ def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) 
         print(format_memory(memory))
 
 
+def run_add_pinned(args: argparse.Namespace) -> int:
+    """`rule add --pinned TEXT`: the text comes where the action would (or `-`, --file)."""
+    if args.text is not None:
+        raise CommandError(
+            "a pinned rule governs no action: give only its text, "
+            "`mentectl rule add --pinned 'answer in British English'`",
+            status=2,
+        )
+    args.text = args.action
+    text = rule_text(args)
+    with Client(args.socket) as client:
+        reply = client.expect(
+            StoreRequest(
+                content=text,
+                memory_type=MemoryType(args.memory_type),
+                tags=[PINNED_TAG],
+                agent=args.agent,
+                project=args.project,
+            ),
+            StoredReply,
+        )
+    if args.json:
+        print_json({"id": reply.id})
+    else:
+        print(f"pinned rule {reply.id}: handed over at the start of every session")
+    return 0
+
+
 def run_add(args: argparse.Namespace) -> int:
+    if args.pinned:
+        if args.team:
+            raise CommandError(
+                "a pinned rule cannot be a team rule yet: leave out --team", status=2
+            )
+        return run_add_pinned(args)
+    if args.action is None:
+        raise CommandError(
+            "give the action and the rule: `mentectl rule add ACTION TEXT` "
+            "(or `--pinned TEXT` for a rule that holds for everything)",
+            status=2,
+        )
     if args.team:
         return _add_team(args)
     text = rule_text(args)
@@ -278,8 +335,16 @@ def run_list(args: argparse.Namespace) -> int:
                 _print_memories(args, "rules", orphans)
                 return 0
         action = _checked_action(daemon_table(client), args.action) if args.action else None
-        if action and not args.all:
-            request: RecallRequest | ListRequest = RecallRequest(
+        if args.pinned:
+            request: RecallRequest | ListRequest = ListRequest(
+                agent=args.agent,
+                cwd=args.cwd,
+                tag=PINNED_TAG,
+                include_superseded=args.all,
+                limit=args.k,
+            )
+        elif action and not args.all:
+            request = RecallRequest(
                 action=action, agent=args.agent, cwd=args.cwd, k=6 if args.k is None else args.k
             )
         else:

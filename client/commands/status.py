@@ -111,6 +111,8 @@ def render_status(status: StatusReply) -> str:
     rows += sync_rows(status)
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
+    if status.recall_error:
+        rows.append(("recall", f"UNAVAILABLE (rules work): {status.recall_error}"))
     # The last fire's agent came with an event; the paths and the config error are files'.
     return "\n".join(
         f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows

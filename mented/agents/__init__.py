@@ -15,7 +15,7 @@ scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 from __future__ import annotations
 
 from mented.agents import claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code
-from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, ToolCall
+from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, SessionStarted, ToolCall
 
 Agent = PreToolUseAgent
 
@@ -34,4 +34,4 @@ AGENTS: dict[str, Agent] = {
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
 DEFAULT_AGENT = claude_code.AGENT.name
 
-__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "ToolCall"]
+__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "SessionStarted", "ToolCall"]

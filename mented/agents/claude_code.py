@@ -23,6 +23,7 @@ from __future__ import annotations
 from mented.agents.pretooluse import PreToolUseAgent
 
 AGENT = PreToolUseAgent(
+    pinned_rules=True,
     name="claude-code",
     title="Claude Code",
     config_dir_env="CLAUDE_CONFIG_DIR",

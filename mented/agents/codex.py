@@ -83,6 +83,7 @@ def entry_trust(entry: InstalledEntry) -> EntryTrust:
 
 
 AGENT = PreToolUseAgent(
+    pinned_rules=True,
     name="codex",
     title="Codex CLI",
     config_dir_env="CODEX_HOME",

@@ -42,6 +42,7 @@ from mented.agents.pretooluse import (
     SESSION_START,
     ContextEmptied,
     PreToolUseAgent,
+    SessionStarted,
     SettingsLayout,
     ToolCall,
     pretooluse_event,
@@ -105,6 +106,8 @@ class GeminiAgent(PreToolUseAgent):
                 return ContextEmptied(session=extra.session_id)
             return None
         call = super().decode(event)
+        if isinstance(call, SessionStarted):  # only for an agent with `pinned_rules`
+            return None
         if not isinstance(call, ToolCall) or not call.mcp_tool:
             return call
         # Gemini names an MCP tool mcp_SERVER_TOOL, which cannot be split on "_":

@@ -20,9 +20,16 @@ approves anything). Sources: Claude Code's hooks reference and Codex's
 `pre-tool-use.command.{input,output}.schema.json`.
 
 The same command line also runs on `SessionStart`, whose `source` says why a
-session (re)starts: `compact` and `clear` mean the model's context was emptied,
-so what mented handed over in that session is gone from it. It is answered with
-silence.
+session (re)starts: `startup`, `resume`, or `compact` and `clear`, which mean
+the model's context was emptied, so what mented handed over in that session is
+gone from it. Claude Code's and Codex's (`pinned_rules`) are answered with the
+pinned rules (mented.pinned) as context, in the shape both read for this event
+(Claude Code's hooks reference; Codex's `session-start.command.output.schema.json`
+and hooks/src/events/session_start.rs)::
+
+    {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "..."}}
+
+Other agents' are answered with silence.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ EVENT_NAME = "PreToolUse"
 SESSION_START = "SessionStart"
 # `SessionStart` sources after which the model no longer has what it was handed.
 CONTEXT_EMPTIED = frozenset({"compact", "clear"})
+# Every source: a new session and a resumed one get the pinned rules too.
+SESSION_START_SOURCES = CONTEXT_EMPTIED | {"startup", "resume"}
 
 
 class _ShellInput(msgspec.Struct):
@@ -167,6 +176,24 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionStarted:
+    """A session started (`source` "startup"), was resumed, or had its context emptied.
+
+    Decoded for an agent that takes pinned rules at session start; `session` is
+    None when the event carried no session id.
+    """
+
+    session: str | None
+    cwd: str | None
+    source: str
+
+    @property
+    def context_emptied(self) -> bool:
+        """The agent compacted or cleared the model's context: what it was handed is gone."""
+        return self.source in CONTEXT_EMPTIED
+
+
+@dataclass(frozen=True, slots=True)
 class ContextEmptied:
     """The agent compacted or cleared the model's context in `session`."""
 
@@ -247,6 +274,8 @@ class PreToolUseAgent:
         context_emptied_events: events that by themselves mean the model's context
             was emptied (Copilot CLI's `PreCompact`), besides `SessionStart` with a
             source in `CONTEXT_EMPTIED`.
+        pinned_rules: whether its `SessionStart` hook hands the pinned rules over
+            (`render_session_context`); checked with the real client.
         layout: how the settings file holds our entries.
     """
 
@@ -270,6 +299,7 @@ class PreToolUseAgent:
     event_name: str = EVENT_NAME
     after_event: str | None = None
     context_emptied_events: frozenset[str] = frozenset()
+    pinned_rules: bool = False
     layout: SettingsLayout = field(default_factory=SettingsLayout)
 
     # ------------------------------------------------------------ event and output
@@ -289,13 +319,20 @@ class PreToolUseAgent:
             hook_event_name=self.event_name,
         )
 
-    def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
-        """The tool call in `event`, a context emptied, or None when we do not act on it."""
+    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
+        """The tool call in `event`, a session start or a context emptied, or None when
+        we do not act on it."""
         try:
             decoded = _event_decoder.decode(event)
         # msgspec gives up on very deep nesting with RecursionError, not DecodeError.
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
+        if self.pinned_rules and decoded.hook_event_name == SESSION_START:
+            if decoded.source not in SESSION_START_SOURCES:
+                return None
+            return SessionStarted(
+                session=decoded.session_id or None, cwd=decoded.cwd or None, source=decoded.source
+            )
         if decoded.hook_event_name == SESSION_START or (
             decoded.hook_event_name in self.context_emptied_events
         ):
@@ -360,6 +397,12 @@ class PreToolUseAgent:
         document["systemMessage"] = notice
         return _encoder.encode(document)
 
+    def render_session_context(self, text: str) -> bytes:
+        """Stdout of a `SessionStart` hook that hands `text` to the model."""
+        return _encoder.encode(
+            {"hookSpecificOutput": {"hookEventName": SESSION_START, "additionalContext": text}}
+        )
+
     def render_deny(self, reason: str) -> bytes:
         """Stdout that stops the tool call and shows `reason` to the model."""
         return _encoder.encode(
@@ -412,7 +455,9 @@ class PreToolUseAgent:
         entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout_s}
         if condition is not None:
             entry["if"] = condition
-        if event in STATUS_MESSAGES:
+        if event == SESSION_START and not self.pinned_rules:
+            entry["statusMessage"] = CONTEXT_RESET_MESSAGE
+        elif event in STATUS_MESSAGES:
             entry["statusMessage"] = STATUS_MESSAGES[event]
         return entry
 
@@ -509,7 +554,9 @@ class PreToolUseAgent:
             EVENT_NAME: self.pretooluse_groups(command, timeout_s, needs, prefilter=prefilter),
             SESSION_START: [
                 {
-                    "matcher": SESSION_START_MATCHER,
+                    "matcher": SESSION_START_MATCHER
+                    if self.pinned_rules
+                    else CONTEXT_EMPTIED_MATCHER,
                     "hooks": [self.hook_entry(command, timeout_s, SESSION_START)],
                 }
             ],
@@ -615,18 +662,22 @@ def matcher_takes(matcher: str | None, tool: str) -> bool:
 
 
 # Installed next to the PreToolUse entry: both agents send `SessionStart` with
-# `source` "compact" after compacting the context and "clear" after /clear, the
-# moments what was handed over leaves the model's context. Claude Code matches a
-# plain `a|b` matcher exactly against the source, Codex as a regex; both read
-# this one as "compact or clear" (the other sources are "startup" and "resume").
-SESSION_START_MATCHER = "|".join(sorted(CONTEXT_EMPTIED))
+# `source` "startup" for a new session, "resume" for a resumed one, "compact"
+# after compacting the context and "clear" after /clear: the moments the pinned
+# rules are handed over (again). Claude Code matches a plain `a|b|c` matcher
+# exactly against the source, Codex as a regex; both read this one as "any of
+# the four". (Older installs had "clear|compact": `hooks install` widens it.)
+SESSION_START_MATCHER = "|".join(sorted(SESSION_START_SOURCES))
+# An agent that takes no pinned rules (`pinned_rules` False) needs only these two.
+CONTEXT_EMPTIED_MATCHER = "|".join(sorted(CONTEXT_EMPTIED))
 
 # Shown by the agent while the hook runs (both accept `statusMessage` on a
 # command hook); it names mented, so that a user who sees it knows whose it is.
 STATUS_MESSAGES = {
     EVENT_NAME: "mented: your rules for this command",
-    SESSION_START: "mented: context reset, rules will be handed over again",
+    SESSION_START: "mented: your pinned rules",
 }
+CONTEXT_RESET_MESSAGE = "mented: context reset, rules will be handed over again"
 
 
 @dataclass(frozen=True, slots=True)

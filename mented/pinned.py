@@ -1,0 +1,152 @@
+"""Pinned rules: the few the agent is handed at the start of every session, under a hard cap.
+
+A pinned rule (a memory tagged `pinned`) holds for everything the agent does
+("answer in British English"), so it cannot wait for an action: the session
+start hook hands the pinned rules the session may see (the store's one
+visibility predicate) to the model when a session starts, and again when the
+agent compacts or clears its context.
+
+What makes this safe is the cap. The failure it prevents: "it works until you
+have thirty rules and every prompt drags all of them along". `[pinned]
+max_rules` and `max_chars` bound what any one session is handed; a rule that
+would take some session past either is refused when it is added (or when a
+supersede makes it longer or widens its scope), with the current total and
+the way out: make it an action rule, which arrives only with its action. The
+session start applies the cap too (the settings may have been lowered since),
+newest first, and says what it left out.
+
+The cap counts the rules' own text; the words around them (`render_pinned`)
+add a fixed couple of hundred characters, measured in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mented.memory import InvalidInputError, Memory, short_handle
+from mented.store import visible_to
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mented.config import PinnedSettings
+
+INTRO = (
+    "The user's pinned rules, from mented: they hold for everything you do in this "
+    "session, whatever the task."
+)
+FOOTER = (
+    "To change one when the user asks: the mented MCP tool `supersede_rule`, or "
+    '`mentectl rule supersede HANDLE "new text"`.'
+)
+LEFT_OUT = (
+    "({n} more pinned {noun} left out by the cap of {rules} rules and {chars} characters; "
+    "`mentectl rule list --pinned` shows them.)"
+)
+_OTHER_AGENT = "\0another agent"  # a viewpoint standing for every agent no rule names
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedHandover:
+    """The words for a session start and the rules in them."""
+
+    text: str
+    shown_ids: list[str]
+
+
+def content_chars(rules: Sequence[Memory]) -> int:
+    """What the cap counts: the characters of the rules' own text."""
+    return sum(len(rule.content) for rule in rules)
+
+
+def check_cap(existing: Sequence[Memory], new: Memory, settings: PinnedSettings) -> None:
+    """Refuse `new` when some session that sees it would be handed more than the cap.
+
+    `existing` are the live pinned rules (all of them, every scope; without the
+    one `new` replaces). Every session that sees `new` sees the same rules as
+    one of a few viewpoints: each agent a rule names (or any other), in each
+    directory a rule is scoped to (or `new`'s own, or anywhere).
+
+    Raises:
+        InvalidInputError: with the total, the cap, and what to do instead.
+    """
+    if len(new.content) > settings.max_chars:
+        raise InvalidInputError(
+            f"this pinned rule is {len(new.content)} characters; pinned rules are capped at "
+            f"{settings.max_chars} characters together ([pinned] max_chars in the config "
+            "file). Shorten it, or make it an action rule (`mentectl rule add ACTION TEXT`), "
+            "which reaches the agent only with the action it governs."
+        )
+    agents = (
+        [new.agent]
+        if new.agent is not None
+        else [*sorted({rule.agent for rule in existing if rule.agent}), _OTHER_AGENT]
+    )
+    places = {rule.project for rule in existing if rule.project}
+    places.add(new.project or os.sep)
+    for agent in agents:
+        for place in sorted(places):
+            if not visible_to(new, agent, place):
+                continue
+            seen = [rule for rule in existing if visible_to(rule, agent, place)]
+            count, chars = len(seen) + 1, content_chars(seen) + len(new.content)
+            if count > settings.max_rules or chars > settings.max_chars:
+                raise InvalidInputError(_over_cap(seen, new, agent, place, settings))
+
+
+def _over_cap(
+    seen: Sequence[Memory], new: Memory, agent: str, place: str, settings: PinnedSettings
+) -> str:
+    who = "" if agent == _OTHER_AGENT else f" for {agent}"
+    where = "" if place == os.sep and new.project is None else f" in {place}"
+    handles = ", ".join(short_handle(rule.id) for rule in seen)
+    sessions = f"sessions{who}{where}" if who or where else "every session"
+    return (
+        f"pinning this would hand {sessions} {len(seen) + 1} pinned rules of "
+        f"{content_chars(seen) + len(new.content)} characters; the cap is "
+        f"{_rules(settings.max_rules)} and {settings.max_chars} characters ([pinned] in the "
+        f"config file), because pinned rules ride along with every session. They are "
+        f"now {len(seen)} ({handles}) of {content_chars(seen)} characters. Make this an "
+        "action rule instead (`mentectl rule add ACTION TEXT`: it reaches the agent only "
+        "right before the action it governs), or supersede or forget a pinned rule "
+        "(`mentectl rule list --pinned`)."
+    )
+
+
+def _rules(count: int) -> str:
+    return f"{count} rule" if count == 1 else f"{count} rules"
+
+
+def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHandover:
+    """The words handing `rules` (newest first) to the model, within the cap.
+
+    Empty when there are none. Rules past the cap (lowered since they were
+    added) are left out, oldest first, and the text says how many.
+    """
+    shown: list[Memory] = []
+    chars = 0
+    for rule in rules:
+        if len(shown) == settings.max_rules or chars + len(rule.content) > settings.max_chars:
+            continue
+        shown.append(rule)
+        chars += len(rule.content)
+    if not shown:
+        return PinnedHandover("", [])
+    lines = [INTRO]
+    lines.extend(
+        f"- [{short_handle(rule.id)}] {rule.content.strip().replace(chr(10), chr(10) + '  ')}"
+        for rule in shown
+    )
+    if (left_out := len(rules) - len(shown)) > 0:
+        lines.append(
+            LEFT_OUT.format(
+                n=left_out,
+                noun="rule" if left_out == 1 else "rules",
+                rules=settings.max_rules,
+                chars=settings.max_chars,
+            )
+        )
+    lines.append(FOOTER)
+    return PinnedHandover("\n".join(lines), [rule.id for rule in shown])
