@@ -362,7 +362,7 @@ def shared_env(short_tmp: Path) -> Iterator[tuple[DaemonProcess, lmdb.Environmen
     # the environment open, every later daemon opens it shared and keeps that size.
     (daemon.data_dir / "lock.mdb").unlink()
     env = lmdb.open(
-        str(daemon.data_dir), max_readers=READER_SLOTS, max_dbs=8, create=False, subdir=True
+        str(daemon.data_dir), max_readers=READER_SLOTS, max_dbs=12, create=False, subdir=True
     )
     try:
         yield daemon, env
@@ -484,7 +484,7 @@ def test_a_store_from_a_newer_schema_is_refused_and_left_untouched(short_tmp: Pa
     with daemon.client() as client:
         client.expect(StoreRequest(content="one line", tags=["trigger:git-commit"]), StoredReply)
     assert daemon.stop() == 0
-    env = lmdb.open(str(daemon.data_dir), max_dbs=8, create=False)
+    env = lmdb.open(str(daemon.data_dir), max_dbs=12, create=False)
     with env.begin(write=True) as txn:
         meta = env.open_db(b"meta", txn=txn, create=False)
         txn.put(b"schema_version", b"99", db=meta)
