@@ -25,7 +25,6 @@ from mented.agents import AGENTS, DEFAULT_AGENT, Agent, ToolCall
 from mented.agents.pretooluse import pretooluse_event
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, GitAliases
-from mented.matcher import Explanation, Matcher, SimpleCommand
 from mented.memory import Memory
 from mented.protocol import MemoriesReply, RecallRequest
 from mented.tool_triggers import ToolMatcher
@@ -40,6 +39,7 @@ from mented_client.scope import agent_option, daemon_table, directory_option
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from mented.config import Config
+    from mented.matcher import Explanation, SimpleCommand
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
@@ -155,6 +155,9 @@ def run_explain(args: argparse.Namespace) -> int:
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     aliases = GitAliases().for_directory(cwd) if "git" in command else NO_ALIASES
+    # bashlex takes a quarter of a second to import: only `explain` pays for it.
+    from mented.matcher import Matcher  # noqa: PLC0415
+
     explanation = Matcher(table).explain(command, aliases=aliases)
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
