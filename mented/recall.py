@@ -125,14 +125,38 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._closing = False  # a rebuild in progress stops at its next batch
         self._writer: tantivy.IndexWriter | None = None  # made on the first write
+        self._open_index: tantivy.Index | None = None  # see `release`
         self.path = directory
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._index = self._open()
+            self._open_index = self._open()
         except (OSError, ValueError) as exc:
             raise RecallError(f"cannot open the recall index in {directory}: {exc}") from exc
         if catch_up:
             self.catch_up()
+
+    @property
+    def _index(self) -> tantivy.Index:
+        """The Tantivy index, opened again after `release`."""
+        if self._open_index is None:
+            self._open_index = tantivy.Index(self._schema, path=str(self.path))
+        return self._open_index
+
+    def release(self) -> None:
+        """Let go of Tantivy while the index is idle; the next use opens it again.
+
+        An open Tantivy index keeps a thread that reads `meta.json` twice a
+        second (its reload watcher), and a writer keeps merge threads: an idle
+        daemon should wake for neither, nor hold their descriptors.
+        """
+        with self._lock:
+            self._drop_writer()
+            self._open_index = None
+
+    def _drop_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()  # nothing is pending between catch-ups
+            self._writer = None
 
     def _writer_now(self) -> tantivy.IndexWriter:
         """The writer, made when first needed: its buffer costs memory a reader does not."""
@@ -156,9 +180,8 @@ class RecallIndex:
         """Let go of the writer (and its lock on the directory); a rebuild stops first."""
         self._closing = True
         with self._lock:
-            if self._writer is not None:
-                self._writer.rollback()  # nothing is pending between catch-ups
-                self._writer = None
+            self._drop_writer()
+            self._open_index = None
 
     def __len__(self) -> int:
         """The facts in the index."""

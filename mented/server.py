@@ -167,10 +167,23 @@ _SLOW_MATCHES = 2  # worker threads matching slow commands at once
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _SYNC_CHECK_S = 60.0  # with [sync] off, how often to look whether a reload turned it on
 _SYNC_SETTLE_S = 2.0  # after a write, wait this long for more before syncing them together
+_RECALL_IDLE_S = 30.0  # the recall index lets go of Tantivy after this long unused
 
 
 class RecallUnavailableError(Exception):
     """Facts cannot be recalled: the index could not be opened (the message says why)."""
+
+
+# Requests that write to the store or read the recall index: they open Tantivy.
+_USES_RECALL = (
+    StoreRequest,
+    SupersedeRequest,
+    ForgetRequest,
+    ImportRequest,
+    SyncRequest,
+    RecallFactsRequest,
+    ReindexRequest,
+)
 
 
 class ServerBusyError(Exception):
@@ -257,6 +270,7 @@ class Server:
         # Checking the pinned cap and storing the rule are one step: two rules pinned
         # at once must not both pass the check.
         self._pinned_lock = threading.Lock()
+        self._recall_used = trio.Event()  # set by each use: see _release_recall_when_idle
 
     # ---------------------------------------------------------------- start-up
 
@@ -336,6 +350,7 @@ class Server:
                 nursery.start_soon(self._exit_when_idle)
             nursery.start_soon(self._sync_by_itself)
             nursery.start_soon(self._catch_up_recall)
+            nursery.start_soon(self._release_recall_when_idle)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -703,6 +718,8 @@ class Server:
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
+        if isinstance(request, _USES_RECALL):
+            self._note_recall_use()
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
                 recall = functools.partial(
@@ -903,6 +920,24 @@ class Server:
 
     # ------------------------------------------------- pinned rules and facts
 
+    def _note_recall_use(self) -> None:
+        self._recall_used.set()
+
+    async def _release_recall_when_idle(self) -> None:
+        """Let Tantivy go once the recall index has been unused for `_RECALL_IDLE_S`
+        (`RecallIndex.release`): an idle daemon wakes for no timer of its own."""
+        while True:
+            await self._recall_used.wait()
+            # Each use in the meantime sets the event again and so restarts the wait.
+            idle = False
+            while not idle:
+                self._recall_used = trio.Event()
+                with trio.move_on_after(_RECALL_IDLE_S) as waited:
+                    await self._recall_used.wait()
+                idle = waited.cancelled_caught
+            if self.recall is not None:
+                await trio.to_thread.run_sync(self.recall.release, abandon_on_cancel=True)
+
     async def _catch_up_recall(self) -> None:
         """Bring the recall index up to date off the start-up path: a first start on a
         big store rebuilds it (about 10,000 facts a second), and rules need no index.
@@ -910,10 +945,12 @@ class Server:
         recall = self.recall
         if recall is None:
             return
+        self._note_recall_use()
         try:
             await trio.to_thread.run_sync(recall.catch_up, abandon_on_cancel=True)
         except (ValueError, OSError, StoreError) as exc:  # Tantivy raises ValueError
             log.warning("recall_index_behind", error=str(exc))
+        self._note_recall_use()
 
     def _open_recall(self) -> None:
         try:
