@@ -33,15 +33,9 @@ compaction starts) empties the context of the session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mented.agents.pretooluse import EVENT_NAME, PreToolUseAgent, SettingsLayout
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from mented.agents.pretooluse import InstalledEntry
-    from mented.registration import HookNeeds
+from mented.agents.pretooluse import EVENT_NAME, EveryCallAgent, SettingsLayout
 
 PRE_COMPACT = "PreCompact"
 SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
@@ -50,7 +44,7 @@ NEVER_FAIL = " || true"
 
 
 @dataclass(frozen=True, kw_only=True)
-class CopilotAgent(PreToolUseAgent):
+class CopilotAgent(EveryCallAgent):
     """Copilot CLI: the shared shape, in flat version-1 entries with `bash` and `timeoutSec`."""
 
     def hook_command(self, command: str) -> str:
@@ -72,27 +66,6 @@ class CopilotAgent(PreToolUseAgent):
         if event == EVENT_NAME:
             entry["matcher"] = SHELL_TOOL_MATCHER
         return entry
-
-    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
-        return self.hook_entry(command, timeout_s)
-
-    def hook_groups(
-        self,
-        command: str,
-        timeout_s: int,
-        needs: HookNeeds | None = None,  # noqa: ARG002 - the registration is the same for any table
-        *,
-        prefilter: bool = True,  # noqa: ARG002 - there is no command filter
-    ) -> dict[str, list[dict[str, Any]]]:
-        """One entry per event: every shell command, whatever the action table names."""
-        return {event: [self.hook_entry(command, timeout_s, event)] for event in self.hook_events}
-
-    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:  # noqa: ARG002
-        return "every shell command"
-
-    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:  # noqa: ARG002
-        """None: what `hook_groups` registers does not depend on the table."""
-        return []
 
     @property
     def hook_events(self) -> list[str]:

@@ -33,17 +33,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, SettingsLayout, ToolCall
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from mented.agents.pretooluse import InstalledEntry
-    from mented.registration import HookNeeds
+from mented.agents.pretooluse import ContextEmptied, EveryCallAgent, SettingsLayout, ToolCall
 
 SHELL_EVENT = "beforeShellExecution"
 MCP_EVENT = "beforeMCPExecution"
@@ -67,7 +61,7 @@ _encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, kw_only=True)
-class CursorAgent(PreToolUseAgent):
+class CursorAgent(EveryCallAgent):
     """Cursor's own event shape; a deny is its only channel to the model."""
 
     def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
@@ -132,33 +126,13 @@ class CursorAgent(PreToolUseAgent):
     ) -> dict[str, Any]:
         return {"command": command}
 
-    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
-        return self.hook_entry(command, timeout_s)
-
-    def hook_groups(
-        self,
-        command: str,
-        timeout_s: int,
-        needs: HookNeeds | None = None,  # noqa: ARG002 - the registration is the same for any table
-        *,
-        prefilter: bool = True,  # noqa: ARG002 - there is no command filter
-    ) -> dict[str, list[dict[str, Any]]]:
-        """One entry per event: every shell command and MCP tool call, whatever the table."""
-        return {event: [self.hook_entry(command, timeout_s, event)] for event in self.hook_events}
-
-    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:  # noqa: ARG002
-        return "every shell command and MCP tool call"
-
-    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:  # noqa: ARG002
-        """None: what `hook_groups` registers does not depend on the table."""
-        return []
-
     @property
     def hook_events(self) -> list[str]:
         return [SHELL_EVENT, MCP_EVENT]
 
 
 AGENT = CursorAgent(
+    registered_for="every shell command and MCP tool call",
     name="cursor",
     title="Cursor",
     config_dir_env="",  # Cursor names no variable that moves ~/.cursor

@@ -705,3 +705,36 @@ class EntryTrust:
     state: str
     problem: str | None = None
     fix: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EveryCallAgent(PreToolUseAgent):
+    """An agent whose hook file lists one flat entry per event, for every call of it.
+
+    Copilot CLI and Cursor filter nothing by the action table: the hook runs for
+    every call of their events (`registered_for` says which), so a registration
+    never lags the table and has no gaps to report.
+    """
+
+    registered_for: str = "every shell command"
+
+    def hook_group(self, command: str, timeout_s: int) -> dict[str, Any]:
+        return self.hook_entry(command, timeout_s)
+
+    def hook_groups(
+        self,
+        command: str,
+        timeout_s: int,
+        needs: HookNeeds | None = None,  # noqa: ARG002 - the registration is the same for any table
+        *,
+        prefilter: bool = True,  # noqa: ARG002 - there is no command filter
+    ) -> dict[str, list[dict[str, Any]]]:
+        """One entry per event, whatever the action table names."""
+        return {event: [self.hook_entry(command, timeout_s, event)] for event in self.hook_events}
+
+    def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:  # noqa: ARG002
+        return self.registered_for
+
+    def registration_gaps(self, installed: Iterable[InstalledEntry], needs: HookNeeds) -> list[str]:  # noqa: ARG002
+        """None: what `hook_groups` registers does not depend on the table."""
+        return []
