@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from mented.protocol import HEADER, StatusReply, StatusRequest
+from mented.sessions import SessionMemory
+from mented.store import Store
 from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
@@ -256,3 +258,23 @@ def small_tmpfs(short_tmp: Path) -> Iterator[Path]:
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """An empty store, unsynced (fast); modules that need another kind define their own."""
+    opened = Store(tmp_path / "data", sync=False)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
+    """A session memory that forgets a session after an hour."""
+    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
+    try:
+        yield opened
+    finally:
+        opened.close()

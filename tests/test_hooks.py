@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +26,6 @@ def make_matcher(config: Config) -> Matcher:
 
 
 COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
-    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def delivery_of(default: str = "before", **actions: str) -> DeliverySettings:

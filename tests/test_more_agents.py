@@ -173,15 +173,6 @@ def store(tmp_path: Path) -> Iterator[Store]:
         opened.close()
 
 
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
-    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 def handler(store: Store, sessions: SessionMemory | None, delivery: str = "before") -> HookHandler:
     config = Config(
         hook=HookSettings(dedupe_seconds=0),

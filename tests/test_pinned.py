@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,6 @@ from mented.pinned import check_cap, render_pinned
 from mented.sessions import SessionMemory
 from mented.store import Store
 from tests.test_hooks import event, rule
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[SessionMemory]:
-    opened = SessionMemory(tmp_path / "sessions", ttl_s=3600)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def pin(store: Store, text: str, **scope: Any) -> Memory:

@@ -14,15 +14,6 @@ from mented.store import Store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
 def index(store: Store) -> Iterator[RecallIndex]:
     opened = RecallIndex(store.path / "recall", store)
     try:
