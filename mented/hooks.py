@@ -69,6 +69,8 @@ from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
     from mented.agents import Agent, ToolCall
+
+    HookEvent = ToolCall | SessionStarted | ContextEmptied  # what an adapter decodes
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
@@ -155,8 +157,15 @@ class HookHandler:
         Past `deadline` (a `time.monotonic()` value: when the shim gives up) the answer is
         silence, and no more work is done for it.
         """
+        return self.handle_decoded(agent, decode_event(agent, event), deadline=deadline)
+
+    def handle_decoded(
+        self, agent: str, call: HookEvent | None, *, deadline: float | None = None
+    ) -> bytes:
+        """`handle` for an event already decoded (`decode_event`): the server decodes
+        each one first to see whether its command is slow to match. Never raises."""
         try:
-            return self._handle(agent, event, deadline)
+            return self._handle(agent, call, deadline)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -188,13 +197,10 @@ class HookHandler:
             self._failures_logged.add(kind)
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
-    def _handle(self, agent: str, event: bytes, deadline: float | None) -> bytes:
+    def _handle(self, agent: str, call: HookEvent | None, deadline: float | None) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
-        if adapter is None:
-            return b""
-        call = adapter.decode(event)
-        if call is None or _past(deadline):
+        if adapter is None or call is None or _past(deadline):
             return b""
         if isinstance(call, SessionStarted):
             return self._session_started(adapter, call, started)
@@ -483,6 +489,15 @@ class HookHandler:
         self._recent.move_to_end(key)
         while len(self._recent) > MAX_RECENT_EVENTS:
             self._recent.popitem(last=False)
+
+
+def decode_event(agent: str, event: bytes) -> HookEvent | None:
+    """What `agent`'s hook event is about; None for an unknown agent or an event we ignore.
+
+    Never raises: the adapters answer an undecodable event with None.
+    """
+    adapter = AGENTS.get(agent)
+    return adapter.decode(event) if adapter is not None else None
 
 
 def _cut(text: str | None, limit: int) -> str | None:

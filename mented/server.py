@@ -43,10 +43,10 @@ import trio
 
 from mented import __version__
 from mented.actions import load_action_table
-from mented.agents import AGENTS, ToolCall
+from mented.agents import ToolCall
 from mented.config import Config, ConfigError, load_config
 from mented.git_aliases import NO_ALIASES
-from mented.hooks import HookHandler
+from mented.hooks import HookHandler, decode_event
 from mented.listener import (
     ListenerError,
     bind_socket,
@@ -698,9 +698,7 @@ class Server:
         matcher's budget, so that other sessions' hooks are answered meanwhile; at most
         `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
         """
-        event = bytes(request.event)
-        adapter = AGENTS.get(request.agent)
-        call = adapter.decode(event) if adapter is not None else None
+        call = decode_event(request.agent, bytes(request.event))
         command = call.command if isinstance(call, ToolCall) else None
         matcher = self.matcher
         aliases = self.hooks.git_aliases_for(call) if isinstance(call, ToolCall) else NO_ALIASES
@@ -714,7 +712,7 @@ class Server:
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle(request.agent, event, deadline=deadline)
+        return self.hooks.handle_decoded(request.agent, call, deadline=deadline)
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
