@@ -742,6 +742,8 @@ class Server:
                     rules_only=request.rules_only,
                     include_superseded=request.include_superseded,
                     limit=request.limit,
+                    # A trusted project's committed rules are listed with yours.
+                    also=self.rules.trusted_rules(request.cwd),
                 )
                 return await self._scan(functools.partial(_listing_reply, listing))
             case HistoryRequest(id=memory_id):

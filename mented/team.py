@@ -342,6 +342,14 @@ class RuleLookup:
             action, agent=agent, cwd=cwd, k=k - len(yours)
         )
 
+    def trusted_rules(self, cwd: str | None) -> list[Memory]:
+        """The rules of the trusted project `cwd` is in (none outside one, or untrusted).
+
+        Called on the event loop: `ProjectRules` keeps its caches unlocked.
+        """
+        project = self.projects.project_of(cwd)
+        return list(project.rules) if project is not None and project.trusted else []
+
     def pinned_rules(self, *, agent: str | None = None, cwd: str | None = None) -> list[Memory]:
         """Your pinned rules; a project's committed rules are not handed over at session start."""
         return self.store.pinned_rules(agent=agent, cwd=cwd)

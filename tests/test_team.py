@@ -176,6 +176,12 @@ def test_rule_add_team_trust_and_the_hook_marks_the_projects_rules(
     assert b"(the project's) team: conventional prefix" in answer
     listed = daemon.mentectl("rule", "list", "--action", "git-commit", "--cwd", str(repo)).stdout
     assert "[the project's: .mented/]" in listed
+    # Every rule that applies there, not only one action's: yours and the project's.
+    everything = daemon.mentectl("rule", "list", "--cwd", str(repo)).stdout
+    assert "team: conventional prefix" in everything
+    assert "mine: one line" in everything
+    elsewhere = daemon.mentectl("rule", "list", "--cwd", str(repo.parent)).stdout
+    assert "team: conventional prefix" not in elsewhere
     explained = daemon.mentectl("explain", "--cwd", str(repo), "git commit -m x").stdout
     assert "[the project's: .mented/]" in explained
     assert "NOT SERVED" not in daemon.mentectl("status").stdout
