@@ -18,7 +18,9 @@ General layout, lowest first (imports point up this list, never down it):
 - `service_manager.py` systemd --user and launchd: install, start, stop; the
                        interpreter mented runs with.
 - `mcp_server.py`      the MCP server: the agent's tools, a client of the daemon.
-- `bench.py`           `mentectl bench`: runs daemons of its own and measures them.
+- `bench/`             `mentectl bench`: runs daemons of its own and measures them,
+                       one module per thing measured; `python -m mented_client.bench`
+                       runs the benchmarks of one part by hand.
 - `commands/`          `mentectl`'s verbs, one module per group, and `output.py`,
                        their shared output helpers.
 - `cli.py`             `mentectl`: parses arguments and hands off to `commands/`.
@@ -27,8 +29,8 @@ One import points down: `mcp_server.py` shows memories with `commands/output.py`
 (which imports nothing of the client but `errors.py`), so that the model and
 `mentectl` see the same text. From the daemon's package the client imports the
 shared modules (paths, protocol, memory, config, actions, matcher, agents,
-peercred), never the server or the store, except `bench.py`, which fills its
+peercred), never the server or the store, except `bench/`, which fills its
 stores directly and times the matcher alone. Heavy modules load only for their
-verb: `bench.py` for `mentectl bench`, `mcp_server.py` (and the optional MCP
+verb: `bench/` for `mentectl bench`, `mcp_server.py` (and the optional MCP
 SDK) for `mentectl mcp`.
 """

@@ -27,6 +27,8 @@ def register(
         "(nothing of yours is used: --socket is ignored), runs every benchmark, and prints "
         "a table (--json: the results as JSON). "
         "The full run loads a million memories and takes a few minutes.",
+        epilog="Benchmarks of one part, run by hand (docs/benchmarks.md): "
+        "python -m mented_client.bench {matcher,lookups,travel} --help",
     )
     parser.add_argument(
         "--quick",
@@ -91,7 +93,8 @@ def _check_writable(*names: str | None) -> None:
 
 
 # In the Markdown file, what follows this line is written by hand (other benchmarks'
-# figures, e.g. bench/bench_lookups.py) and kept when the file is generated again.
+# figures, e.g. `python -m mented_client.bench lookups`) and kept when the file is
+# generated again.
 KEPT_MARK = b"<!-- Written by hand from here on: `mentectl bench --markdown` keeps it. -->"
 
 

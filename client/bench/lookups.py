@@ -1,4 +1,3 @@
-# ruff: noqa: INP001 - a script run by hand, not a package
 """The other two lookups: recall over the socket, the index's build rate, a session start's cost.
 
 For each store size (default 1,000 and 100,000 facts), a store is filled in one
@@ -11,11 +10,12 @@ frequencies; queries take their words from the middle of that vocabulary (a
 word in about 0.1 to 1% of the facts), as topic words are.
 
 Then the characters a session start hands over with the default cap
-(`[pinned]` 5 rules, 1,200 characters), through the real hook request.
+(`[pinned]` 5 rules, 1,200 characters), through the real hook request
+(`session_cost.session_start_cost`).
 
 Run it with the real interpreter (not a pyenv shim), on a quiet machine::
 
-    .venv/bin/python bench/bench_lookups.py [--sizes 1000 100000] [--queries 2000]
+    .venv/bin/python -m mented_client.bench lookups [--sizes 1000 100000] [--queries 2000]
 
 Target (issue 16): recall p50 under 2 ms at 100,000 facts over the socket.
 """
@@ -23,21 +23,16 @@ Target (issue 16): recall p50 under 2 ms at 100,000 facts over the socket.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from mented.agents.pretooluse import text_of_answer
-from mented.memory import MemoryType
 from mented.protocol import (
     MemoriesReply,
     RecalledReply,
@@ -45,16 +40,15 @@ from mented.protocol import (
     RecallRequest,
     ReindexedReply,
     ReindexRequest,
-    StatusReply,
-    StatusRequest,
-    StoredReply,
-    StoreRequest,
 )
 from mented.store import Store, StoreItem
-from mented_client.connection import Client, NotRunningError, ProtocolError
+from mented_client.bench.processes import Daemon
+from mented_client.bench.session_cost import session_start_cost
+from mented_client.connection import Client
 
 VOCABULARY = 5000
 SEED = 16
+START_TIMEOUT_S = 600.0  # a daemon on a large store of facts
 
 
 def words() -> list[str]:
@@ -77,36 +71,15 @@ def fill(data_dir: Path, size: int, rng: random.Random) -> None:
         store.close()
 
 
-def start_daemon(root: Path) -> subprocess.Popen[bytes]:
-    env = os.environ | {
-        "MENTED_SOCKET": str(root / "mented.sock"),
-        "MENTED_DATA_DIR": str(root / "data"),
-        "MENTED_CONFIG": str(root / "config.toml"),
-    }
-    log = (root / "mented.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mented.daemon"], env=env, stdout=log, stderr=log
-    )
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        try:
-            with Client(root / "mented.sock", timeout=1.0) as client:
-                client.expect(StatusRequest(), StatusReply)
-                return proc
-        except (NotRunningError, ProtocolError):
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the daemon did not start")
-
-
 def measure(size: int, queries: int) -> dict[str, float]:
     rng = random.Random(SEED)  # noqa: S311 - a reproducible corpus, not a secret
     with tempfile.TemporaryDirectory(prefix="mdb-", dir="/tmp") as tmp:
         root = Path(tmp)
-        fill(root / "data", size, rng)
-        proc = start_daemon(root)
+        daemon = Daemon(root, "data", root / "config.toml")
+        fill(daemon.data_dir, size, rng)
+        daemon.start(timeout_s=START_TIMEOUT_S)
         try:
-            with Client(root / "mented.sock", timeout=600.0) as client:
+            with Client(daemon.socket, timeout=600.0) as client:
                 built = client.expect(ReindexRequest(), ReindexedReply)
                 middle = [f"w{n}" for n in range(50, 500)]
                 asked = [" ".join(rng.sample(middle, rng.randint(2, 3))) for _ in range(queries)]
@@ -131,10 +104,9 @@ def measure(size: int, queries: int) -> dict[str, float]:
                     )
                     baseline.append(time.perf_counter_ns() - started)
         finally:
-            proc.terminate()
-            proc.wait()
+            daemon.stop()
         index_bytes = sum(
-            path.stat().st_size for path in (root / "data" / "recall").iterdir() if path.is_file()
+            path.stat().st_size for path in (daemon.data_dir / "recall").iterdir() if path.is_file()
         )
     samples.sort()
     return {
@@ -149,47 +121,13 @@ def measure(size: int, queries: int) -> dict[str, float]:
     }
 
 
-def session_start_cost() -> tuple[int, int]:
-    """Characters handed over at session start: one short rule, and the default cap full."""
-    with tempfile.TemporaryDirectory(prefix="mdb-", dir="/tmp") as tmp:
-        root = Path(tmp)
-        proc = start_daemon(root)
-        try:
-            with Client(root / "mented.sock") as client:
-
-                def hand_over(session: str) -> int:
-                    event = json.dumps(
-                        {
-                            "hook_event_name": "SessionStart",
-                            "source": "startup",
-                            "session_id": session,
-                            "cwd": "/work/app",
-                        }
-                    ).encode()
-                    return len(text_of_answer(client.hook("claude-code", event)) or "")
-
-                def pin(text: str) -> None:
-                    client.expect(
-                        StoreRequest(
-                            content=text, memory_type=MemoryType.PROCEDURAL, tags=["pinned"]
-                        ),
-                        StoredReply,
-                    )
-
-                pin("Answer in British English.")
-                one = hand_over("one")
-                # The rest of the cap: five rules of 1,200 characters together.
-                for n in range(4):
-                    pin(f"Pinned rule {n}: " + "x" * (1174 // 4 - 16))
-                full = hand_over("full")
-        finally:
-            proc.terminate()
-            proc.wait()
-    return one, full
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """`python -m mented_client.bench lookups`: the figures per store size, printed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mented_client.bench lookups",
+        description="The other two lookups: recall over the socket, the index's build rate, "
+        "a session start's cost.",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100_000])
     parser.add_argument("--queries", type=int, default=2000)
     args = parser.parse_args(argv)
@@ -210,7 +148,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     one, full = session_start_cost()
     print(f"session start: {one} characters for one short pinned rule, {full} at the full cap")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

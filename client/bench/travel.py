@@ -1,4 +1,4 @@
-# ruff: noqa: INP001, S603, S607 - a script run by hand (not a package) that runs git from PATH
+# ruff: noqa: S603, S607 - runs git from PATH, as `mentectl sync` does
 """Rules that travel: export and import rates, and the time a sync takes.
 
 Measures, in-process (the daemon runs the same code in a worker thread):
@@ -10,7 +10,7 @@ Measures, in-process (the daemon runs the same code in a worker thread):
 
 Run it with the real interpreter, on a quiet machine::
 
-    .venv/bin/python bench/bench_travel.py [--memories 100000] [--sync-base 10000]
+    .venv/bin/python -m mented_client.bench travel [--memories 100000] [--sync-base 10000]
 
 The figures go in docs/benchmarks.md ("Rules that travel").
 """
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from mented.actions import load_action_table
@@ -106,11 +107,15 @@ def hook_path(root: Path, rounds: int = 2000) -> None:
     store.close()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mented_client.bench travel`: the figures as Markdown table rows, printed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mented_client.bench travel",
+        description="Rules that travel: export and import rates, and the time a sync takes.",
+    )
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--sync-base", type=int, default=10_000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="mented-travel-"))
     try:
         print(
@@ -178,7 +183,3 @@ def main() -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
