@@ -119,3 +119,40 @@ def test_an_unwritable_output_is_refused_before_measuring(short_tmp: Path) -> No
     assert done.returncode == 1
     assert "is not a writable directory" in done.stderr
     assert "matcher:" not in done.stderr  # no benchmark ran
+
+
+def by_hand(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m mented_client.bench ARGS`, as docs/benchmarks.md says to run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "mented_client.bench", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_matcher_benchmark_by_hand_reads_the_acceptance_rows(short_tmp: Path) -> None:
+    done = by_hand(isolated_env(short_tmp), "matcher", "--rounds", "1")
+    assert done.returncode == 0, done.stderr
+    assert "cache miss, commands < 1 KiB" in done.stdout
+    assert "not found" not in done.stdout  # tests/data/commands.jsonl was measured too
+
+
+def test_the_lookups_and_travel_benchmarks_by_hand_run_tiny(short_tmp: Path) -> None:
+    env = isolated_env(short_tmp)
+    lookups = by_hand(env, "lookups", "--sizes", "100", "--queries", "5")
+    assert lookups.returncode == 0, lookups.stderr
+    assert "100 facts: recall p50" in lookups.stdout
+    assert "session start:" in lookups.stdout
+    travel = by_hand(env, "travel", "--memories", "50", "--sync-base", "20")
+    assert travel.returncode == 0, travel.stderr
+    assert "| sync bringing 1,000 new records from another machine |" in travel.stdout
+
+
+def test_an_unknown_part_is_refused_with_the_known_ones(short_tmp: Path) -> None:
+    done = by_hand(isolated_env(short_tmp), "bogus")
+    assert done.returncode == 2
+    assert "matcher" in done.stderr
+    assert "travel" in done.stderr
