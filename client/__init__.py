@@ -17,7 +17,9 @@ General layout, lowest first (imports point up this list, never down it):
                        the daemon's action table the action is checked against.
 - `service_manager.py` systemd --user and launchd: install, start, stop; the
                        interpreter mented runs with.
-- `mcp_server.py`      the MCP server: the agent's tools, a client of the daemon.
+- `mcp_server/`        the MCP server: the agent's tools, a client of the daemon;
+                       the tools for action rules and those of the other lookups
+                       in a module each.
 - `bench/`             `mentectl bench`: runs daemons of its own and measures them,
                        one module per thing measured; `python -m mented_client.bench`
                        runs the benchmarks of one part by hand.
@@ -25,12 +27,12 @@ General layout, lowest first (imports point up this list, never down it):
                        their shared output helpers.
 - `cli.py`             `mentectl`: parses arguments and hands off to `commands/`.
 
-One import points down: `mcp_server.py` shows memories with `commands/output.py`
+One import points down: `mcp_server/` shows memories with `commands/output.py`
 (which imports nothing of the client but `errors.py`), so that the model and
 `mentectl` see the same text. From the daemon's package the client imports the
 shared modules (paths, protocol, memory, config, actions, matcher, agents,
 peercred), never the server or the store, except `bench/`, which fills its
 stores directly and times the matcher alone. Heavy modules load only for their
-verb: `bench/` for `mentectl bench`, `mcp_server.py` (and the optional MCP
+verb: `bench/` for `mentectl bench`, `mcp_server/` (and the optional MCP
 SDK) for `mentectl mcp`.
 """
