@@ -78,6 +78,7 @@ class Subscription:
         self._hub = hub
         self._queue: deque[bytes] = deque()
         self._held = 0  # bytes of the queued frames and the one being sent
+        self._in_flight = 0  # bytes of the one being sent
         self._wake = trio.Event()
         # Around the sending of frames: given a deadline when the subscriber is dropped.
         self._sending = trio.CancelScope()
@@ -132,11 +133,14 @@ class Subscription:
             await self._wake.wait()
         if self.dropped is not None:
             return None
-        return self._queue.popleft()
+        frame = self._queue.popleft()
+        self._in_flight = len(frame)
+        return frame
 
     def sent(self, frame: bytes) -> None:
         """`frame` (from `next_frame`) went out: stop counting it."""
         self._held -= len(frame)
+        self._in_flight = 0
         self._hub.budget.give_back(len(frame))
 
     async def send_to(self, sock: trio.socket.SocketType) -> None:
@@ -153,6 +157,7 @@ class Subscription:
     def release(self) -> None:
         """Give back every byte still counted (the subscription is over)."""
         self._queue.clear()
+        self._in_flight = 0
         if self._held:
             self._hub.budget.give_back(self._held)
             self._held = 0
@@ -161,9 +166,8 @@ class Subscription:
         self.dropped = encode(
             DroppedEvent(time=time.time(), message=f"{why} and was dropped; subscribe again")
         )
-        in_flight = self._held - sum(len(frame) for frame in self._queue)
-        self._hub.budget.give_back(self._held - in_flight)
-        self._held = in_flight
+        self._hub.budget.give_back(self._held - self._in_flight)
+        self._held = self._in_flight
         self._queue.clear()
         self._hub.stop_publishing_to(self)
         log.info("subscriber_dropped", why=why)
