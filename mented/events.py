@@ -17,6 +17,7 @@ So a stuck editor costs a hook nothing but the queueing of a few bytes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
@@ -281,7 +282,8 @@ async def serve_subscription(subscription: Subscription, sock: trio.socket.Socke
     sends meanwhile is ignored), the subscriber is dropped, or the caller cancels."""
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_until_end_of_stream, sock, nursery.cancel_scope)
-        await subscription.send_to(sock)
+        with contextlib.suppress(OSError):  # the client went away (EPIPE, ECONNRESET)
+            await subscription.send_to(sock)
         nursery.cancel_scope.cancel()
 
 

@@ -482,7 +482,10 @@ class HookHandler:
         if fire.delivery != "none":
             self._last_fire = fire
         if self._on_fire is not None:
-            self._on_fire(fire)
+            try:
+                self._on_fire(fire)
+            except Exception as exc:  # noqa: BLE001 - a subscriber's trouble must not silence the hook
+                self._log_failure_once(exc, during="on_fire")
 
     def _seen_recently(self, key: bytes, now: float) -> bool:
         recent = self._recent

@@ -258,3 +258,25 @@ async def test_the_hook_handler_reports_each_fire_that_named_an_action(store: St
     handler.handle("claude-code", pretooluse_event("git commit -m x", cwd="/r", session="s"))
     handler.handle("claude-code", pretooluse_event("ls -la", cwd="/r", session="s"))
     assert [(fire.actions, fire.delivery) for fire in seen] == [(["git-commit"], "full")]
+
+
+async def test_a_client_that_goes_away_ends_its_subscription_quietly() -> None:
+    hub = EventHub(Budget())
+    for close in ("before reading", "with events unread"):
+        ours, theirs = socket.socketpair()
+        with ours:
+            subscription = hub.subscribe()
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(
+                        serve_subscription, subscription, trio.socket.from_stdlib_socket(ours)
+                    )
+                    if close == "with events unread":
+                        hub.publish_config("/c.toml", None)
+                        await trio.sleep(0.01)
+                    theirs.close()
+                    for _ in range(100):  # sending into a closed socket: EPIPE, not a crash
+                        hub.publish_config("/c.toml", None)
+                        await trio.lowlevel.checkpoint()
+            hub.unsubscribe(subscription)
+    assert hub.subscribers == 0
