@@ -528,6 +528,8 @@ class Server:
             # decoder once did) ends the connections nursery and with it the daemon.
             log.exception("connection_failed")
         finally:
+            if conn.subscription is not None:  # also when its `subscribed` was never sent
+                self.events.unsubscribe(conn.subscription)
             self.held.release(conn)
             self._connections -= 1
             self._last_activity = trio.current_time()
@@ -657,7 +659,6 @@ class Server:
                     await serve_subscription(subscription, conn.sock)
             finally:
                 self._idle_scopes.discard(scope)
-                self.events.unsubscribe(subscription)
 
     async def _dispatch(self, body: bytes, conn: _Connection) -> bytes:
         """The complete reply frame for one request body (`conn`: whose, for `subscribe`)."""
