@@ -11,7 +11,9 @@ Every call has a timeout; errors from the daemon come back as `DaemonError`.
 
 from __future__ import annotations
 
+import select
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
@@ -22,8 +24,11 @@ from mented.protocol import (
     ErrorReply,
     FrameTooLargeError,
     HookRequest,
+    IncompleteFrameError,
     Reply,
     Request,
+    SubscribedReply,
+    SubscribeRequest,
     encode,
     recv_frame,
     reply_decoder,
@@ -159,6 +164,40 @@ class Client:
         if not isinstance(reply, kind):
             raise ProtocolError(f"expected a {kind.__name__} reply, got {type(reply).__name__}")
         return reply
+
+    def events(self, request: SubscribeRequest, *, output: int | None = None) -> Iterator[bytes]:
+        """Subscribe, then yield the body of each event frame as it comes, waiting as
+        long as it takes; the iteration ends when the daemon closes the connection.
+
+        `output`: the descriptor the events are written to. When its reader goes away
+        (`mentectl watch | head -1`) the wait ends with BrokenPipeError at once, not at
+        the next event, which may be hours away.
+
+        Raises:
+            NotRunningError: no daemon answers.
+            DaemonError: the daemon refused the subscription.
+            ProtocolError: the daemon sent a frame over the size limit.
+            BrokenPipeError: `output` was closed by its reader.
+        """
+        self.expect(request, SubscribedReply)
+        sock = self._sock
+        assert sock is not None
+        sock.settimeout(None)  # events come when they come
+        waiting = select.poll()
+        waiting.register(sock, select.POLLIN)
+        if output is not None:
+            waiting.register(output, 0)  # a closed reader shows as POLLERR (POLLHUP on some)
+        while True:
+            for fd, flags in waiting.poll():
+                if fd == output and flags & (select.POLLERR | select.POLLHUP):
+                    raise BrokenPipeError(f"the reader of descriptor {output} went away")
+            try:
+                body = recv_frame(sock)
+            except FrameTooLargeError as exc:
+                raise ProtocolError(f"event {exc}") from exc
+            except (IncompleteFrameError, ConnectionResetError):
+                return
+            yield body
 
     def hook(self, agent: str, event: bytes) -> bytes:
         """What the hook shim would print for `event` (raw stdout bytes)."""

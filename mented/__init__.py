@@ -15,6 +15,7 @@ General layout (imports point downward; nothing imports upward):
 - `sessions.py`  what each agent session was handed (kept across restarts).
 - `handover.py`  the words the model reads: rules in full, or a one-line pointer.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
+- `events.py`    the event hub: hook fires, rule changes, reloads pushed to subscribers.
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.
 - `listener.py`  the listening socket: private directory, 0600 from birth.
 - `peercred.py`  the peer's uid on a Unix socket (the daemon and its clients check it).

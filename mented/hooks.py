@@ -68,6 +68,8 @@ from mented.team import RuleLookup
 from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mented.agents import Agent, ToolCall
 
     HookEvent = ToolCall | SessionStarted | ContextEmptied  # what an adapter decodes
@@ -110,17 +112,22 @@ class HookHandler:
         matcher: Matcher,
         config: Config,
         sessions: SessionMemory | None = None,
+        *,
+        on_fire: Callable[[FireRecord], None] | None = None,
     ) -> None:
         """`store`: where rules are looked up (the daemon passes a `RuleLookup`: your
         rules, then the project's trusted ones). `sessions`: the session memory; None
         (it could not be opened) means every command gets its rules as context, and
-        nothing is ever stopped."""
+        nothing is ever stopped. `on_fire`: called with each fire as it is logged, in
+        the thread that handles the event (the daemon's: it publishes it to subscribers,
+        `mented.events`); it must not raise, nor wait."""
         self._store = store
         self._matcher = matcher
         self._tools = ToolMatcher(matcher.table)
         self._edits = EditMatcher(matcher.table)
         self._config = config
         self._sessions = sessions
+        self._on_fire = on_fire
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
@@ -474,6 +481,11 @@ class HookHandler:
         self._fires.append(fire)
         if fire.delivery != "none":
             self._last_fire = fire
+        if self._on_fire is not None:
+            try:
+                self._on_fire(fire)
+            except Exception as exc:  # noqa: BLE001 - a subscriber's trouble must not silence the hook
+                self._log_failure_once(exc, during="on_fire")
 
     def _seen_recently(self, key: bytes, now: float) -> bool:
         recent = self._recent

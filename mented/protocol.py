@@ -8,7 +8,8 @@ Every message travels in one frame on a Unix stream socket::
 
 The length is checked against `MAX_FRAME` before the body is read: a larger
 frame is answered with a `frame_too_large` error and the connection is closed.
-A connection carries any number of request/reply pairs, one at a time.
+A connection carries any number of request/reply pairs, one at a time, until it
+sends `subscribe`: from then on it carries only `Event` frames from the daemon.
 
 Requests and replies are JSON objects tagged by their `type` field. They are
 `msgspec.Struct`s collected in the unions `Request` and `Reply`, each with one
@@ -27,7 +28,7 @@ See docs/protocol.md for an example of every message.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -196,6 +197,26 @@ class TrustRequest(_Request, tag="trust", kw_only=True):
     dir: str
 
 
+class ActionsRequest(_Request, tag="actions", kw_only=True):
+    """The action table in force (what the hook matches with), for editors' completion."""
+
+
+# What a subscriber may ask for; `dropped` is sent to every subscriber that falls behind.
+EventKind = Literal["fire", "rule", "config"]
+EVENT_KINDS: tuple[EventKind, ...] = ("fire", "rule", "config")
+
+
+class SubscribeRequest(_Request, tag="subscribe", kw_only=True):
+    """Turn this connection into a stream of events (see `Event` and docs/protocol.md).
+
+    `kinds`: which events (default all); `project`: an absolute directory, to get only
+    the events that concern it (fires there, rules that apply there, batches, config).
+    """
+
+    kinds: list[EventKind] = msgspec.field(default_factory=lambda: list(EVENT_KINDS))
+    project: str | None = None
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -218,6 +239,8 @@ Request = (
     | ImportRequest
     | SyncRequest
     | TrustRequest
+    | ActionsRequest
+    | SubscribeRequest
     | ShutdownRequest
 )
 
@@ -292,6 +315,8 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     untrusted_projects: list[str] = []
     # Set while facts cannot be recalled (the index could not be opened): why.
     recall_error: str | None = None
+    # Connections subscribed to events (editors, `mentectl watch`).
+    subscribers: int = 0
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -374,6 +399,26 @@ class TrustedReply(_Reply, tag="trusted", kw_only=True):
     digest: str
 
 
+class ActionSummary(msgspec.Struct, kw_only=True, frozen=True):
+    """An action in force: its name and what it is ("" when nobody said)."""
+
+    name: str
+    description: str = ""
+
+
+class ActionsReply(_Reply, tag="actions", kw_only=True):
+    """The action table in force, sorted by name."""
+
+    actions: list[ActionSummary]
+
+
+class SubscribedReply(_Reply, tag="subscribed", kw_only=True):
+    """The subscription is on: what it gets. Event frames follow, until either side closes."""
+
+    kinds: list[EventKind]
+    project: str | None = None
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -399,9 +444,77 @@ Reply = (
     | ImportedReply
     | SyncedReply
     | TrustedReply
+    | ActionsReply
+    | SubscribedReply
     | OkReply
     | ErrorReply
 )
+
+
+# ----------------------------------------------------------------------- events
+
+
+class _Event(msgspec.Struct, tag_field="kind", kw_only=True):
+    """An event frame on a subscription: `type` is always "event", `kind` says which."""
+
+    type: Literal["event"] = "event"
+    time: float  # Unix seconds
+
+
+class FireEvent(_Event, tag="fire", kw_only=True):
+    """A hook fire that named at least one action; the fields as in `FireRecord`
+    (`command` and `cwd` cut as the fire log cuts them), plus the rules' handles."""
+
+    agent: str
+    session: str | None = None
+    cwd: str | None = None
+    command: str = ""
+    actions: list[str] = []
+    rule_ids: list[str] = []
+    handles: list[str] = []
+    mode: str = "none"
+    delivery: str = "none"
+
+
+RuleChange = Literal["added", "superseded", "forgotten", "imported", "synced"]
+
+
+class RuleEvent(_Event, tag="rule", kw_only=True):
+    """A change of the memories: one memory (`added`, `superseded`, `forgotten`), or a
+    batch (`imported`, `synced`: only the counts `added` and `forgotten`).
+
+    Fields that do not belong to the change are left out of the frame (UNSET), not null.
+    `content` is cut to `MAX_EVENT_TEXT` characters, saying how many more there were.
+    """
+
+    change: RuleChange
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    handle: str | msgspec.UnsetType = msgspec.UNSET
+    actions: list[str] | msgspec.UnsetType = msgspec.UNSET
+    project: str | msgspec.UnsetType | None = msgspec.UNSET
+    agent: str | msgspec.UnsetType | None = msgspec.UNSET
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    replaces: str | msgspec.UnsetType | None = msgspec.UNSET
+    added: int | msgspec.UnsetType = msgspec.UNSET
+    forgotten: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class ConfigEvent(_Event, tag="config", kw_only=True):
+    """The config file was reloaded; `error` set: it was invalid, the previous one stays."""
+
+    config: str | None = None
+    error: str | None = None
+
+
+class DroppedEvent(_Event, tag="dropped", kw_only=True):
+    """The last frame to a subscriber that fell behind: it is dropped and must subscribe again."""
+
+    message: str
+
+
+Event = FireEvent | RuleEvent | ConfigEvent | DroppedEvent
+# Rule content in an event is cut to this many characters (a rule may hold 64 KiB).
+MAX_EVENT_TEXT = 4096
 
 
 class ErrorCode:
@@ -429,6 +542,7 @@ class ErrorCode:
 _encoder = msgspec.json.Encoder()
 request_decoder = msgspec.json.Decoder(Request)
 reply_decoder = msgspec.json.Decoder(Reply)
+event_decoder = msgspec.json.Decoder(Event)
 
 
 def frame(body: bytes) -> bytes:
@@ -436,7 +550,7 @@ def frame(body: bytes) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def encode(message: _Request | _Reply) -> bytes:
+def encode(message: _Request | _Reply | _Event) -> bytes:
     """One message as a complete frame."""
     return frame(_encoder.encode(message))
 

@@ -6,6 +6,10 @@ config, open the store, bind or adopt the socket) and reports any problem as a
 signal or a `shutdown` request, then stops accepting, lets requests in flight
 finish (up to a grace period), and `Server.close()` releases everything.
 
+A `subscribe` request turns its connection into a stream of events (hook fires,
+rule changes, config reloads); `mented.events` queues them, bounded, and drops a
+subscriber that falls behind rather than ever making a hook wait.
+
 Reads (lookups, hook requests) run on the trio thread: they take microseconds.
 Writes run in a worker thread because a durable commit waits for fsync. Long
 store scans (`list`, `history`, a recall of many rules) run in a worker thread
@@ -45,6 +49,7 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import ToolCall
 from mented.config import Config, ConfigError, load_config
+from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookHandler, decode_event
 from mented.listener import (
@@ -63,6 +68,9 @@ from mented.portable import export_store, import_file
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
+    ActionsReply,
+    ActionsRequest,
+    ActionSummary,
     ErrorCode,
     ErrorReply,
     ExportedReply,
@@ -94,6 +102,8 @@ from mented.protocol import (
     StatusRequest,
     StoredReply,
     StoreRequest,
+    SubscribedReply,
+    SubscribeRequest,
     SupersededReply,
     SupersedeRequest,
     SyncedReply,
@@ -248,6 +258,8 @@ class Server:
         self._idle_scopes: set[trio.CancelScope] = set()
         self._connections = 0
         self.held = _HeldBytes(options.held_limit_bytes)
+        # Subscribers' queued events count against the same bound as requests and answers.
+        self.events = EventHub(self.held, grace_s=options.send_timeout_s)
         self._scans = trio.CapacityLimiter(1)  # long store scans, one at a time
         self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
@@ -299,7 +311,9 @@ class Server:
         self.projects = ProjectRules(opts.data_dir)
         self.rules = RuleLookup(self.store, self.projects)
         self._open_recall()
-        self.hooks = HookHandler(self.rules, self.matcher, self.config, self.sessions)
+        self.hooks = HookHandler(
+            self.rules, self.matcher, self.config, self.sessions, on_fire=self.events.publish_fire
+        )
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -492,7 +506,7 @@ class Server:
                 if body is None:
                     return
                 started = time.perf_counter()
-                reply = await self._dispatch(body)
+                reply = await self._dispatch(body, conn)
                 del body  # not held while the client takes its time reading the answer
                 self.stats.requests += 1
                 self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
@@ -502,6 +516,9 @@ class Server:
                     return
                 del reply  # not held while the connection waits for its next request
                 self.held.release(conn)
+                if conn.subscription is not None:
+                    await self._stream_events(conn)
+                    return
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
             pass  # the client went away, stalled mid-frame or left its answer unread
         except OSError as exc:
@@ -511,6 +528,8 @@ class Server:
             # decoder once did) ends the connections nursery and with it the daemon.
             log.exception("connection_failed")
         finally:
+            if conn.subscription is not None:  # also when its `subscribed` was never sent
+                self.events.unsubscribe(conn.subscription)
             self.held.release(conn)
             self._connections -= 1
             self._last_activity = trio.current_time()
@@ -625,10 +644,28 @@ class Server:
 
     # ---------------------------------------------------------------- requests
 
-    async def _dispatch(self, body: bytes) -> bytes:
-        """The complete reply frame for one request body."""
+    async def _stream_events(self, conn: _Connection) -> None:
+        """The rest of a subscribed connection: events until either side ends it.
+
+        No idle timeout (a subscriber waits for events); shutdown ends it like an
+        idle connection. Its queue is bounded by `self.events`, not by this task.
+        """
+        subscription = conn.subscription
+        assert subscription is not None
+        with trio.CancelScope() as scope:
+            self._idle_scopes.add(scope)
+            try:
+                if not self._stopping:
+                    await serve_subscription(subscription, conn.sock)
+            finally:
+                self._idle_scopes.discard(scope)
+
+    async def _dispatch(self, body: bytes, conn: _Connection) -> bytes:
+        """The complete reply frame for one request body (`conn`: whose, for `subscribe`)."""
         received = time.monotonic()
         request = decode_request(body)
+        if isinstance(request, SubscribeRequest):
+            return encode(self._subscribe(request, conn))
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
             # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
@@ -680,6 +717,17 @@ class Server:
                 )
             )
         return answer
+
+    def _subscribe(self, request: SubscribeRequest, conn: _Connection) -> Reply:
+        """Make `conn` a subscriber (its events follow the answer: `_stream_events`)."""
+        if request.project is not None and not Path(request.project).is_absolute():
+            return ErrorReply(
+                code=ErrorCode.BAD_REQUEST,
+                message=f"project must be an absolute directory, not {request.project!r}",
+            )
+        kinds = list(dict.fromkeys(request.kinds))  # each once, in the order asked
+        conn.subscription = self.events.subscribe(kinds, request.project)
+        return SubscribedReply(kinds=kinds, project=conn.subscription.project)
 
     def _stop_for_store_failure(self) -> None:
         """Stop serving: a process that can no longer use its store would answer
@@ -753,16 +801,19 @@ class Server:
             case StoreRequest():
                 memory = await _in_thread(functools.partial(self._store_memory, request))
                 self._note_change()
+                self.events.publish_rule("added", memory)
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
                 new, old = await _in_thread(functools.partial(self._supersede, request))
                 self._note_change()
+                self.events.publish_rule("superseded", new, replaces=old.id)
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
                 forgotten = await _in_thread(
                     functools.partial(self._indexed, store.forget, memory_id)
                 )
                 self._note_change()
+                self.events.publish_rule("forgotten", forgotten)
                 return ForgottenReply(id=forgotten.id)
             case ExportRequest():
                 return await self._scan(self._export)
@@ -771,12 +822,25 @@ class Server:
                     functools.partial(self._indexed, self._import, path, shown_as)
                 )
                 self._note_change()
+                self.events.publish_batch(
+                    "imported", added=imported.added, forgotten=imported.forgotten
+                )
                 return imported
             case TrustRequest(dir=directory):
                 project = await _in_thread(functools.partial(self.projects.trust, directory))
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
             case SyncRequest(init_remote=remote):
-                return await _in_thread(functools.partial(self._indexed, self._sync, remote))
+                synced = await _in_thread(functools.partial(self._indexed, self._sync, remote))
+                self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
+                return synced
+            case ActionsRequest():
+                descriptions = self.matcher.table.descriptions()
+                return ActionsReply(
+                    actions=[
+                        ActionSummary(name=name, description=descriptions[name])
+                        for name in sorted(descriptions)
+                    ]
+                )
             case RecallFactsRequest():
                 k = self.config.recall.k if request.k is None else request.k
                 hits = self._recall_index().search(
@@ -903,9 +967,10 @@ class Server:
             self._writes_since_sync = 0
             self.syncer.timeout_s = settings.timeout_s
             try:
-                await trio.to_thread.run_sync(
+                synced = await trio.to_thread.run_sync(
                     functools.partial(self._indexed, self._sync, None), abandon_on_cancel=True
                 )
+                self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
             except (SyncError, StoreError) as exc:
                 log.warning("sync_failed", error=str(exc))
                 self._writes_since_sync += 1  # still to push: retried at the next turn
@@ -1056,6 +1121,8 @@ class Server:
             self.options.on_reloading()
         error = self._reload_config()
         self.config_error = error
+        config = self.options.config_path
+        self.events.publish_config(str(config) if config else None, error)
         if self.options.on_reloaded:
             self.options.on_reloaded(error)
         return error
@@ -1135,6 +1202,7 @@ class Server:
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
             untrusted_projects=self.projects.untrusted(),
             recall_error=self.recall_error,
+            subscribers=self.events.subscribers,
         )
 
 
@@ -1147,12 +1215,13 @@ class _Connection:
     peer that goes away raises OSError, which `_serve_connection` handles.
     """
 
-    __slots__ = ("held", "pending", "sock")
+    __slots__ = ("held", "pending", "sock", "subscription")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
         self.pending = b""  # bytes received past the last frame (pipelined requests)
         self.held = 0  # bytes counted for it in `_HeldBytes`
+        self.subscription: Subscription | None = None  # set by `subscribe`
 
 
 class _HeldBytes:
@@ -1188,6 +1257,18 @@ class _HeldBytes:
             raise ServerBusyError
         self.total += size
         conn.held += size
+
+    def take(self, size: int) -> bool:
+        """Count `size` more bytes held for no one connection (a subscriber's queued
+        events, `mented.events`); False, counting nothing, when there is no room."""
+        if not self.has_room(size):
+            return False
+        self.total += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        """Stop counting `size` bytes counted by `take`."""
+        self.total -= size
 
     def release(self, conn: _Connection) -> None:
         """Stop counting what `conn` held; hand memory back after a large release."""

@@ -120,24 +120,38 @@ def test_every_example_in_docs_protocol_md_is_a_valid_message() -> None:
     import re
     from pathlib import Path
 
-    from mented.protocol import request_decoder
+    from mented.protocol import RuleEvent, event_decoder, request_decoder
 
     doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
     examples = re.findall(r"```json\n(.*?)```", doc, flags=re.DOTALL)
     assert len(examples) >= 20
     kinds = set()
+    events = set()
     for example in examples:
         body = example.encode()
         kind = msgspec.json.decode(body)["type"]
-        decoders = (request_decoder, reply_decoder)
+        decoders = (request_decoder, reply_decoder, event_decoder)
         decoded = [d.decode(body) for d in decoders if _decodes(d, body)]
         assert decoded, f"not a valid message: {example}"
         kinds.add(kind)
+        if kind == "event":
+            (event,) = decoded
+            events.add(event.change if isinstance(event, RuleEvent) else type(event).__name__)
     request_types = {"status", "store", "get", "recall_for_action", "supersede", "history"}
     request_types |= {"forget", "list", "hook", "log", "reload", "shutdown"}
     request_types |= {"export", "exported", "import", "imported", "sync", "synced"}
-    request_types |= {"trust", "trusted"}
+    request_types |= {"trust", "trusted", "actions", "subscribe", "subscribed", "event"}
     assert request_types <= kinds
+    assert events == {
+        "FireEvent",
+        "added",
+        "superseded",
+        "forgotten",
+        "imported",
+        "synced",
+        "ConfigEvent",
+        "DroppedEvent",
+    }
 
 
 def test_every_error_code_is_in_the_table_of_docs_protocol_md() -> None:

@@ -13,6 +13,7 @@ from mented_client.commands import (
     status,
     team,
     travel,
+    watch,
 )
 
 COMMAND_MODULES = (
@@ -28,4 +29,5 @@ COMMAND_MODULES = (
     bench,
     travel,
     team,
+    watch,
 )

@@ -28,6 +28,7 @@ __all__ = [
     "fail",
     "format_memory",
     "format_time",
+    "json_line",
     "print_json",
 ]
 
@@ -41,6 +42,12 @@ def fail(message: str, status: int = 1) -> int:
 def print_json(data: Any) -> None:  # noqa: ANN401 - anything msgspec can encode
     text = msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
     sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
+
+
+def json_line(body: bytes) -> str:
+    """A compact JSON document from the daemon (one line) with the characters a terminal
+    acts on escaped: still the same JSON."""
+    return body.decode().translate(_JSON_ESCAPES)
 
 
 # ------------------------------------------------------- terminal control characters
