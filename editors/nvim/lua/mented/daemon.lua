@@ -113,14 +113,4 @@ function M.action_names()
   return names
 end
 
-return M.actions_cache ~= nil
-    end, 10)
-  end
-  local names = {}
-  for _, action in ipairs(M.actions_cache or {}) do
-    names[#names + 1] = action.name
-  end
-  return names
-end
-
 return M

@@ -137,7 +137,7 @@ local function new_rules_buffer(project)
     vim.keymap.set("n", lhs, rhs, { buffer = buf, nowait = true, silent = true, desc = desc })
   end
   map("s", function()
-    require("mented").supersede({})
+    require("mented").supersede("")
   end, "supersede the rule under the cursor")
   map("a", function()
     local entry = M.entry_at_cursor()

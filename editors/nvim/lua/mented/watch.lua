@@ -214,7 +214,9 @@ end
 
 local function ago(seconds)
   seconds = math.max(0, math.floor(seconds))
-  if seconds < 60 then
+  if seconds < 10 then
+    return "just now"
+  elseif seconds < 60 then
     return seconds .. "s ago"
   elseif seconds < 3600 then
     return math.floor(seconds / 60) .. "m ago"
