@@ -329,3 +329,39 @@ def test_with_no_daemon_each_command_says_so_once_and_nothing_blocks(
     assert seen["completion_ms"] < 1000
     assert seen["notes_later"] == []
     assert seen["windows_after"] == seen["windows_before"]
+
+
+# ---------------------------------------------------------------- packaging
+
+
+def test_the_help_file_answers_help_for_each_command_once_its_tags_are_made(
+    short_tmp: Path,
+) -> None:
+    """What a plugin manager does on install: `:helptags` on doc/, then `:help`."""
+    assert NVIM is not None
+    plugin = short_tmp / "mented.nvim"
+    shutil.copytree(PLUGIN, plugin)
+    topics = [":MentedRules", ":MentedAdd", ":MentedSupersede", "mented.statusline()"]
+    show = (
+        "lua for _, topic in ipairs(vim.split(os.getenv('TOPICS'), ',')) do"
+        " vim.cmd('help ' .. topic);"
+        " io.write(vim.fn.expand('%:t'), ' ', vim.fn.getline('.'), '\\n');"
+        " vim.cmd('close') end"
+    )
+    result = subprocess.run(
+        [
+            *(NVIM, "--headless", "--clean", "-i", "NONE", "--cmd", f"set rtp^={plugin}"),
+            *("-c", f"helptags {plugin / 'doc'}", "-c", show, "-c", "qall!"),
+        ],
+        env=isolated_env(short_tmp) | {"TOPICS": ",".join(topics)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == len(topics), lines
+    for topic, line in zip(topics, lines, strict=True):
+        assert line.startswith("mented.txt "), (topic, line)
+        assert f"*{topic}*" in line, (topic, line)
