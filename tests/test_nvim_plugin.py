@@ -139,16 +139,29 @@ def test_the_rules_buffer_lists_this_projects_rules_by_action_with_handles(
     here = add(daemon, "git-commit", "no emojis\nnot even in the body", project)
     pr = add(daemon, "pr-create", "link the issue", project)
     add(daemon, "git-commit", "sign off", other)  # another project's: not listed
+    # A team rule, committed in the project's .mented/ and trusted.
+    for command in (["rule", "add", "--team", "git-commit", "rules live in the repo"], ["trust"]):
+        subprocess.run(
+            [PYTHON, "-m", "mented_client.cli", *command],
+            env=daemon.env,
+            cwd=project,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+
+    (team,) = (rule.id for rule in rules_for(daemon, project) if rule.origin == "project")
 
     seen = run_scenario("listing", daemon.env, project)
 
     assert seen["name"] == f"mented://rules{project}"
     assert seen["modifiable"] is False
     lines = seen["lines"]
-    assert lines[0] == f"Rules for {project}: 3 rules"
+    assert lines[0] == f"Rules for {project}: 4 rules"
     assert lines[2:] == [
         "",
         "git-commit",
+        f"  [{short_handle(team)}] rules live in the repo  (team rule, {project}/.mented/)",
         f"  [{short_handle(here)}] no emojis",
         "             not even in the body  (this project)",
         f"  [{short_handle(everywhere)}] commit messages: single line",
@@ -156,8 +169,13 @@ def test_the_rules_buffer_lists_this_projects_rules_by_action_with_handles(
         "pr-create",
         f"  [{short_handle(pr)}] link the issue  (this project)",
     ]
+    (hint,) = seen["team_rule_supersede"]
+    assert hint == (
+        f"mented: [{short_handle(team)}] is a team rule: change it in {project}/.mented/rules.jsonl"
+        " and commit it (then `mentectl trust` again)"
+    )
     after = seen["after_terminal"]
-    assert after[0] == f"Rules for {project}: 4 rules"
+    assert after[0] == f"Rules for {project}: 5 rules"
     assert "git-push" in after
     assert "push with --force-with-lease only" in after[after.index("git-push") + 1]
     assert seen["buffers_named_rules"] == 1

@@ -10,11 +10,16 @@ return function(t)
   t.seen.lines = t.lines()
   t.seen.modifiable = vim.bo.modifiable
 
+  -- A team rule is kept in the project's files: superseding it says where.
+  vim.api.nvim_win_set_cursor(0, { t.find_line("rules live in the repo"), 0 })
+  vim.cmd("MentedSupersede")
+  t.seen.team_rule_supersede = t.next_notes("the team rule's hint")
+
   -- A change made elsewhere shows up without asking.
   t.wait(5000, require("mented.watch").connected, "the event stream")
   t.mentectl("rule", "add", "git-push", "push with --force-with-lease only")
   t.wait(5000, function()
-    return t.lines(rules)[1]:find("4 rules", 1, true) ~= nil
+    return t.lines(rules)[1]:find("5 rules", 1, true) ~= nil
   end, "the rules buffer to show the new rule")
   t.seen.after_terminal = t.lines(rules)
 

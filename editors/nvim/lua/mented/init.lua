@@ -221,6 +221,18 @@ local function supersede_with(memory, text, done)
 end
 
 local function rewrite(memory, text)
+  if rules.is_team_rule(memory) then
+    -- The daemon only reads these: they live in the project's files, for the team.
+    vim.notify(
+      "mented: ["
+        .. daemon.handle(memory.id)
+        .. "] is a team rule: change it in "
+        .. tostring(daemon.value(memory.project))
+        .. "/.mented/rules.jsonl and commit it (then `mentectl trust` again)",
+      vim.log.levels.WARN
+    )
+    return
+  end
   if text ~= "" then
     supersede_with(memory, text, function() end)
     return

@@ -12,10 +12,18 @@ local M = {}
 local PINNED = "pinned"
 local shown = {} -- rules buffer -> { project = dir, at_line = { [lnum] = memory } }
 
+--- Whether `memory` is a team rule: committed in a project's `.mented/` folder
+--- and trusted, listed with the user's own but kept in that folder, not the store.
+function M.is_team_rule(memory)
+  return daemon.value(memory.origin) == "project"
+end
+
 local function scope_note(memory, project)
   local notes = {}
   local scoped = daemon.value(memory.project)
-  if scoped == project then
+  if M.is_team_rule(memory) then
+    notes[#notes + 1] = "team rule, " .. (scoped or project) .. "/.mented/"
+  elseif scoped == project then
     notes[#notes + 1] = "this project"
   elseif scoped then
     notes[#notes + 1] = "project " .. scoped
