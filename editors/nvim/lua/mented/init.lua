@@ -191,10 +191,10 @@ function M.complete_add(arglead, cmdline, cursorpos)
     end
   end
   local candidates = {}
-  if arglead:sub(1, 1) == "+" or arglead:sub(1, 1) == "-" then
-    for _, flag in ipairs({ "++project", "++everywhere" }) do
-      candidates[#candidates + 1] = flag
-    end
+  if arglead:sub(1, 1) == "+" then
+    candidates = { "++project", "++everywhere" }
+  elseif arglead:sub(1, 1) == "-" then
+    candidates = { "--project", "--everywhere" }
   else
     candidates = daemon.action_names()
   end
