@@ -607,8 +607,9 @@ def test_running_out_of_descriptors_does_not_crash_the_accept_loop(
     for sock in again:
         sock.close()
     log = daemon.log()
-    # Logged when the shortage starts, not once per refused connection.
-    assert 1 <= log.count('"accept_failed"') <= 3, log
+    # Logged when a shortage starts, not once per refused connection (more than 20
+    # here). A loaded machine may see the shortage end and start again a few times.
+    assert 1 <= log.count('"accept_failed"') <= 6, log
     assert '"accept_recovered"' in log
     assert daemon.stop(signal.SIGTERM) == 0, daemon.log()
     record_figures("descriptor_limit_emfile", nofile=limit, held=len(held), refused=refused)
