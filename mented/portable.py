@@ -72,7 +72,7 @@ class ForgottenLine(
     forgotten_at: float
 
 
-class Header(msgspec.Struct, kw_only=True):
+class Header(msgspec.Struct, kw_only=True, omit_defaults=True):
     mented: str
     format: int
     written_by: str | None = None
@@ -128,6 +128,24 @@ def forgotten_line(tomb: Forgotten) -> bytes:
 def header_line() -> bytes:
     header = Header(mented=FORMAT_NAME, format=FORMAT_VERSION, written_by=f"mented {__version__}")
     return _encoder.encode(header) + b"\n"
+
+
+def marker_line() -> bytes:
+    """The sync repository's marker (`mented-sync.json`): the header, minus who wrote it.
+
+    Constant for a format, so that two machines that add it apart add the same
+    file, which git merges without a conflict.
+    """
+    return _encoder.encode(Header(mented=FORMAT_NAME, format=FORMAT_VERSION)) + b"\n"
+
+
+def check_marker(data: bytes, where: str) -> None:
+    """Refuse a sync repository marked by a newer format (or not marked as mented's).
+
+    Raises:
+        FormatError: naming `where`, with what to do.
+    """
+    _check_header(data.strip(), where)
 
 
 def write_export(

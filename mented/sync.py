@@ -1,7 +1,12 @@
 """Sync across machines over git: the user's own `git`, in a clone under the data directory.
 
 `mentectl sync init REMOTE` clones REMOTE (any URL the user's git reaches: SSH,
-HTTPS, a local path) into `<data dir>/sync`; each sync then
+HTTPS, a local path) into `<data dir>/sync`. It refuses a remote that holds
+anything but mented's records (the marker file `mented-sync.json`, written by
+the first sync, or the layout below), or only what a git host puts in a new
+repository: a URL pasted by mistake, a project's code repository, must not fill
+up with records. A local repository with a work tree is refused too (someone's
+checkout; git refuses to push into its checked-out branch anyway). Each sync then
 
 1. writes every memory the store has and the clone lacks as its own file,
    `records/<first 4 characters of the id>/<id>.json` (one line of the portable
@@ -41,13 +46,30 @@ import msgspec
 
 from mented.log import log
 from mented.memory import Forgotten, Memory
-from mented.portable import FormatError, forgotten_line, memory_line, parse_line
+from mented.portable import (
+    FormatError,
+    check_marker,
+    forgotten_line,
+    marker_line,
+    memory_line,
+    parse_line,
+)
+from mented.words import counted
 
 if TYPE_CHECKING:
     from mented.store import Store
 
 RECORDS = "records"
 FORGOTTEN = "forgotten"
+_BRANCH = "main"  # the branch the first machine makes in an empty remote
+# Says "this repository holds mented's records, in format N": written by the first sync.
+MARKER = "mented-sync.json"
+# What a git host may put in a new repository; a remote holding only these counts as empty.
+_HOST_STARTERS = ("readme", "license", "licence", "copying", ".gitignore", ".gitattributes")
+_OWN_REPOSITORY = (
+    "Sync keeps rules in a repository of their own: make an empty one (`git init --bare "
+    "PATH`, or a new repository on your git host) and run `mentectl sync init` with it."
+)
 _PUSH_ATTEMPTS = 4
 _REJECTED = ("rejected", "non-fast-forward", "fetch first", "failed to update ref")
 
@@ -127,21 +149,71 @@ class GitSync:
                     f"sync is already set up with {current}; to use another remote run "
                     f"`git -C {self.repo} remote set-url origin {remote}`"
                 )
+            _refuse_working_repository(remote)
+            self.repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             partial = self.repo.with_name("sync.partial")
             shutil.rmtree(partial, ignore_errors=True)
             self._run(
                 "clone", "--quiet", "--", remote, str(partial), cwd=self.repo.parent, network=True
             )
+            try:
+                self._check_remote_holds_rules(partial, remote)
+            except SyncError:
+                shutil.rmtree(partial, ignore_errors=True)
+                raise
             empty = self._run("rev-parse", "--verify", "-q", "HEAD", cwd=partial, check=False)
             if empty.returncode:
                 # An empty remote: the first machine names the branch.
-                self._run("symbolic-ref", "HEAD", "refs/heads/main", cwd=partial)
+                self._run("symbolic-ref", "HEAD", f"refs/heads/{_BRANCH}", cwd=partial)
             if not self._run("config", "user.email", cwd=partial, check=False).stdout.strip():
                 # No identity in the user's git config: commits need one.
                 self._run("config", "user.name", "mented", cwd=partial)
                 self._run("config", "user.email", f"mented@{socket.gethostname()}", cwd=partial)
             partial.rename(self.repo)
             self._save(SyncState(remote=remote))
+
+    def _check_remote_holds_rules(self, clone: Path, remote: str) -> None:
+        """Refuse a remote that holds something else than mented's records.
+
+        Empty is fine (the first machine fills it), and so is what a git host puts
+        in a new repository (a README, a licence, .gitignore). Anything else means
+        the URL names another repository, a project's code most likely, which
+        sync must not fill with records.
+
+        Raises:
+            SyncError: naming what is there and what to do instead.
+        """
+        tip = "HEAD"
+        if self._run("rev-parse", "--verify", "-q", tip, cwd=clone, check=False).returncode:
+            # No default branch: empty, or the remote's HEAD names a branch nobody pushed
+            # (a bare repository made with `master`, then filled by mented on `main`).
+            listed = self._run(
+                "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin", cwd=clone
+            )
+            branches = [name for name in listed.stdout.split() if name != "HEAD"]
+            if not branches:
+                return  # empty
+            if _BRANCH not in branches:
+                raise SyncError(
+                    f"{remote} has branches ({', '.join(sorted(branches)[:3])}) but no default "
+                    f"branch: it is not a repository mented made. {_OWN_REPOSITORY}"
+                )
+            tip = f"refs/remotes/origin/{_BRANCH}"
+        entries = {}  # top-level name -> "blob" or "tree"
+        for line in self._run("ls-tree", tip, cwd=clone).stdout.splitlines():
+            about, _, name = line.partition("\t")
+            entries[name] = about.split()[1]
+        if MARKER in entries:
+            marker = self._run("show", f"{tip}:{MARKER}", cwd=clone).stdout.encode()
+            _check_marker(marker, remote)
+            return
+        foreign = [name for name, kind in entries.items() if not _ours_or_a_hosts(name, kind)]
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise SyncError(
+                f"{remote} already holds files that are not mented's ({shown}); sync would "
+                f"add its records beside them. {_OWN_REPOSITORY}"
+            )
 
     # ---------------------------------------------------------------- sync
 
@@ -171,13 +243,18 @@ class GitSync:
 
     def _sync(self, store: Store, state: SyncState) -> SyncResult:
         result = SyncResult(written=self._write_records(store))
-        if result.written:
-            self._commit(f"mented: {result.written} records from {socket.gethostname()}")
+        marked = self._mark()
+        if result.written or marked:
+            records = counted(result.written, "record")
+            self._commit(f"mented: {records} from {socket.gethostname()}")
         branch = self._run("symbolic-ref", "--short", "HEAD").stdout.strip()
         for _ in range(_PUSH_ATTEMPTS):
             remote_head = self._fetch(branch)
             if remote_head is not None:
                 self._merge(remote_head)
+                marker = self.repo / MARKER
+                if marker.is_file():  # a newer mented may have written the remote
+                    _check_marker(marker.read_bytes(), self.remote() or "the remote")
             self._import(store, state, result)
             head = self._head()
             if head is None or head == remote_head:
@@ -188,6 +265,11 @@ class GitSync:
             if push.returncode == 0:
                 result.pushed = True
                 return result
+            if "currently checked out" in push.stderr:
+                raise SyncError(
+                    f"the remote is a working repository with {branch} checked out, and git "
+                    f"refuses to push into it. {_OWN_REPOSITORY}"
+                )
             if not any(word in push.stderr for word in _REJECTED):
                 raise SyncError(f"git push failed: {_last_line(push.stderr)}")
             log.info("sync_push_rejected", branch=branch)  # another machine pushed first
@@ -215,9 +297,17 @@ class GitSync:
                 written += 1
         return written
 
+    def _mark(self) -> bool:
+        """Write the marker that says whose repository this is, once; whether it was."""
+        marker = self.repo / MARKER
+        if marker.exists():
+            return False
+        _write_once(marker, marker_line())
+        return True
+
     def _commit(self, message: str) -> None:
         present = [kind for kind in (RECORDS, FORGOTTEN) if (self.repo / kind).is_dir()]
-        self._run("add", "--all", "--", *present)
+        self._run("add", "--all", "--", MARKER, *present)
         self._run("-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message)
 
     def _fetch(self, branch: str) -> str | None:
@@ -333,6 +423,34 @@ class GitSync:
         if check and done.returncode:
             raise SyncError(f"git {args[0]} failed: {_last_line(done.stderr or done.stdout)}")
         return done
+
+
+def _refuse_working_repository(remote: str) -> None:
+    """Refuse a local repository with a work tree: someone's checkout, not a remote.
+
+    Raises:
+        SyncError: with the way to make a repository for sync.
+    """
+    path = Path(remote.removeprefix("file://"))
+    if path.is_absolute() and ((path / ".git").exists() or path.name == ".git"):
+        raise SyncError(
+            f"{remote} is a working repository (it has a checked-out work tree), not one to "
+            f"push to. {_OWN_REPOSITORY}"
+        )
+
+
+def _ours_or_a_hosts(name: str, kind: str) -> bool:
+    """Whether a top-level entry is mented's layout, or a file a git host starts with."""
+    if name in (RECORDS, FORGOTTEN):
+        return kind == "tree"
+    return kind == "blob" and name.lower().startswith(_HOST_STARTERS)
+
+
+def _check_marker(data: bytes, remote: str) -> None:
+    try:
+        check_marker(data, f"{remote}: {MARKER}")
+    except FormatError as exc:
+        raise SyncError(str(exc)) from None
 
 
 def _write_once(path: Path, data: bytes) -> None:

@@ -52,7 +52,7 @@ def test_export_then_import_gives_the_same_rules_history_and_hook_output(
     out = tmp_path / "rules.jsonl"
 
     exported = daemon.mentectl("export", "--out", str(out))
-    assert f"exported 3 memories and 1 forgets to {out}" in exported.stdout
+    assert f"exported 3 memories and 1 forget to {out}" in exported.stdout
     imported = second.mentectl("import", str(out))
     assert "3 added, 1 forgotten, 0 already here" in imported.stdout
 
@@ -92,6 +92,36 @@ def test_a_bad_file_is_refused_with_its_name_and_line(
     assert json.loads(daemon.mentectl("export").stdout.splitlines()[0])["format"] == 1
 
 
+def test_import_of_a_directory_says_it_is_one(daemon: DaemonProcess, tmp_path: Path) -> None:
+    result = daemon.mentectl("import", str(tmp_path), check=False)
+    assert result.returncode == 2
+    assert f"{tmp_path} is a directory: give the file `mentectl export --out FILE` wrote" in (
+        result.stderr
+    )
+    missing = daemon.mentectl("import", str(tmp_path / "nope.jsonl"), check=False)
+    assert f"{tmp_path / 'nope.jsonl'}: no such file" in missing.stderr
+
+
+def test_sync_init_refuses_a_code_repository_with_a_clear_message(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    work = tmp_path / "project"
+    subprocess.run(["git", "init", "--quiet", str(work)], check=True)
+    daemon.mentectl("rule", "add", "git-commit", "single line")
+
+    refused = daemon.mentectl("sync", "init", str(work), check=False)
+    assert refused.returncode == 1
+    assert f"{work} is a working repository" in refused.stderr
+    assert "make an empty one (`git init --bare PATH`" in refused.stderr
+    assert "sync:" not in daemon.mentectl("status").stdout  # not set up
+    assert (
+        subprocess.run(
+            ["git", "-C", str(work), "branch", "--all"], capture_output=True, text=True, check=True
+        ).stdout
+        == ""
+    )
+
+
 # ---------------------------------------------------------------- sync
 
 
@@ -110,7 +140,7 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
     first = json.loads(daemon.mentectl("rule", "add", "git-commit", "v1", "--json").stdout)["id"]
 
     out = daemon.mentectl("sync", "init", str(remote)).stdout
-    assert f"synced with {remote}: 1 records of this machine written" in out
+    assert f"synced with {remote}: 1 record of this machine written" in out
     assert "pushed" in out
     second.mentectl("sync", "init", str(remote))
     assert hook_text(second, "git commit -m x") == hook_text(daemon, "git commit -m x")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +103,106 @@ def test_init_refuses_another_remote_and_keeps_the_first(
     with pytest.raises(SyncError, match="already set up with"):
         laptop.sync.init(str(tmp_path / "other.git"))
     assert laptop.sync.remote() == str(remote)
+
+
+def commit_files(repo: Path, files: dict[str, str], *, push_to: Path | None = None) -> None:
+    """Commit `files` in the working repository `repo` (and push them to `push_to`)."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "--all"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "files"], check=True)
+    if push_to is not None:
+        subprocess.run([*git, "push", "--quiet", str(push_to), "HEAD:refs/heads/main"], check=True)
+
+
+def test_init_refuses_a_remote_holding_other_files_and_leaves_it_untouched(
+    tmp_path: Path,
+) -> None:
+    code = tmp_path / "code.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(code)], check=True)
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(work)], check=True)
+    commit_files(work, {"app.py": "print()\n", "README.md": "app\n"}, push_to=code)
+    before = subprocess.run(
+        ["git", "-C", str(code), "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout
+    sync = GitSync(tmp_path / "data", timeout_s=30)
+
+    with pytest.raises(SyncError) as refused:
+        sync.init(str(code))
+    message = str(refused.value)
+    assert f"{code} already holds files that are not mented's (app.py)" in message
+    assert "make an empty one (`git init --bare PATH`" in message
+    assert not sync.configured
+    assert not (tmp_path / "data" / "sync.partial").exists()
+    after = subprocess.run(
+        ["git", "-C", str(code), "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout
+    assert after == before
+
+
+def test_init_refuses_a_working_repository_even_an_empty_one(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "--quiet", str(work)], check=True)
+    sync = GitSync(tmp_path / "data", timeout_s=30)
+    with pytest.raises(SyncError, match="is a working repository"):
+        sync.init(str(work))
+    branches = subprocess.run(
+        ["git", "-C", str(work), "branch", "--all"], capture_output=True, text=True, check=True
+    ).stdout
+    assert branches == ""  # no branch pushed into it
+
+
+def test_init_takes_a_new_hosted_repository_and_marks_it_as_mented(
+    tmp_path: Path, remote: Path
+) -> None:
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(seed)], check=True)
+    files = {"README.md": "my rules\n", "LICENSE": "MIT\n", ".gitignore": "*.tmp\n"}
+    commit_files(seed, files, push_to=remote)
+    laptop = Machine(tmp_path / "laptop", remote)
+    laptop.store.store("single line", tags=["trigger:git-commit"])
+    laptop.sync.sync(laptop.store)
+    laptop.store.close()
+
+    listed = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "--name-only", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert sorted(listed) == [".gitignore", "LICENSE", "README.md", "mented-sync.json", "records"]
+    shown = subprocess.run(
+        ["git", "-C", str(remote), "show", "main:mented-sync.json"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert shown == '{"mented":"rules","format":1}\n'
+    log = subprocess.run(
+        ["git", "-C", str(remote), "log", "--format=%s", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert f"mented: 1 record from {socket.gethostname()}" in log.splitlines()
+
+    # A repository mented filled is taken, whatever else its owner added to it since.
+    commit_files(seed, {"notes/why.md": "...\n"})
+    subprocess.run(["git", "-C", str(seed), "pull", "--quiet", "--no-rebase", str(remote), "main"],
+                   check=True, env={**os.environ, "GIT_MERGE_AUTOEDIT": "no",
+                                    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+    subprocess.run(["git", "-C", str(seed), "push", "--quiet", str(remote), "HEAD:refs/heads/main"],
+                   check=True)  # fmt: skip
+    desk = Machine(tmp_path / "desk", remote)
+    desk.sync.sync(desk.store)
+    assert [rule.content for rule in desk.store.recall_for_action("git-commit")] == ["single line"]
+    desk.store.close()
+
+
+def test_a_remote_marked_by_a_newer_format_is_refused(tmp_path: Path, remote: Path) -> None:
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(seed)], check=True)
+    commit_files(seed, {"mented-sync.json": '{"mented":"rules","format":9}\n'}, push_to=remote)
+    with pytest.raises(SyncError, match="written in format 9 by a newer mented"):
+        GitSync(tmp_path / "data", timeout_s=30).init(str(remote))
 
 
 def test_three_machines_that_add_supersede_and_forget_concurrently_converge(

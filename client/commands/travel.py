@@ -32,6 +32,7 @@ from mented.protocol import (
     SyncedReply,
     SyncRequest,
 )
+from mented.words import counted
 from mented_client.commands.output import CommandError, print_json
 from mented_client.connection import Client
 
@@ -78,7 +79,10 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     sync.set_defaults(handler=run_sync, remote=None)
     verbs = sync.add_subparsers(dest="verb", metavar="VERB", required=False)
     init = verbs.add_parser("init", parents=[common], help="set sync up with a git remote")
-    init.add_argument("remote", help="a git URL, or the path of a repository (bare or not)")
+    init.add_argument(
+        "remote",
+        help="a git URL, or the path of a bare repository: empty, or one mented synced before",
+    )
     init.set_defaults(handler=run_sync)
 
 
@@ -101,12 +105,17 @@ def run_export(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"path": args.out, "memories": reply.memories, "forgotten": reply.forgotten})
         else:
-            print(f"exported {reply.memories} memories and {reply.forgotten} forgets to {args.out}")
+            memories = counted(reply.memories, "memory", "memories")
+            print(f"exported {memories} and {counted(reply.forgotten, 'forget')} to {args.out}")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
     source = Path(args.path)
+    if source.is_dir():
+        raise CommandError(
+            f"{source} is a directory: give the file `mentectl export --out FILE` wrote", status=2
+        )
     if not source.is_file():
         raise CommandError(f"{source}: no such file", status=2)
     with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
@@ -147,7 +156,7 @@ def run_sync(args: argparse.Namespace) -> int:
         return 0
     pushed = "pushed" if reply.pushed else "nothing to push"
     print(
-        f"synced with {reply.remote}: {reply.written} records of this machine written, "
+        f"synced with {reply.remote}: {counted(reply.written, 'record')} of this machine written, "
         f"{reply.added} added and {reply.forgotten} forgotten from others, {pushed}"
     )
     for problem in reply.skipped:
