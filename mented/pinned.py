@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mented.memory import InvalidInputError, Memory, short_handle
+from mented.protocol import PinnedOverCap
 from mented.store import visible_to
+from mented.words import counted
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from mented.config import PinnedSettings
 
@@ -61,13 +63,24 @@ def content_chars(rules: Sequence[Memory]) -> int:
     return sum(len(rule.content) for rule in rules)
 
 
-def check_cap(existing: Sequence[Memory], new: Memory, settings: PinnedSettings) -> None:
-    """Refuse `new` when some session that sees it would be handed more than the cap.
+def check_cap(
+    existing: Sequence[Memory],
+    new: Memory,
+    settings: PinnedSettings,
+    *,
+    replaced: Collection[str] = (),
+) -> None:
+    """Refuse `new` when it raises what some session that sees it is handed past the cap.
 
-    `existing` are the live pinned rules (all of them, every scope; without the
-    one `new` replaces). Every session that sees `new` sees the same rules as
-    one of a few viewpoints: each agent a rule names (or any other), in each
-    directory a rule is scoped to (or `new`'s own, or anywhere).
+    `existing` are the live pinned rules (all of them, every scope); `replaced`
+    the ids of those `new` replaces (the version it supersedes, and the other
+    current versions of a fork it settles). The count is taken after the change,
+    and compared with before it: a change that leaves some session over the cap
+    but adds nothing to it (a supersede, after a sync brought more pinned rules
+    than the cap) goes through, so that the way out of being over the cap stays
+    open. Every session that sees `new` sees the same rules as one of a few
+    viewpoints: each agent a rule names (or any other), in each directory a rule
+    is scoped to (or `new`'s own, or anywhere).
 
     Raises:
         InvalidInputError: with the total, the cap, and what to do instead.
@@ -79,44 +92,87 @@ def check_cap(existing: Sequence[Memory], new: Memory, settings: PinnedSettings)
             "file). Shorten it, or make it an action rule (`mentectl rule add ACTION TEXT`), "
             "which reaches the agent only with the action it governs."
         )
-    agents = (
-        [new.agent]
-        if new.agent is not None
-        else [*sorted({rule.agent for rule in existing if rule.agent}), _OTHER_AGENT]
-    )
-    places = {rule.project for rule in existing if rule.project}
-    places.add(new.project or os.sep)
-    for agent in agents:
-        for place in sorted(places):
-            if not visible_to(new, agent, place):
-                continue
-            seen = [rule for rule in existing if visible_to(rule, agent, place)]
-            count, chars = len(seen) + 1, content_chars(seen) + len(new.content)
-            if count > settings.max_rules or chars > settings.max_chars:
-                raise InvalidInputError(_over_cap(seen, new, agent, place, settings))
+    for agent, place in _viewpoints(existing, new):
+        if not visible_to(new, agent, place):
+            continue
+        before = [rule for rule in existing if visible_to(rule, agent, place)]
+        after = [*(rule for rule in before if rule.id not in replaced), new]
+        count, chars = len(after), content_chars(after)
+        if (count > settings.max_rules and count > len(before)) or (
+            chars > settings.max_chars and chars > content_chars(before)
+        ):
+            sessions = _sessions(agent, place, scoped=new.project is not None)
+            raise InvalidInputError(_over_cap(before, after, sessions, settings))
+
+
+def _viewpoints(rules: Sequence[Memory], new: Memory | None = None) -> list[tuple[str, str]]:
+    """(agent, directory) pairs standing for every session the pinned rules treat apart."""
+    if new is not None and new.agent is not None:
+        agents = [new.agent]
+    else:
+        agents = [*sorted({rule.agent for rule in rules if rule.agent}), _OTHER_AGENT]
+    places = {rule.project for rule in rules if rule.project}
+    places.add((new.project if new is not None else None) or os.sep)
+    return [(agent, place) for agent in agents for place in sorted(places)]
+
+
+def _sessions(agent: str, place: str, *, scoped: bool) -> str:
+    """The sessions a viewpoint stands for, in words."""
+    who = "" if agent == _OTHER_AGENT else f" for {agent}"
+    where = "" if place == os.sep and not scoped else f" in {place}"
+    return f"sessions{who}{where}" if who or where else "every session"
 
 
 def _over_cap(
-    seen: Sequence[Memory], new: Memory, agent: str, place: str, settings: PinnedSettings
+    before: Sequence[Memory], after: Sequence[Memory], sessions: str, settings: PinnedSettings
 ) -> str:
-    who = "" if agent == _OTHER_AGENT else f" for {agent}"
-    where = "" if place == os.sep and new.project is None else f" in {place}"
-    handles = ", ".join(short_handle(rule.id) for rule in seen)
-    sessions = f"sessions{who}{where}" if who or where else "every session"
+    handles = ", ".join(short_handle(rule.id) for rule in before)
     return (
-        f"pinning this would hand {sessions} {len(seen) + 1} pinned rules of "
-        f"{content_chars(seen) + len(new.content)} characters; the cap is "
-        f"{_rules(settings.max_rules)} and {settings.max_chars} characters ([pinned] in the "
-        f"config file), because pinned rules ride along with every session. They are "
-        f"now {len(seen)} ({handles}) of {content_chars(seen)} characters. Make this an "
+        f"pinning this would hand {sessions} {len(after)} pinned rules of "
+        f"{content_chars(after)} characters; the cap is {counted(settings.max_rules, 'rule')} "
+        f"and {settings.max_chars} characters ([pinned] in the config file), because pinned "
+        f"rules ride along with every session. They are now {len(before)} ({handles}) of "
+        f"{content_chars(before)} characters. Make this an "
         "action rule instead (`mentectl rule add ACTION TEXT`: it reaches the agent only "
         "right before the action it governs), or supersede or forget a pinned rule "
         "(`mentectl rule list --pinned`)."
     )
 
 
-def _rules(count: int) -> str:
-    return f"{count} rule" if count == 1 else f"{count} rules"
+def within_cap(rules: Sequence[Memory], settings: PinnedSettings) -> list[Memory]:
+    """The rules (newest first) a session start hands over: as many as the cap holds."""
+    shown: list[Memory] = []
+    chars = 0
+    for rule in rules:
+        if len(shown) == settings.max_rules or chars + len(rule.content) > settings.max_chars:
+            continue
+        shown.append(rule)
+        chars += len(rule.content)
+    return shown
+
+
+def over_cap(rules: Sequence[Memory], settings: PinnedSettings) -> list[PinnedOverCap]:
+    """Where sessions are handed fewer pinned rules than they see, and which are left out.
+
+    Adding a pinned rule is refused past the cap, but rules pinned on two machines
+    apart meet after a sync, and the cap may have been lowered since: then a
+    session start leaves the oldest out, which `mentectl status` and `doctor`
+    say. `rules` are all live pinned rules, newest first; one entry per
+    distinct set of rules left out.
+    """
+    found: dict[tuple[str, ...], PinnedOverCap] = {}
+    for agent, place in _viewpoints(rules):
+        seen = [rule for rule in rules if visible_to(rule, agent, place)]
+        shown = {rule.id for rule in within_cap(seen, settings)}
+        left_out = tuple(rule.id for rule in seen if rule.id not in shown)
+        if left_out and left_out not in found:
+            found[left_out] = PinnedOverCap(
+                sessions=_sessions(agent, place, scoped=False),
+                live=len(seen),
+                chars=content_chars(seen),
+                left_out=list(left_out),
+            )
+    return list(found.values())
 
 
 def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHandover:
@@ -125,13 +181,7 @@ def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHa
     Empty when there are none. Rules past the cap (lowered since they were
     added) are left out, oldest first, and the text says how many.
     """
-    shown: list[Memory] = []
-    chars = 0
-    for rule in rules:
-        if len(shown) == settings.max_rules or chars + len(rule.content) > settings.max_chars:
-            continue
-        shown.append(rule)
-        chars += len(rule.content)
+    shown = within_cap(rules, settings)
     if not shown:
         return PinnedHandover("", [])
     lines = [INTRO]

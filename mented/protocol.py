@@ -276,6 +276,16 @@ class FireRecord(msgspec.Struct, kw_only=True):
     latency_us: float = 0.0
 
 
+class PinnedOverCap(msgspec.Struct, kw_only=True, frozen=True):
+    """Sessions that see more pinned rules than the cap allows: a session start leaves
+    the oldest out (after a sync brought rules pinned elsewhere, or a lowered cap)."""
+
+    sessions: str  # which: "every session", "sessions for codex in /work/a", ...
+    live: int  # the live pinned rules they see
+    chars: int  # their characters
+    left_out: list[str]  # ids of the rules a session start leaves out, newest first
+
+
 class StatusReply(_Reply, tag="status", kw_only=True):
     version: str
     protocol: int = PROTOCOL_VERSION
@@ -317,6 +327,12 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     recall_error: str | None = None
     # Connections subscribed to events (editors, `mentectl watch`).
     subscribers: int = 0
+    # Pinned rules: how many are live (every scope), the cap per session, and the
+    # sessions over it (each with the rules a session start leaves out).
+    pinned_live: int = 0
+    pinned_max_rules: int = 0
+    pinned_max_chars: int = 0
+    pinned_over_cap: list[PinnedOverCap] = []
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):

@@ -63,7 +63,7 @@ from mented.log import log
 from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
-from mented.pinned import check_cap
+from mented.pinned import check_cap, over_cap
 from mented.portable import export_store, import_file
 from mented.protocol import (
     HEADER,
@@ -1101,8 +1101,9 @@ class Server:
                 project=old.project if request.project is None else _normalized(request.project),
                 created_at=0.0,
             )
-            others = [rule for rule in self.store.pinned_rules() if rule.id != old.id]
-            check_cap(others, new, self.config.pinned)
+            # It replaces `old` and, when `old` is one side of a fork, the other sides too.
+            replaced = {version.id for version in self.store.history(old.id) if version.is_live}
+            check_cap(self.store.pinned_rules(), new, self.config.pinned, replaced=replaced)
             return supersede()
 
     def _reindex(self) -> RebuildSummary:
@@ -1175,6 +1176,7 @@ class Server:
         stats = self.store.stats()
         sync_state = self.syncer.state() if self.syncer.configured else None
         chars_per_session, sessions = self.hooks.chars_per_session()
+        pinned = self.store.pinned_rules()
         return StatusReply(
             version=__version__,
             pid=os.getpid(),
@@ -1203,6 +1205,10 @@ class Server:
             untrusted_projects=self.projects.untrusted(),
             recall_error=self.recall_error,
             subscribers=self.events.subscribers,
+            pinned_live=len(pinned),
+            pinned_max_rules=self.config.pinned.max_rules,
+            pinned_max_chars=self.config.pinned.max_chars,
+            pinned_over_cap=over_cap(pinned, self.config.pinned),
         )
 
 

@@ -356,6 +356,26 @@ def _newest_first(memory: Memory) -> tuple[float, str]:
     return (memory.created_at, memory.id)
 
 
+def _replaced_first(members: Sequence[Memory]) -> builtins.list[Memory]:
+    """Versions of one rule, each after those it replaces, else oldest first."""
+    ids = {memory.id for memory in members}
+    waiting_on = {
+        memory.id: {link for link in (memory.supersedes, *memory.merges) if link in ids}
+        for memory in members
+    }
+    ordered: builtins.list[Memory] = []
+    left = sorted(members, key=lambda memory: (memory.created_at, memory.id))
+    while left:
+        # The oldest version whose predecessors are all placed (a cycle, which only a
+        # damaged store could hold, falls back to the oldest).
+        ready = next((m for m in left if not waiting_on[m.id]), left[0])
+        ordered.append(ready)
+        left.remove(ready)
+        for pending in waiting_on.values():
+            pending.discard(ready.id)
+    return ordered
+
+
 def _looks_like_lmdb(data_file: Path) -> bool | None:
     """False when `data_file` exists, is not empty and has no LMDB meta page.
 
@@ -1178,27 +1198,30 @@ class Store:
         return self._read(lambda txn: self._resolve(txn, memory_id))
 
     def history(self, memory_id: str) -> builtins.list[Memory]:
-        """The whole supersession chain of a memory, oldest first, from any member.
+        """Every version of a memory's rule, from any one of them, oldest first.
+
+        The whole family: after a fork (two machines superseded one version apart)
+        both branches, and the version that settled it, if any. Each version comes
+        after the ones it replaces (`supersedes`, `merges`), then by time. Forgotten
+        versions are not in it: the links of the others that name one do.
 
         Raises:
             NotFoundError: no memory has that id.
         """
 
-        def chain(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
+        def family(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
             start = self._resolve(txn, memory_id)
-            seen = {start.id}
-            oldest = start
-            while (before := self._load(txn, oldest.supersedes)) and before.id not in seen:
-                seen.add(before.id)
-                oldest = before
-            members = [oldest]
-            seen = {oldest.id}
-            while (after := self._load(txn, members[-1].superseded_by)) and after.id not in seen:
-                seen.add(after.id)
-                members.append(after)
-            return members
+            root = self._family_root(txn, start)
+            members = {root.id: root, start.id: start}
+            waiting = [root, start]
+            while waiting:
+                for after_id in self._successor_ids(txn, waiting.pop().id):
+                    if after_id not in members and (after := self._load(txn, after_id)):
+                        members[after_id] = after
+                        waiting.append(after)
+            return _replaced_first([*members.values()])
 
-        return self._read(chain)
+        return self._read(family)
 
     def list(  # noqa: PLR0913 - the filters of `mentectl rule list`
         self,

@@ -36,6 +36,7 @@ from mented.protocol import (
     MemoriesReply,
     StatusReply,
 )
+from mented.words import counted
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
@@ -44,7 +45,7 @@ from mented_client.commands.service import (
     install_service,
     start_detached,
 )
-from mented_client.commands.status import describe_fork
+from mented_client.commands.status import OVER_CAP_FIX, describe_fork, describe_over_cap
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
@@ -118,7 +119,8 @@ def check_config() -> tuple[Check, Config | None]:
             None,
         )
     where = f"{path}" if path.exists() else f"{path} (absent: built-in defaults)"
-    return Check("config", "ok", f"{where}: valid, {len(table.names())} actions"), config
+    actions = counted(len(table.names()), "action")
+    return Check("config", "ok", f"{where}: valid, {actions}"), config
 
 
 def check_daemon(socket: Path, manager: Manager | None) -> tuple[Check, StatusReply | None]:
@@ -396,6 +398,7 @@ def run_checks(socket: Path) -> list[Check]:
     checks = [config_check, daemon_check, check_service(socket, manager)]
     if status is not None:
         checks.append(check_rules(socket, status))
+        checks += check_pinned(status)
         checks += check_sync(status)
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
@@ -419,7 +422,8 @@ def check_rules(socket: Path, status: StatusReply) -> Check:
             if action not in table:
                 orphans[action] = orphans.get(action, 0) + 1
     if not orphans:
-        return Check("rules", "ok", f"{len(rules)} live rules, each for an action mented knows")
+        live = counted(len(rules), "live rule")
+        return Check("rules", "ok", f"{live}, each for an action mented knows")
     named = ", ".join(
         f"{action} ({count} rule{'s' if count != 1 else ''})"
         for action, count in sorted(orphans.items())
@@ -432,6 +436,25 @@ def check_rules(socket: Path, status: StatusReply) -> Check:
         fix=f"add the action back to the config, or see them with `mentectl rule list --action "
         f"{first}` and `mentectl rule forget ID`",
     )
+
+
+def check_pinned(status: StatusReply) -> list[Check]:
+    """Pinned rules over the cap (a sync brought more, or the cap was lowered): the
+    session start leaves some out, which the user should know and decide."""
+    if not status.pinned_live:
+        return []
+    if not status.pinned_over_cap:
+        cap = f"{status.pinned_max_rules} rules and {status.pinned_max_chars} characters"
+        return [Check("pinned", "ok", f"{counted(status.pinned_live, 'live rule')}, within {cap}")]
+    return [
+        Check(
+            "pinned",
+            "warn",
+            describe_over_cap(over, status.pinned_max_rules, status.pinned_max_chars),
+            fix=OVER_CAP_FIX,
+        )
+        for over in status.pinned_over_cap
+    ]
 
 
 def check_sync(status: StatusReply) -> list[Check]:

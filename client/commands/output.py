@@ -18,7 +18,7 @@ from mented.memory import Memory, short_handle
 from mented_client.errors import CommandError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
 
 # CommandError is defined apart from commands/ (see mented_client.errors); commands import it here.
 __all__ = [
@@ -134,9 +134,28 @@ def describe_scope(agent: str | None, project: str | None) -> str:
     return " ".join(parts) or "everywhere"
 
 
-def format_memory(memory: Memory, *, verbose: bool = False) -> str:
-    """One memory as a line (or a block with `verbose`), control characters escaped."""
-    state = "" if memory.is_live else f"  [superseded by {memory.superseded_by}]"
+FORGOTTEN_MARK = " (forgotten)"
+
+
+def format_memory(
+    memory: Memory, *, verbose: bool = False, kept: Collection[str] | None = None
+) -> str:
+    """One memory as a line (or a block with `verbose`), control characters escaped.
+
+    `kept`: the ids of every version of its rule the store still has (its
+    history); a link to any other id, a forgotten version, is marked so, and
+    the line form names the versions it replaces. None: links shown as they are.
+    """
+
+    def link(memory_id: str, *, handle: bool = False) -> str:
+        shown = short_handle(memory_id) if handle else memory_id
+        return shown + (FORGOTTEN_MARK if kept is not None and memory_id not in kept else "")
+
+    state = "" if memory.is_live else f"  [superseded by {link(memory.superseded_by or '')}]"
+    if kept is not None and (memory.supersedes or memory.merges):
+        replaced = [memory.supersedes] if memory.supersedes else []
+        replaced += memory.merges
+        state += f"  [replaces {' and '.join(link(r, handle=True) for r in replaced)}]"
     actions = ",".join(memory.actions)
     scope = describe_scope(memory.agent, memory.project)
     handle = f"[{short_handle(memory.id)}]"
@@ -160,9 +179,13 @@ def format_memory(memory: Memory, *, verbose: bool = False) -> str:
     if memory.valid_until is not None:
         fields["valid_until"] = format_time(memory.valid_until)
     if memory.supersedes:
-        fields["supersedes"] = memory.supersedes
+        fields["supersedes"] = link(memory.supersedes)
+    if memory.merges:
+        fields["merges"] = ", ".join(map(link, memory.merges)) + " (it settled a fork)"
     if memory.superseded_by:
-        fields["superseded_by"] = memory.superseded_by
+        fields["superseded_by"] = link(memory.superseded_by)
+        if fields["superseded_by"].endswith(FORGOTTEN_MARK):
+            fields["superseded_by"] += ": nothing replaces this version now; it stays retired"
     lines = [
         f"{name + ':':<15}{escape_controls(value, keep_lines=False)}"
         for name, value in fields.items()

@@ -29,6 +29,7 @@ from mented.memory import (
     Memory,
     MemoryType,
     normalize_action,
+    short_handle,
     trigger_tag,
 )
 from mented.protocol import (
@@ -45,6 +46,7 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
+from mented.words import counted
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.commands.team import add_team_rule
 from mented_client.connection import Client
@@ -400,10 +402,14 @@ def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | 
 def run_show(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
         memory = client.expect(GetRequest(id=args.id), MemoryReply).memory
+        # Its history holds every version kept: a link to any other was forgotten.
+        kept = {m.id for m in client.expect(HistoryRequest(id=memory.id), MemoriesReply).memories}
     if args.json:
-        print_json(msgspec.to_builtins(memory))
+        links = [memory.supersedes, memory.superseded_by, *memory.merges]
+        gone = [link for link in links if link is not None and link not in kept]
+        print_json({**msgspec.to_builtins(memory), "forgotten_links": gone})
     else:
-        print(format_memory(memory, verbose=True))
+        print(format_memory(memory, verbose=True, kept=kept))
     return 0
 
 
@@ -417,7 +423,13 @@ def run_supersede(args: argparse.Namespace) -> int:
         new = client.expect(GetRequest(id=reply.id), MemoryReply).memory
         _warn_if_cut(text, new.actions, daemon_table(client))
     if args.json:
-        print_json({"id": reply.id, "superseded": reply.old.id})
+        print_json({"id": reply.id, "superseded": reply.old.id, "merged": list(new.merges)})
+    elif new.merges:
+        replaced = ", ".join([reply.old.id, *new.merges[:-1]]) + f" and {new.merges[-1]}"
+        print(
+            f"rule {reply.id} replaces {replaced}, which no longer fire: the fork "
+            f"({counted(len(new.merges) + 1, 'current version')}) is settled"
+        )
     else:
         print(f"rule {reply.id} replaces {reply.old.id}, which no longer fires")
     return 0
@@ -426,17 +438,48 @@ def run_supersede(args: argparse.Namespace) -> int:
 def run_history(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
         reply = client.expect(HistoryRequest(id=args.id), MemoriesReply)
-    _print_memories(args, "history", reply.memories)
+    if args.json:
+        _print_memories(args, "history", reply.memories)
+        return 0
+    kept = {memory.id for memory in reply.memories}
+    for memory in reply.memories:
+        print(format_memory(memory, kept=kept))
+    current = [memory for memory in reply.memories if memory.is_live]
+    if len(current) > 1:
+        handles = ", ".join(short_handle(memory.id) for memory in current)
+        print(
+            f"{counted(len(current), 'current version')} ({handles}): a fork, superseded "
+            f"apart on two machines; settle it with `mentectl rule supersede "
+            f"{short_handle(current[-1].id)} TEXT`"
+        )
+    elif not current:
+        print("no version fires: the current one was forgotten")
     return 0
 
 
 def run_forget(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        reply = client.expect(ForgetRequest(id=args.id), ForgottenReply)
+        memory = client.expect(GetRequest(id=args.id), MemoryReply).memory
+        reply = client.expect(ForgetRequest(id=memory.id), ForgottenReply)
+        before = memory.supersedes if memory.is_live else None
+        rest: list[Memory] = []
+        if before is not None:  # what is left of its rule
+            rest = client.expect(HistoryRequest(id=before), MemoriesReply).memories
     if args.json:
         print_json({"id": reply.id})
-    else:
-        print(f"forgot {reply.id}")
+        return 0
+    print(f"forgot {reply.id}")
+    if before is not None:
+        current = [short_handle(version.id) for version in rest if version.is_live]
+        if current:
+            print(f"the rule's current version: {', '.join(current)}")
+        else:
+            # Forget drops the rule: the version it replaced is not handed over again.
+            print(
+                f"no version of this rule fires now; the one it replaced, "
+                f"{short_handle(before)}, stays retired (`mentectl rule history "
+                f"{short_handle(before)}`); to use its text again, add it as a new rule"
+            )
     return 0
 
 

@@ -7,7 +7,9 @@ import argparse
 import msgspec
 
 from mented import paths
-from mented.protocol import StatusReply, StatusRequest
+from mented.memory import short_handle
+from mented.protocol import PinnedOverCap, StatusReply, StatusRequest
+from mented.words import counted
 from mented_client.commands.output import escape_controls, fail, format_time, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 
@@ -97,8 +99,8 @@ def render_status(status: StatusReply) -> str:
         ("database", f"{_bytes(status.db_bytes)} of a {_bytes(status.map_bytes)} map"),
         (
             "memories",
-            f"{status.memories} ({status.live_rules} live rules for "
-            f"{status.actions_with_rules} actions)",
+            f"{status.memories} ({counted(status.live_rules, 'live rule')} for "
+            f"{counted(status.actions_with_rules, 'action')})",
         ),
         (
             "requests",
@@ -108,6 +110,7 @@ def render_status(status: StatusReply) -> str:
         ("last rules", last),
         ("handed", _handed(status)),
     ]
+    rows += pinned_rows(status)
     rows += sync_rows(status)
     if status.config_error:
         rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
@@ -117,6 +120,41 @@ def render_status(status: StatusReply) -> str:
     return "\n".join(
         f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows
     )
+
+
+def pinned_rows(status: StatusReply) -> list[tuple[str, str]]:
+    """How many pinned rules are live against the cap, and the sessions over it."""
+    if not status.pinned_live:
+        return []
+    cap = f"the cap is {status.pinned_max_rules} rules and {status.pinned_max_chars} characters"
+    rows = [("pinned", f"{counted(status.pinned_live, 'live rule')} ({cap} per session)")]
+    rows.extend(
+        (
+            "pinned",
+            "OVER THE CAP: "
+            + describe_over_cap(over, status.pinned_max_rules, status.pinned_max_chars)
+            + f"; {OVER_CAP_FIX}",
+        )
+        for over in status.pinned_over_cap
+    )
+    return rows
+
+
+def describe_over_cap(over: PinnedOverCap, max_rules: int, max_chars: int) -> str:
+    """One `over_cap` finding, in words, with the way out."""
+    handles = ", ".join(short_handle(memory_id) for memory_id in over.left_out)
+    return (
+        f"{over.sessions} sees {over.live} pinned rules of {over.chars} characters, over "
+        f"the cap of {counted(max_rules, 'rule')} and {max_chars} characters: a session start "
+        f"leaves out the oldest {len(over.left_out)} ({handles})"
+    )
+
+
+OVER_CAP_FIX = (  # what to do about it
+    "forget or merge some (`mentectl rule list --pinned`, `mentectl rule forget ID`, or "
+    "supersede one with text that covers another, then forget that one), or raise "
+    "[pinned] max_rules / max_chars in the config file"
+)
 
 
 def sync_rows(status: StatusReply) -> list[tuple[str, str]]:

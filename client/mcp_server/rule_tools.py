@@ -191,6 +191,14 @@ the old text.""",
     ) -> SupersedeResult:
         reply = bridge.request(SupersedeRequest(id=rule_id, content=new_rule), SupersededReply)
         new_handle = short_handle(reply.id)
+        merged = bridge.request(GetRequest(id=reply.id), MemoryReply).memory.merges
+        note = f"The old version no longer fires; rule_history(rule_id={new_handle!r}) shows both."
+        if merged:
+            others = ", ".join(map(short_handle, merged))
+            note = (
+                f"The old version and the other current ones ({others}) no longer fire: the "
+                f"fork is settled; rule_history(rule_id={new_handle!r}) shows them all."
+            )
         return SupersedeResult(
             new_handle=new_handle,
             new_id=reply.id,
@@ -199,8 +207,7 @@ the old text.""",
             old_id=reply.old.id,
             old_content=reply.old.content,
             actions=list(reply.old.actions),
-            note=f"The old version no longer fires; rule_history(rule_id={new_handle!r}) "
-            "shows both.",
+            note=note,
         )
 
 
@@ -221,12 +228,22 @@ Example: rule_history(rule_id="q3x9k2mz") (any version's handle works).""",
         if not versions:
             raise ToolError(f"no history for {rule_id!r}")
         count = len(versions)
+        live = [short_handle(memory.id) for memory in reply.memories if memory.is_live]
         note = (
             f"{count} versions, oldest first; only the last one fires."
             if count > 1
             else "This rule was never superseded."
         )
-        return HistoryResult(versions=versions, current=versions[-1].handle, note=note)
+        if len(live) > 1:
+            note = (
+                f"{count} versions, oldest first; {len(live)} of them are current ("
+                f"{', '.join(live)}): it was superseded apart on two machines. Superseding "
+                "one of them settles it."
+            )
+        elif not live:
+            note = f"{count} versions, oldest first; none fires: the current one was forgotten."
+        current = live[-1] if live else versions[-1].handle
+        return HistoryResult(versions=versions, current=current, note=note)
 
 
 def add_forget_rule(server: MCPServer, bridge: Bridge) -> None:

@@ -76,8 +76,10 @@ class SupersedeResult(BaseModel):
 
 
 class HistoryResult(BaseModel):
-    versions: list[RuleView] = Field(description="oldest first; the last one is the current")
-    current: str = Field(description="handle of the newest version")
+    versions: list[RuleView] = Field(
+        description="oldest first, each after the versions it replaces; the last one is current"
+    )
+    current: str = Field(description="handle of the newest current version")
     note: str
 
 
