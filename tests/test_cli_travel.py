@@ -188,3 +188,114 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
     assert rules(second, "list", "--action", "git-push") == rules(
         daemon, "list", "--action", "git-push"
     )
+
+
+def handle(memory_id: str) -> str:
+    return memory_id[-8:].lower()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_after_a_sync_fork_history_shows_every_branch_and_settling_names_both(
+    daemon: DaemonProcess, second: DaemonProcess, tmp_path: Path
+) -> None:
+    remote = tmp_path / "rules.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    first = json.loads(daemon.mentectl("rule", "add", "git-commit", "v1", "--json").stdout)["id"]
+    daemon.mentectl("sync", "init", str(remote))
+    second.mentectl("sync", "init", str(remote))
+    here = rules(daemon, "supersede", first, "v2 from the laptop")
+    there = rules(second, "supersede", first, "v2 from the desk")
+    assert isinstance(here, dict)
+    assert isinstance(there, dict)
+    synced(daemon)
+    synced(second)
+    synced(daemon)
+
+    for machine in (daemon, second):
+        for asked in (first, here["id"], there["id"]):
+            listed = rules(machine, "history", asked)
+            assert isinstance(listed, dict)
+            ids = [version["id"] for version in listed["history"]]
+            assert ids[0] == first
+            assert sorted(ids[1:]) == sorted([here["id"], there["id"]])
+        shown = machine.mentectl("rule", "history", handle(here["id"])).stdout
+        assert f"[replaces {handle(first)}]" in shown
+        assert shown.count(f"[replaces {handle(first)}]") == 2  # the fork: two branches
+        assert "2 current versions (" in shown
+        assert "settle it with `mentectl rule supersede" in shown
+
+    settled = daemon.mentectl("rule", "supersede", handle(here["id"]), "v3 settled").stdout
+    assert f"replaces {here['id']} and {there['id']}, which no longer fire" in settled
+    assert "the fork (2 current versions) is settled" in settled
+    shown = daemon.mentectl("rule", "history", handle(there["id"])).stdout
+    assert f"[replaces {handle(here['id'])} and {handle(there['id'])}]" in shown
+    assert "current versions" not in shown
+    assert shown.rstrip().endswith("v3 settled")
+
+    # Forgotten on the desk, after a sync: no version fires anywhere, and the links
+    # that name the forgotten version say so instead of pointing nowhere.
+    synced(daemon)
+    synced(second)
+    current = rules(second, "list", "--action", "git-commit")
+    assert isinstance(current, dict)
+    (last,) = current["rules"]
+    forgot = second.mentectl("rule", "forget", handle(last["id"])).stdout
+    assert f"stays retired (`mentectl rule history {handle(here['id'])}`)" in forgot
+    synced(second)
+    synced(daemon)
+    for machine in (daemon, second):
+        assert rules(machine, "list", "--action", "git-commit") == {"rules": []}
+        show = machine.mentectl("rule", "show", handle(there["id"])).stdout
+        assert f"superseded_by: {last['id']} (forgotten): nothing replaces this version" in show
+        details = rules(machine, "show", handle(there["id"]))
+        assert isinstance(details, dict)
+        assert details["forgotten_links"] == [last["id"]]
+        history = machine.mentectl("rule", "history", first).stdout
+        assert f"[superseded by {last['id']} (forgotten)]" in history
+        assert "no version fires: the current one was forgotten" in history
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_pinned_rules_over_the_cap_after_a_sync_are_reported_and_can_be_superseded(
+    daemon: DaemonProcess, second: DaemonProcess, tmp_path: Path
+) -> None:
+    remote = tmp_path / "rules.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    for machine, where in ((daemon, "laptop"), (second, "desk")):
+        machine.write_config("[pinned]\nmax_rules = 3\n")
+        machine.reload()
+        machine.mentectl("sync", "init", str(remote))
+        for n in range(2):
+            machine.mentectl("rule", "add", "--pinned", f"pinned {n} on the {where}")
+    synced(daemon)
+    synced(second)
+    synced(daemon)
+
+    pinned = rules(daemon, "list", "--pinned")
+    assert isinstance(pinned, dict)
+    oldest = min(pinned["rules"], key=lambda rule: (rule["created_at"], rule["id"]))
+    status = daemon.mentectl("status").stdout
+    assert re.search(
+        r"^pinned: +4 live rules \(the cap is 3 rules and \d+ characters", status, re.MULTILINE
+    )
+    assert (
+        "OVER THE CAP: every session sees 4 pinned rules of 84 characters, over the cap of "
+        f"3 rules and 1200 characters: a session start leaves out the oldest 1 "
+        f"({handle(oldest['id'])})"
+    ) in status
+    doctor = daemon.mentectl("doctor", check=False).stdout
+    assert "every session sees 4 pinned rules" in doctor
+    assert "raise [pinned] max_rules" in doctor
+
+    # A supersede adds no rule: it goes through. A new pinned rule is refused.
+    daemon.mentectl("rule", "supersede", handle(oldest["id"]), "pinned 0, reworded")
+    refused = daemon.mentectl("rule", "add", "--pinned", "a fifth", check=False)
+    assert refused.returncode != 0
+    assert "would hand every session 5 pinned rules" in refused.stderr
+
+    # Forgetting one brings it within the cap: the report goes away.
+    daemon.mentectl("rule", "forget", handle(pinned["rules"][0]["id"]))
+    status = daemon.mentectl("status").stdout
+    assert "OVER THE CAP" not in status
+    assert re.search(r"^pinned: +3 live rules", status, re.MULTILINE)
+    assert "3 live rules, within 3 rules" in daemon.mentectl("doctor", check=False).stdout

@@ -14,7 +14,7 @@ from mented.config import Config, PinnedSettings
 from mented.hooks import WHY_NO_PINNED, WHY_PINNED_HANDED, HookHandler
 from mented.matcher import Matcher
 from mented.memory import InvalidInputError, Memory, MemoryType, short_handle
-from mented.pinned import check_cap, render_pinned
+from mented.pinned import check_cap, over_cap, render_pinned
 from mented.sessions import SessionMemory
 from mented.store import Store
 from tests.test_hooks import event, rule
@@ -137,6 +137,43 @@ def test_the_cap_counts_characters_and_agents_apart() -> None:
         check_cap(existing, candidate("y" * 60), settings)
     with pytest.raises(InvalidInputError, match="this pinned rule is 101 characters"):
         check_cap([], candidate("z" * 101), settings)
+
+
+def test_over_the_cap_a_supersede_goes_through_and_only_a_rise_is_refused() -> None:
+    # A sync brought four pinned rules where the cap is two: the way out stays open.
+    settings = PinnedSettings(max_rules=2, max_chars=100)
+    existing = [candidate(f"rule {n}", str(n) * 26) for n in range(4)]
+    check_cap(existing, candidate("rule 0, reworded"), settings, replaced={"0" * 26})
+    with pytest.raises(InvalidInputError, match="every session 5 pinned rules"):
+        check_cap(existing, candidate("a fifth"), settings)
+    # Counted after the change: replacing one rule by a wider one still adds nothing ...
+    check_cap(existing, candidate("rule 1 " + "x" * 40), settings, replaced={"1" * 26})
+    # ... but characters past the cap that grow are refused.
+    long = [candidate("y" * 45, str(n) * 26) for n in range(3)]  # 135 characters
+    check_cap(long, candidate("y" * 40), settings, replaced={"0" * 26})
+    with pytest.raises(InvalidInputError, match="135 characters"):
+        check_cap(long[:2], candidate("y" * 45), settings)
+    with pytest.raises(InvalidInputError, match="every session 3 pinned rules of 140"):
+        check_cap(long, candidate("y" * 50), settings, replaced={"0" * 26})
+    # Settling a fork replaces both of its current versions: the count goes down.
+    check_cap(existing, candidate("settled"), settings, replaced={"2" * 26, "3" * 26})
+
+
+def test_over_cap_names_the_sessions_and_the_rules_left_out(store: Store) -> None:
+    settings = PinnedSettings(max_rules=2, max_chars=1000)
+    assert over_cap([], settings) == []
+    for n in range(3):
+        pin(store, f"everywhere {n}")
+    pin(store, "codex only", agent="codex")
+    rules = store.pinned_rules()
+    found = over_cap(rules, settings)
+    oldest = [rule.id for rule in rules if rule.content == "everywhere 0"]
+    for_codex = [rule.id for rule in rules if rule.content in {"everywhere 0", "everywhere 1"}]
+    assert [(o.sessions, o.live, o.left_out) for o in found] == [
+        ("sessions for codex", 4, sorted(for_codex, reverse=True)),
+        ("every session", 3, oldest),
+    ]
+    assert over_cap(rules, PinnedSettings(max_rules=4, max_chars=1000)) == []
 
 
 def test_render_keeps_within_a_lowered_cap_and_says_what_it_left_out(store: Store) -> None:

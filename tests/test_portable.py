@@ -228,11 +228,19 @@ def test_two_machines_that_superseded_one_rule_keep_both_versions_until_settled(
         (fork,) = db.forks()
         assert fork.root == rule.id
         assert [tip.id for tip in fork.tips] == [m.id for m in both]
+        # The history from any version is the whole family: both branches, the asked one too.
+        for version in (rule, here, there):
+            assert [m.id for m in db.history(version.id)] == [
+                rule.id,
+                *reversed([m.id for m in both]),
+            ]
     assert everything(store) == everything(other)
 
     settled, _ = store.supersede(here.id, "v3 settled")
 
     assert settled.merges == (there.id,)
+    assert [m.content for m in store.history(there.id)][-1] == "v3 settled"
+    assert len(store.history(there.id)) == 4
     assert store.recall_for_action("git-commit") == [settled]
     assert store.forks() == []
     export_store(store, tmp_path / "settled.jsonl")
