@@ -169,7 +169,7 @@ def test_rule_add_team_trust_and_the_hook_marks_the_projects_rules(
     assert b"team: conventional prefix" not in hook("s1")  # not trusted yet
     assert "NOT SERVED" in daemon.mentectl("status").stdout
 
-    assert "trusted 1 rules in" in run_here("trust")
+    assert "trusted 1 rule in" in run_here("trust")
 
     answer = hook("s2")
     assert b"mine: one line" in answer

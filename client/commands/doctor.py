@@ -444,7 +444,7 @@ def check_pinned(status: StatusReply) -> list[Check]:
     if not status.pinned_live:
         return []
     if not status.pinned_over_cap:
-        cap = f"{status.pinned_max_rules} rules and {status.pinned_max_chars} characters"
+        cap = f"{counted(status.pinned_max_rules, 'rule')} and {status.pinned_max_chars} characters"
         return [Check("pinned", "ok", f"{counted(status.pinned_live, 'live rule')}, within {cap}")]
     return [
         Check(

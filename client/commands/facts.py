@@ -26,6 +26,7 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
+from mented.words import counted
 from mented_client.commands.output import (
     CommandError,
     escape_controls,
@@ -184,7 +185,8 @@ def run_reindex(args: argparse.Namespace) -> int:
         print_json(msgspec.to_builtins(reply))
     else:
         print(
-            f"reindexed {reply.facts} facts and {reply.pinned} pinned rules "
+            f"reindexed {counted(reply.facts, 'fact')} and "
+            f"{counted(reply.pinned, 'pinned rule')} "
             f"in {reply.seconds:.2f} s"
         )
     return 0

@@ -126,7 +126,8 @@ def pinned_rows(status: StatusReply) -> list[tuple[str, str]]:
     """How many pinned rules are live against the cap, and the sessions over it."""
     if not status.pinned_live:
         return []
-    cap = f"the cap is {status.pinned_max_rules} rules and {status.pinned_max_chars} characters"
+    rules = counted(status.pinned_max_rules, "rule")
+    cap = f"the cap is {rules} and {status.pinned_max_chars} characters"
     rows = [("pinned", f"{counted(status.pinned_live, 'live rule')} ({cap} per session)")]
     rows.extend(
         (

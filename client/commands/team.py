@@ -16,6 +16,7 @@ import msgspec
 
 from mented.protocol import TrustedReply, TrustRequest
 from mented.team import FOLDER, RULES_FILE
+from mented.words import counted
 from mented_client.commands.output import CommandError, format_memory, print_json
 from mented_client.connection import Client
 
@@ -44,7 +45,7 @@ def run_trust(args: argparse.Namespace) -> int:
     if args.json:
         print_json(msgspec.to_builtins(reply))
         return 0
-    print(f"trusted {len(reply.rules)} rules in {reply.root}/{FOLDER}/:")
+    print(f"trusted {counted(len(reply.rules), 'rule')} in {reply.root}/{FOLDER}/:")
     for rule in reply.rules:
         print(format_memory(rule))
     return 0
