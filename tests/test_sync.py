@@ -185,12 +185,14 @@ def test_init_takes_a_new_hosted_repository_and_marks_it_as_mented(
 
     # A repository mented filled is taken, whatever else its owner added to it since.
     commit_files(seed, {"notes/why.md": "...\n"})
-    subprocess.run(["git", "-C", str(seed), "pull", "--quiet", "--no-rebase", str(remote), "main"],
-                   check=True, env={**os.environ, "GIT_MERGE_AUTOEDIT": "no",
-                                    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                                    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
-    subprocess.run(["git", "-C", str(seed), "push", "--quiet", str(remote), "HEAD:refs/heads/main"],
-                   check=True)  # fmt: skip
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    identity |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    git = ["git", "-C", str(seed)]
+    env = {**os.environ, "GIT_MERGE_AUTOEDIT": "no", **identity}
+    subprocess.run(
+        [*git, "pull", "--quiet", "--no-rebase", str(remote), "main"], check=True, env=env
+    )
+    subprocess.run([*git, "push", "--quiet", str(remote), "HEAD:refs/heads/main"], check=True)
     desk = Machine(tmp_path / "desk", remote)
     desk.sync.sync(desk.store)
     assert [rule.content for rule in desk.store.recall_for_action("git-commit")] == ["single line"]
