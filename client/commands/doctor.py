@@ -179,7 +179,9 @@ def check_service(socket: Path, manager: Manager | None, status: StatusReply | N
                 fix="`mentectl restart` runs it detached instead (it then outlives the terminal)",
             )
         how = started_by(status) if status is not None else None
-        running = f"the daemon runs {how}" if how else "`mentectl start` runs the daemon detached"
+        running = (
+            f"the daemon was started {how}" if how else "`mentectl start` runs the daemon detached"
+        )
         return Check(
             "service",
             "skip",

@@ -64,7 +64,7 @@ _STARTED_BY = {
     "launchd": "by launchd (the service)",
     "mentectl": "detached, by `mentectl start`",
     "terminal": "in a terminal: it stops when that terminal closes",
-    "other": "by hand, outside a terminal and a service manager: nothing starts it again",
+    "other": "by hand, outside a terminal and a service manager",
 }
 
 
