@@ -494,3 +494,49 @@ def test_doctor_checks_the_installed_service(
         "fail",
         "the systemd service is installed but not enabled",
     )
+
+
+def test_service_restarts_refuse_an_invalid_config_and_leave_the_daemon_alone(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from mented_client.commands import service as service_command
+
+    calls = short_tmp / "calls"
+    _write_fake(short_tmp / "bin", "systemctl", calls, 'case "$2" in is-active) exit 3;; esac')
+    monkeypatch.setenv("PATH", f"{short_tmp / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(short_tmp / "config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp / "run"))
+    monkeypatch.setenv("MENTED_SERVICE_MANAGER", "systemd")
+    monkeypatch.delenv("MENTED_SOCKET", raising=False)
+    manager = Systemd()
+    manager.install(python=daemon_interpreter(), data_dir=short_tmp / "data", on_demand=False)
+    config = short_tmp / "config.toml"
+    config.write_text('[delivery]\ndefualt = "context"\n')
+    # The service's daemon answers, loaded with the file before it went bad.
+    running = StatusReply(
+        version="0",
+        pid=4242,
+        uptime_s=60,
+        socket=str(manager.socket_path()),
+        data_dir=str(short_tmp / "data"),
+        config=str(config),
+        started_by="systemd",
+    )
+    monkeypatch.setattr(service_command, "answering", lambda *_a, **_k: running)
+    calls.write_text("")
+
+    args = argparse.Namespace(socket=None, json=False, force=False, detached=False, timeout=1.0)
+    for run in (service_command.run_restart, service_command.run_service_restart):
+        with pytest.raises(CommandError) as refused:
+            run(args)
+        assert "names 'defualt'" in str(refused.value)
+        assert "the running daemon (pid 4242) keeps its configuration" in str(refused.value)
+    with pytest.raises(CommandError, match="not installed: the running daemon"):
+        service_command.install_service(manager, socket=manager.socket_path(), on_demand=False)
+    assert "restart" not in calls.read_text()  # systemd was never asked to restart it
+
+    # --force restarts it: the new daemon runs on the built-in settings.
+    service_command.run_service_restart(argparse.Namespace(**{**vars(args), "force": True}))
+    assert "--user restart mented.service" in calls.read_text()
