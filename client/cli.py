@@ -3,6 +3,11 @@
 This module only parses arguments. Each group of verbs lives in
 `mented_client.commands.<group>` and registers itself through `register()`;
 each handler takes the parsed arguments and returns the exit status.
+
+It stays light: `mentectl VERB` imports the one module of that verb (see
+`mented_client.commands.VERBS`), and the modules behind errors only when one
+happens, so that `mentectl --version` costs an interpreter start and
+`mentectl status` little more than the protocol it speaks.
 """
 
 from __future__ import annotations
@@ -11,18 +16,20 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from mented import __version__
-from mented.protocol import ErrorCode
-from mented_client.commands import COMMAND_MODULES
-from mented_client.commands.output import CommandError, fail
-from mented_client.connection import DaemonError, NotRunningError, ProtocolError
-
-_STORE_FAILURES = frozenset({ErrorCode.STORE_FULL, ErrorCode.STORE_DAMAGED, ErrorCode.STORE_FAILED})
+from mented_client.commands import COMMAND_MODULES, VERBS, command_module
+from mented_client.errors import CommandError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `words`: with only the verb's group registered when it names one.
+
+    Without `words`, or when they name no known verb (`--help`, a typo, a verb
+    missing from `VERBS`), every group is registered, for the full listing and
+    argparse's own "invalid choice" message. `--version` alone registers none.
+    """
     parser = argparse.ArgumentParser(
         prog="mentectl",
         description="Manage mented: action rules for AI coding agents.",
@@ -38,10 +45,37 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
     common.add_argument("--socket", metavar="PATH", default=argparse.SUPPRESS, help=socket_help)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
-        module.register(subparsers, common)
+    for name in _groups_for(words):
+        command_module(name).register(subparsers, common)
     _describe_verbs(parser)
     return parser
+
+
+def _groups_for(words: Sequence[str] | None) -> Iterable[str]:
+    """The command modules to register for `words` (see `build_parser`)."""
+    if words is None:
+        return COMMAND_MODULES
+    verb = _verb_of(words)
+    if verb in VERBS:
+        return (VERBS[verb],)
+    if verb is None and "--version" in words and not {"-h", "--help"} & set(words):
+        return ()
+    return COMMAND_MODULES
+
+
+def _verb_of(words: Sequence[str]) -> str | None:
+    """The first word that is not a top-level option (nor the value of `--socket`)."""
+    skip_next = False
+    for word in words:
+        if skip_next:
+            skip_next = False
+        elif word == "--socket":
+            skip_next = True
+        elif word == "--":
+            return None
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def _describe_verbs(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for word in words:
         if not _is_utf8(word):
             shown = word.encode("utf-8", "surrogateescape")
-            return fail(f"an argument is not valid UTF-8 text: {shown!r}", status=2)
-    parser = build_parser()
+            return _fail(f"an argument is not valid UTF-8 text: {shown!r}", status=2)
+    parser = build_parser(words)
     args = parser.parse_args(words)
     try:
         status: int = args.handler(args)
@@ -74,19 +108,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    except NotRunningError as exc:
-        return fail(str(exc))
-    except DaemonError as exc:
-        if exc.code in _STORE_FAILURES:  # not a refusal: the daemon could not do it
-            return fail(f"{exc.message} ({exc.code})")
-        return fail(f"mented refused: {exc.message} ({exc.code})")
-    except ProtocolError as exc:
-        return fail(str(exc))
-    except CommandError as exc:
-        return fail(str(exc), status=exc.status)
     except KeyboardInterrupt:
         return 130
+    except CommandError as exc:
+        return _fail(str(exc), status=exc.status)
+    except Exception as exc:  # noqa: BLE001 - the client's errors are told apart in there
+        return _failure(exc)
     return status
+
+
+def _failure(exc: Exception) -> int:
+    """The exit status for an error from the daemon or the connection, said on stderr.
+
+    Raises:
+        Exception: `exc` itself when it is none of those (a bug: its traceback helps).
+    """
+    # Only an error imports these; a command that raised one has imported them already.
+    from mented.protocol import ErrorCode  # noqa: PLC0415 - see above
+    from mented_client.connection import (  # noqa: PLC0415 - see above
+        DaemonError,
+        NotRunningError,
+        ProtocolError,
+    )
+
+    if isinstance(exc, DaemonError):
+        store_failures = {ErrorCode.STORE_FULL, ErrorCode.STORE_DAMAGED, ErrorCode.STORE_FAILED}
+        if exc.code in store_failures:  # not a refusal: the daemon could not do it
+            return _fail(f"{exc.message} ({exc.code})")
+        return _fail(f"mented refused: {exc.message} ({exc.code})")
+    if isinstance(exc, (NotRunningError, ProtocolError)):
+        return _fail(str(exc))
+    raise exc
+
+
+def _fail(message: str, status: int = 1) -> int:
+    from mented_client.commands.output import fail  # noqa: PLC0415 - errors only
+
+    return fail(message, status=status)
 
 
 def _is_utf8(word: str) -> bool:

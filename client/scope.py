@@ -56,8 +56,8 @@ def daemon_table(client: Client) -> TableInForce:
     path = Path(status.config) if status.config else None
     if status.config_error and status.config_in_force is not None:
         print(
-            f"mentectl: warning: the config file is invalid, so the daemon runs on the one it "
-            f"loaded before, shown here: {status.config_error}",
+            "mentectl: warning: the config file is invalid; shown here is what the daemon "
+            f"runs on: {status.config_error}",
             file=sys.stderr,
         )
         return load_table_in_force(path, text=status.config_in_force)

@@ -84,7 +84,9 @@ def _seconds(text: str) -> float:
 
 
 def options_from_args(
-    args: argparse.Namespace, inherited: socket.socket | None = None
+    args: argparse.Namespace,
+    inherited: socket.socket | None = None,
+    started_by: str = "unknown",
 ) -> ServerOptions:
     socket_path = paths.socket_path(args.socket)
     if inherited is not None:
@@ -107,6 +109,7 @@ def options_from_args(
         on_reloading=service.notify_reloading,
         on_reloaded=reloaded,
         on_stopping=service.notify_stopping,
+        started_by=started_by,
     )
 
 
@@ -131,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Without a manager holding the socket, an idle exit would leave hooks with
         # nothing to answer them until someone starts mented again.
         log.warning("idle_timeout_ignored", reason="no socket from a service manager")
-    server = Server(options_from_args(args, inherited))
+    server = Server(options_from_args(args, inherited, service.how_started()))
     try:
         server.open()
     except StartupError as exc:
@@ -169,9 +172,16 @@ def raise_descriptor_limit(wanted: int = MAX_CONNECTIONS + DESCRIPTOR_RESERVE) -
 
 
 def _cannot_start(reason: str) -> int:
-    log.error("cannot_start", error=reason)
+    """Say once why the daemon cannot start: plainly in a terminal, as a log line elsewhere.
+
+    Elsewhere is a log file (`mentectl start`, which shows the reason from it) or
+    the journal; a terminal gets the sentence without the log line's fields.
+    """
+    if sys.stderr.isatty():
+        print(f"mented: {reason}", file=sys.stderr)
+    else:
+        log.error("cannot_start", error=reason)
     service.notify(f"STATUS=cannot start: {reason}")
-    print(f"mented: {reason}", file=sys.stderr)
     return 1
 
 

@@ -1,11 +1,21 @@
-"""Logging: structlog JSON lines on stderr, human-readable when stderr is a terminal."""
+"""Logging: structlog JSON lines on stderr, human-readable when stderr is a terminal.
+
+Every line carries the daemon's pid: two daemons started on one data directory
+(the second exits: the directory is taken) or one after another may append to
+the same log file (`mentectl start` appends), and the pid tells their lines apart.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import TYPE_CHECKING
 
 import structlog
+
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, WrappedLogger
 
 
 def configure_logging(level: str = "info") -> None:
@@ -17,6 +27,7 @@ def configure_logging(level: str = "info") -> None:
     )
     structlog.configure(
         processors=[
+            _PidAdder(os.getpid()),
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
@@ -33,3 +44,16 @@ def configure_logging(level: str = "info") -> None:
 
 
 log = structlog.get_logger("mented")
+
+
+class _PidAdder:
+    """Adds `pid` to every line: a dict store, no system call (the daemon never forks)."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def __call__(self, _logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        event_dict.setdefault("pid", self.pid)
+        return event_dict

@@ -312,6 +312,11 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     # `mentectl explain` and `actions` show the table in force, not the broken file's.
     config_in_force: str | None = None
     socket_activated: bool = False
+    # Who started the daemon: "systemd", "launchd", "mentectl" (`mentectl start`, detached),
+    # "terminal" (typed in a shell: it ends with that terminal) or "other" (by hand, outside
+    # a terminal); "unknown" from a daemon older than this field. A string, not a closed
+    # set: a client must read a value it does not know yet.
+    started_by: str = "unknown"
     # Sync over git: the remote (None: not set up), the last sync that worked, the
     # error of the last one when it failed (it is retried).
     sync_remote: str | None = None

@@ -200,6 +200,12 @@ class ServerBusyError(Exception):
     """Too much is being received at once: this request is refused with `busy`."""
 
 
+_PREVIOUS_IN_FORCE = "(the previous configuration stays in force)"
+_ON_DEFAULTS = (
+    "(mented started on the built-in settings instead; fix the file, then `mentectl reload`)"
+)
+
+
 class StartupError(Exception):
     """The daemon cannot start; the message says why and what to do."""
 
@@ -229,6 +235,8 @@ class ServerOptions:
     # the service manager keeps the socket and starts a daemon for the next client.
     # None: the config file's `[daemon] idle_timeout_s`; 0: never.
     idle_timeout_s: float | None = None
+    # Who started the daemon, for `status` (see mented.service.how_started).
+    started_by: str = "unknown"
 
 
 @dataclass
@@ -267,6 +275,8 @@ class Server:
         self._slow_matches = trio.CapacityLimiter(_SLOW_MATCHES)
         self.config = Config()
         self.config_error: str | None = None  # why the config on disk is unusable, for `status`
+        # Started with an invalid config file: the built-in settings serve until a reload.
+        self._on_defaults = False
         self._config_stamp: tuple[int, int] | None = None
         # Set when the store became unusable: the daemon stops, and exits non-zero.
         self.store_failure: str | None = None
@@ -295,9 +305,9 @@ class Server:
         opts = self.options
         try:
             self._lock = DataDirLock(opts.data_dir, opts.socket_path)
-            self.config, self.matcher = self._load_settings()
+            self.config, self.matcher = self._load_settings_or_defaults()
             self.store = Store(opts.data_dir)
-        except (DataDirBusyError, ConfigError, StoreError) as exc:
+        except (DataDirBusyError, StoreError) as exc:
             self._release_lock()
             raise StartupError(str(exc)) from exc
         except OSError as exc:  # e.g. a --data-dir that is a file, or not writable
@@ -371,7 +381,6 @@ class Server:
                     "ready",
                     socket=str(self.options.socket_path),
                     data_dir=str(self.options.data_dir),
-                    pid=os.getpid(),
                     version=__version__,
                 )
                 if self.options.on_ready:
@@ -1128,6 +1137,29 @@ class Server:
             self.options.on_reloaded(error)
         return error
 
+    def _load_settings_or_defaults(self) -> tuple[Config, Matcher]:
+        """The config file's settings; the built-in ones when the file is invalid.
+
+        A daemon that refused to start over its config file would leave every agent
+        without rules until someone noticed: a service manager restarting it (after
+        a crash, at login) would only fail again. So it starts on the built-in
+        settings, says why in `status` (unhealthy) and `doctor`, and `reload`
+        applies the file once it is fixed. (`mentectl restart` checks the file
+        first and leaves a running daemon alone when it is invalid.)
+        """
+        try:
+            return self._load_settings()
+        except ConfigError as exc:
+            log.error("config_invalid_using_defaults", error=str(exc))
+            self._on_defaults = True
+            self.config_error = f"{exc} {_ON_DEFAULTS}"
+            config = Config(path=self.options.config_path)
+            return config, Matcher(load_action_table(config))
+
+    def _in_force(self) -> str:
+        """What serves while the file on disk is invalid, for its error message."""
+        return _ON_DEFAULTS if self._on_defaults else _PREVIOUS_IN_FORCE
+
     def _load_settings(self) -> tuple[Config, Matcher]:
         """The config file and the matcher built from its action table.
 
@@ -1150,7 +1182,7 @@ class Server:
         try:
             load_action_table(load_config(self.options.config_path))
         except ConfigError as exc:
-            self.config_error = f"{exc} (the previous configuration stays in force)"
+            self.config_error = f"{exc} {self._in_force()}"
         else:
             self.config_error = None
 
@@ -1159,10 +1191,11 @@ class Server:
             config, matcher = self._load_settings()
         except ConfigError as exc:
             log.error("reload_failed", error=str(exc))
-            return f"{exc} (the previous configuration stays in force)"
+            return f"{exc} {self._in_force()}"
         except Exception as exc:  # noqa: BLE001 - a reload (SIGHUP too) must never end the daemon
             log.exception("reload_failed")
-            return f"cannot reload the configuration: {exc!r} (the previous one stays in force)"
+            return f"cannot reload the configuration: {exc!r} {self._in_force()}"
+        self._on_defaults = False
         self.config = config
         self.matcher = matcher
         self.syncer.timeout_s = config.sync.timeout_s
@@ -1198,6 +1231,7 @@ class Server:
             config_error=self.config_error,
             config_in_force=self.config.text if self.config_error else None,
             socket_activated=self.options.inherited_socket is not None,
+            started_by=self.options.started_by,
             sync_remote=sync_state.remote if sync_state else None,
             sync_last_ok=sync_state.last_ok if sync_state else None,
             sync_error=sync_state.last_error if sync_state else None,

@@ -16,6 +16,11 @@ macOS; it is kept to one small function that the tests drive with a stand-in.
 
 Nothing here forks, double-forks or writes pid files: the daemon runs in the
 foreground and the service manager supervises it.
+
+`how_started()` tells, from the environment the daemon was started with, who
+started it (a service manager, `mentectl start`, a terminal): `status` reports
+it, so that `mentectl setup` and `doctor` can say whether the daemon will
+outlive the terminal it may have been typed in.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, MutableMapping
+from typing import Literal
 
 SD_LISTEN_FDS_START = 3  # the first passed descriptor (after stdin, stdout, stderr)
 LAUNCHD_SOCKET_NAME = "Listeners"  # the key under `Sockets` in the LaunchAgent plist
@@ -38,6 +44,11 @@ LAUNCH_ACTIVATE_SOCKET = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
     ctypes.POINTER(ctypes.c_size_t),
 )
+
+
+STARTED_BY_ENV = "MENTED_STARTED_BY"  # set by `mentectl start` for the daemon it runs detached
+
+StartedBy = Literal["systemd", "launchd", "mentectl", "terminal", "other"]
 
 
 class ServiceError(Exception):
@@ -192,3 +203,45 @@ def notify_reloading() -> None:
 def notify_stopping() -> None:
     """Tell systemd we are shutting down (so it does not take the exit for a crash)."""
     notify("STOPPING=1\nSTATUS=stopping")
+
+
+# ------------------------------------------------------------- who started us
+
+
+def how_started(
+    *, environ: MutableMapping[str, str] | None = None, has_terminal: bool | None = None
+) -> StartedBy:
+    """Who started this daemon, told by the environment it was started with.
+
+    - `mentectl`: `mentectl start` (or `setup`) ran it detached; it says so in
+      `$MENTED_STARTED_BY`, removed here so that no child inherits it.
+    - `terminal`: it has a controlling terminal (typed in a shell): it ends with
+      that terminal.
+    - `systemd`: systemd sets `$INVOCATION_ID` for every unit it starts.
+    - `launchd`: launchd names the job in `$XPC_SERVICE_NAME` (a shell in Terminal
+      has `0` there, or an app's name) and is our parent, pid 1.
+    - `other`: none of these: started by hand outside a terminal (a script,
+      `nohup`, a container's entrypoint).
+    """
+    env = os.environ if environ is None else environ
+    if env.pop(STARTED_BY_ENV, None) == "mentectl":
+        return "mentectl"
+    if has_terminal is None:
+        has_terminal = _has_controlling_terminal()
+    if has_terminal:
+        return "terminal"
+    if env.get("INVOCATION_ID"):
+        return "systemd"
+    if env.get("XPC_SERVICE_NAME", "0") != "0" and os.getppid() == 1:
+        return "launchd"
+    return "other"
+
+
+def _has_controlling_terminal() -> bool:
+    """Whether this process has a controlling terminal: /dev/tty opens only then."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True

@@ -128,3 +128,50 @@ def test_explain_and_actions_use_the_daemons_table_while_the_file_is_invalid(
     actions = daemon.mentectl("actions")
     assert "ship-it" in actions.stdout
     assert "config file is invalid" in actions.stderr
+
+
+def test_every_verb_is_found_without_importing_the_other_groups() -> None:
+    from mented_client.commands import COMMAND_MODULES, VERBS, command_module
+
+    registered = {}
+    for name in COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers()
+        command_module(name).register(subparsers, argparse.ArgumentParser(add_help=False))
+        registered |= dict.fromkeys(subparsers.choices, name)
+    assert registered == VERBS  # a verb missing here would still work, only slower
+
+    # The parser for one verb holds its group's verbs only, and parses like the full one.
+    words = ["--socket", "/run/x.sock", "rule", "list", "--action", "git-commit"]
+    (verbs,) = (
+        a for a in build_parser(words)._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    assert set(verbs.choices) == {"rule"}
+    assert vars(build_parser(words).parse_args(words)) == vars(build_parser().parse_args(words))
+
+
+@pytest.mark.parametrize(
+    ("argv", "loaded", "not_loaded"),
+    [
+        (["--version"], [], ["msgspec", "mented.protocol", "mented_client.commands.status"]),
+        (["status"], ["mented_client.commands.status"], ["mented.agents", "mented.store"]),
+        (["rule", "list"], ["mented_client.commands.rules"], ["mented.store", "lmdb"]),
+    ],
+)
+def test_a_command_imports_what_it_runs_only(
+    tmp_path: Path, argv: list[str], loaded: list[str], not_loaded: list[str]
+) -> None:
+    # What `mentectl --version` and `status` cost is mostly what they import.
+    code = (
+        "import sys, runpy; sys.argv = ['mentectl', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('mented_client.cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    env = isolated_env(tmp_path) | {"MENTED_SOCKET": str(tmp_path / "nobody.sock")}
+    result = subprocess.run(
+        [PYTHON, "-c", code, *argv], env=env, capture_output=True, text=True, check=False
+    )
+    modules = set(result.stderr.splitlines()[-1].split())
+    assert set(loaded) <= modules
+    assert not set(not_loaded) & modules, set(not_loaded) & modules

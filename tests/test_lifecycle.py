@@ -65,7 +65,8 @@ class User:
         return result.stdout
 
     def pid(self) -> int:
-        pid: int = json.loads(self.ok("status", "--json"))["pid"]
+        # Also while unhealthy (an invalid config file): status then exits 1, with its JSON.
+        pid: int = json.loads(self.mentectl("status", "--json").stdout)["pid"]
         return pid
 
 
@@ -81,16 +82,20 @@ def user(short_tmp: Path) -> Iterator[User]:
             os.kill(int(pid), signal.SIGKILL)
 
 
-def test_start_refuses_twice_and_stop_is_calm_when_stopped(user: User) -> None:
+def test_start_twice_says_it_runs_and_stop_is_calm_when_stopped(user: User) -> None:
     out = user.ok("start")
     pid = user.pid()
     assert f"mented is running (pid {pid}" in out
     assert f"log in {user.log}" in out
+    assert json.loads(user.ok("status", "--json"))["started_by"] == "mentectl"
 
-    again = user.mentectl("start")
-    assert again.returncode == 1
-    assert f"already running (pid {pid}, socket {user.socket})" in again.stderr
+    # What was asked for holds, as with `systemctl start` on an active unit: exit 0.
+    again = user.ok("start")
+    assert f"already running (pid {pid}, socket {user.socket}; started detached" in again
     assert user.pid() == pid
+    as_json = json.loads(user.ok("start", "--json"))
+    assert as_json["already_running"] is True
+    assert as_json["pid"] == pid
 
     assert user.ok("stop") == f"stopped mented (pid {pid})\n"
     assert _pid_gone(pid)
@@ -104,13 +109,40 @@ def test_start_refuses_twice_and_stop_is_calm_when_stopped(user: User) -> None:
     assert status.returncode == 1
 
 
-def test_start_shows_why_the_daemon_did_not_start(user: User) -> None:
-    Path(user.env["MENTED_CONFIG"]).write_text("[hook]\nk = 'six'\n")
+def test_start_shows_why_the_daemon_did_not_start_once(user: User) -> None:
+    data_dir = Path(user.env["MENTED_DATA_DIR"])
+    data_dir.write_text("a file where the data directory should be")
     result = user.mentectl("start")
     assert result.returncode == 1
     assert "exited with status 1 before answering" in result.stderr
-    assert "bad [hook] section" in result.stderr  # the daemon's own words, from its log
+    # The daemon's own words, from its log, once, as a sentence (not a JSON log line).
+    assert result.stderr.count(f"cannot use the data directory {data_dir}") == 1
+    assert f"\nmented: cannot use the data directory {data_dir}" in result.stderr
+    assert '"event"' not in result.stderr
     assert str(user.log) in result.stderr
+
+
+def test_every_log_line_names_its_daemon(user: User) -> None:
+    user.ok("start")
+    first = user.pid()
+    user.ok("restart")
+    second = user.pid()
+    # A second daemon on the same data directory exits, writing to the same log.
+    with user.log.open("ab") as log:
+        busy = subprocess.Popen(
+            [PYTHON, "-m", "mented.daemon", "--socket", str(user.root / "other.sock")],
+            env=user.env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        assert busy.wait(timeout=30) == 1
+    user.ok("stop")
+    records = [json.loads(line) for line in user.log.read_text().splitlines()]
+    assert all(isinstance(record.get("pid"), int) for record in records), records
+    assert {record["pid"] for record in records} == {first, second, busy.pid}
+    refused = [record for record in records if record["pid"] == busy.pid]
+    assert [record["event"] for record in refused] == ["cannot_start"]
+    assert f"pid {second}" in refused[0]["error"]  # names the daemon holding the directory
 
 
 def test_restart_replaces_the_daemon_and_keeps_the_rules(user: User) -> None:
@@ -134,6 +166,62 @@ def test_reload_applies_a_good_file_and_refuses_a_bad_one(user: User) -> None:
     assert "the previous configuration stays in force" in bad.stderr
     config.write_text("[hook]\nk = 2\n")
     assert user.ok("reload") == "mented: configuration reloaded\n"
+
+
+# The tryout's file: `defualt` for `default`, which the daemon's config code refuses.
+_TYPO_CONFIG = '[hook]\nk = 3\n[delivery]\ndefualt = "context"\n'
+
+
+def test_restart_with_an_invalid_config_leaves_the_running_daemon_alone(user: User) -> None:
+    user.ok("start")
+    pid = user.pid()
+    user.ok("rule", "add", "git-commit", RULES[0])
+    Path(user.env["MENTED_CONFIG"]).write_text(_TYPO_CONFIG)
+
+    refused = user.mentectl("restart")
+    assert refused.returncode == 1
+    assert "names 'defualt', which is not an action" in refused.stderr
+    assert f"the running daemon (pid {pid}) keeps its configuration" in refused.stderr
+    assert user.pid() == pid  # not stopped
+    answer = text_of_answer(_fire(user.socket, 1, budget_ms=3000).stdout)
+    assert answer is not None
+    assert RULES[0] in answer
+
+    # --force replaces it: the new daemon serves the rules on the built-in settings.
+    forced = user.mentectl("restart", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "mented runs on the built-in settings until you fix the file" in forced.stderr
+    assert user.pid() != pid
+    answer = text_of_answer(_fire(user.socket, 2, budget_ms=3000).stdout)
+    assert answer is not None
+    assert RULES[0] in answer
+    status = user.mentectl("status")
+    assert status.returncode == 1  # unhealthy until the file is fixed
+    assert "mented started on the built-in settings instead" in status.stderr
+
+    Path(user.env["MENTED_CONFIG"]).write_text("[hook]\nk = 3\n")
+    user.ok("reload")
+    assert "INVALID" not in user.ok("status")
+
+
+def test_a_daemon_started_with_an_invalid_config_serves_rules_and_says_why(user: User) -> None:
+    # As a service manager restarting it at login or after a crash would: nothing to keep.
+    Path(user.env["MENTED_CONFIG"]).write_text(_TYPO_CONFIG)
+    started = user.mentectl("start")
+    assert started.returncode == 0, started.stderr
+    assert "mented is running" in started.stdout
+    assert "names 'defualt'" in started.stderr
+    assert "mented runs on the built-in settings" in started.stderr
+    user.ok("rule", "add", "git-commit", RULES[1])
+    answer = text_of_answer(_fire(user.socket, 1, budget_ms=3000).stdout)
+    assert answer is not None
+    assert RULES[1] in answer
+
+    doctor = user.mentectl("doctor").stdout
+    config = _line(doctor, "config")
+    assert config.startswith("FAIL")
+    assert "one started meanwhile runs on the built-in settings" in config
+    assert "INVALID" in user.mentectl("status").stdout
 
 
 _STUBBORN_DAEMON = """
@@ -361,15 +449,53 @@ def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> 
         deadline = time.monotonic() + 30
         while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
             time.sleep(0.1)
+        assert json.loads(user.ok("status", "--json"))["started_by"] == "terminal"
         out = user.ok("setup", "claude-code")
         assert "mented is already running" in out
-        assert "stops when that terminal closes" in out
+        assert "started in a terminal: it stops when that terminal closes" in out
+        assert "`mentectl restart` replaces it with a detached one" in out
+        service = _line(user.mentectl("doctor").stdout, "service")
+        assert service.startswith("warn")
+        assert f"the daemon (pid {daemon.pid}) runs in a terminal" in service
+        assert "detached" not in service.splitlines()[0]  # the tryout's "runs detached"
+        assert "fix: `mentectl restart`" in service
+        again = user.ok("start")  # exit 0: it runs
+        assert "in a terminal" in again
+
+        # What setup and doctor advise: the terminal's daemon gives way to a detached one.
+        user.ok("restart")
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(timeout=15)
+        os.close(leader)
+        os.close(follower)
+    assert json.loads(user.ok("status", "--json"))["started_by"] == "mentectl"
+    again = user.ok("setup", "claude-code")
+    assert "started detached, by `mentectl start`" in again
+    assert "terminal" not in again
+
+
+def test_doctor_names_a_daemon_started_by_hand_outside_a_terminal(user: User) -> None:
+    env = {k: v for k, v in user.env.items() if k != "INVOCATION_ID"}
+    daemon = subprocess.Popen(
+        [PYTHON, "-m", "mented.daemon"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # `nohup mented &` or a container's entrypoint: no terminal
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert json.loads(user.ok("status", "--json"))["started_by"] == "other"
+        service = _line(user.mentectl("doctor").stdout, "service")
+        assert "the daemon was started by hand, outside a terminal and a service manager" in service
+        assert "nothing starts it by itself at login" in service
+        assert "detached" not in service
     finally:
         daemon.terminate()
         daemon.wait(timeout=15)
-        os.close(leader)
-        os.close(follower)
-
-    detached = user.ok("setup", "claude-code")
-    assert "Started mented detached" in detached
-    assert "terminal" not in user.ok("setup", "claude-code")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from mented import service
+from mented.protocol import StatusReply
 from mented_client import service_files
 from mented_client.commands.output import CommandError
 from mented_client.service_manager import Launchd, Systemd, daemon_interpreter, detect
@@ -81,6 +82,31 @@ def listening(short_tmp: Path) -> socket.socket:
     sock.bind(str(short_tmp / "l.sock"))
     sock.listen()
     return sock
+
+
+# ------------------------------------------------------------- who started us
+
+
+def test_how_started_tells_the_service_managers_mentectl_and_a_terminal() -> None:
+    by_mentectl = {service.STARTED_BY_ENV: "mentectl", "INVOCATION_ID": "abc"}
+    assert service.how_started(environ=by_mentectl, has_terminal=False) == "mentectl"
+    assert service.STARTED_BY_ENV not in by_mentectl  # no child inherits it
+    # A shell in a terminal may carry a service's variables: the terminal wins.
+    systemd = {"INVOCATION_ID": "0123abcd"}
+    assert service.how_started(environ=systemd, has_terminal=True) == "terminal"
+    assert service.how_started(environ=systemd, has_terminal=False) == "systemd"
+    # Terminal.app's shells have XPC_SERVICE_NAME=0; a launchd job its label (and pid 1 as
+    # parent, which a test process is not).
+    assert service.how_started(environ={"XPC_SERVICE_NAME": "0"}, has_terminal=False) == "other"
+    assert service.how_started(environ={}, has_terminal=False) == "other"
+
+
+def test_a_process_in_a_new_session_has_no_terminal() -> None:
+    code = "from mented.service import how_started; print(how_started(environ={}))"
+    result = subprocess.run(
+        [PYTHON, "-c", code], capture_output=True, text=True, start_new_session=True, check=True
+    )
+    assert result.stdout == "other\n"
 
 
 def test_listen_fds_takes_the_socket_passed_as_fd_3(listening: socket.socket) -> None:
@@ -429,24 +455,88 @@ def test_doctor_checks_the_installed_service(
     socket_path = short_tmp / "run/mented/mented.sock"
     manager = Systemd()
 
-    missing = check_service(socket_path, manager)
-    assert (missing.state, missing.fix) == ("warn", "`mentectl service install`")
+    missing = check_service(socket_path, manager, None)
+    assert missing.state == "warn"
+    assert (missing.fix or "").startswith("`mentectl service install`")
 
     manager.install(python=Path("/gone/bin/python3"), data_dir=short_tmp / "data", on_demand=False)
     state.write_text("enabled\n")
-    gone = check_service(socket_path, manager)
+    gone = check_service(socket_path, manager, None)
     assert gone.state == "fail"
     assert "runs /gone/bin/python3, which no longer exists" in gone.detail
 
     manager.install(python=daemon_interpreter(), data_dir=short_tmp / "data", on_demand=False)
-    assert check_service(socket_path, manager).state == "ok"
-    other = check_service(short_tmp / "elsewhere.sock", manager)
+    assert check_service(socket_path, manager, None).state == "ok"
+    other = check_service(short_tmp / "elsewhere.sock", manager, None)
     assert other.state == "warn"
     assert "unset $MENTED_SOCKET" in (other.fix or "")
 
+    # The service is installed, but what answers was typed in a terminal: not the service.
+    typed = StatusReply(
+        version="0",
+        pid=4242,
+        uptime_s=1,
+        socket=str(socket_path),
+        data_dir="/",
+        started_by="terminal",
+    )
+    foreign = check_service(socket_path, manager, typed)
+    assert foreign.state == "warn"
+    assert "the daemon answering (pid 4242) is not the service's" in foreign.detail
+    assert "in a terminal: it stops when that terminal closes" in foreign.detail
+    assert foreign.fix == "`mentectl stop`, then `mentectl service start`"
+    typed.started_by = "systemd"
+    assert check_service(socket_path, manager, typed).state == "ok"
+
     state.write_text("disabled\n")
-    disabled = check_service(socket_path, manager)
+    disabled = check_service(socket_path, manager, None)
     assert (disabled.state, disabled.detail) == (
         "fail",
         "the systemd service is installed but not enabled",
     )
+
+
+def test_service_restarts_refuse_an_invalid_config_and_leave_the_daemon_alone(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from mented_client.commands import service as service_command
+
+    calls = short_tmp / "calls"
+    _write_fake(short_tmp / "bin", "systemctl", calls, 'case "$2" in is-active) exit 3;; esac')
+    monkeypatch.setenv("PATH", f"{short_tmp / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(short_tmp / "config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp / "run"))
+    monkeypatch.setenv("MENTED_SERVICE_MANAGER", "systemd")
+    monkeypatch.delenv("MENTED_SOCKET", raising=False)
+    manager = Systemd()
+    manager.install(python=daemon_interpreter(), data_dir=short_tmp / "data", on_demand=False)
+    config = short_tmp / "config.toml"
+    config.write_text('[delivery]\ndefualt = "context"\n')
+    # The service's daemon answers, loaded with the file before it went bad.
+    running = StatusReply(
+        version="0",
+        pid=4242,
+        uptime_s=60,
+        socket=str(manager.socket_path()),
+        data_dir=str(short_tmp / "data"),
+        config=str(config),
+        started_by="systemd",
+    )
+    monkeypatch.setattr(service_command, "answering", lambda *_a, **_k: running)
+    calls.write_text("")
+
+    args = argparse.Namespace(socket=None, json=False, force=False, detached=False, timeout=1.0)
+    for run in (service_command.run_restart, service_command.run_service_restart):
+        with pytest.raises(CommandError) as refused:
+            run(args)
+        assert "names 'defualt'" in str(refused.value)
+        assert "the running daemon (pid 4242) keeps its configuration" in str(refused.value)
+    with pytest.raises(CommandError, match="not installed: the running daemon"):
+        service_command.install_service(manager, socket=manager.socket_path(), on_demand=False)
+    assert "restart" not in calls.read_text()  # systemd was never asked to restart it
+
+    # --force restarts it: the new daemon runs on the built-in settings.
+    service_command.run_service_restart(argparse.Namespace(**{**vars(args), "force": True}))
+    assert "--user restart mented.service" in calls.read_text()

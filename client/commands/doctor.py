@@ -41,11 +41,17 @@ from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
+    already_running,
     answering,
     install_service,
     start_detached,
 )
-from mented_client.commands.status import OVER_CAP_FIX, describe_fork, describe_over_cap
+from mented_client.commands.status import (
+    OVER_CAP_FIX,
+    describe_fork,
+    describe_over_cap,
+    started_by,
+)
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
@@ -114,7 +120,7 @@ def check_config() -> tuple[Check, Config | None]:
                 "fail",
                 problem,
                 fix=f"edit {path}, then `mentectl reload`; until then the daemon keeps the "
-                "settings it had (and cannot start with this file)",
+                "settings it had (one started meanwhile runs on the built-in settings)",
             ),
             None,
         )
@@ -134,6 +140,9 @@ def check_daemon(socket: Path, manager: Manager | None) -> tuple[Check, StatusRe
     detail = f"pid {status.pid}, version {status.version}, socket {socket}"
     if status.socket_activated:
         detail += " (socket-activated)"
+    how = started_by(status)
+    if how:
+        detail += f", started {how}"
     if status.version != __version__:
         return (
             Check(
@@ -163,21 +172,41 @@ def _service_log(manager: Manager) -> str:
     return str(paths.state_dir() / "mented.log")
 
 
-def check_service(socket: Path, manager: Manager | None) -> Check:
+def check_service(socket: Path, manager: Manager | None, status: StatusReply | None) -> Check:
+    """Whether something keeps the daemon running: the service, else what started it."""
+    in_terminal = status is not None and status.started_by == "terminal"
     if manager is None:
+        none_here = f"no service manager here ({no_manager_reason()})"
+        if status is not None and in_terminal:
+            return Check(
+                "service",
+                "warn",
+                f"{none_here}; the daemon (pid {status.pid}) runs in a terminal and stops when "
+                "that terminal closes",
+                fix="`mentectl restart` runs it detached instead (it then outlives the terminal)",
+            )
+        how = started_by(status) if status is not None else None
+        running = (
+            f"the daemon was started {how}" if how else "`mentectl start` runs the daemon detached"
+        )
         return Check(
             "service",
             "skip",
-            f"no service manager here ({no_manager_reason()}): the daemon runs detached "
-            "(`mentectl start`) and does not start by itself at login",
+            f"{none_here}: {running}; nothing starts it by itself at login",
         )
     if not manager.installed():
+        detail = (
+            f"mented is not installed as a {manager.name} service: nothing starts it at login "
+            "or restarts it after a crash"
+        )
+        if in_terminal:
+            detail += "; the daemon runs in a terminal and stops when that terminal closes"
         return Check(
             "service",
             "warn",
-            f"mented is not installed as a {manager.name} service: nothing starts it at login "
-            "or restarts it after a crash",
-            fix="`mentectl service install`",
+            detail,
+            fix="`mentectl service install` (it replaces a daemon running detached or in a "
+            "terminal)",
         )
     interpreter = manager.interpreter()
     if interpreter is not None and not interpreter.exists():
@@ -200,6 +229,14 @@ def check_service(socket: Path, manager: Manager | None) -> Check:
             "warn",
             f"the service listens on {manager.socket_path()}, mentectl and hooks use {socket}",
             fix=f"unset ${paths.SOCKET_ENV} (or set it to {manager.socket_path()})",
+        )
+    if status is not None and status.started_by in {"mentectl", "terminal", "other"}:
+        return Check(
+            "service",
+            "warn",
+            f"the {manager.name} service is installed, but the daemon answering (pid "
+            f"{status.pid}) is not the service's: it runs {started_by(status)}",
+            fix="`mentectl stop`, then `mentectl service start`",
         )
     return Check("service", "ok", f"{manager.name}: installed and enabled")
 
@@ -395,7 +432,7 @@ def run_checks(socket: Path) -> list[Check]:
     manager = detect()
     config_check, config = check_config()
     daemon_check, status = check_daemon(socket, manager)
-    checks = [config_check, daemon_check, check_service(socket, manager)]
+    checks = [config_check, daemon_check, check_service(socket, manager, status)]
     if status is not None:
         checks.append(check_rules(socket, status))
         checks += check_pinned(status)
@@ -558,13 +595,7 @@ def setup_daemon(args: argparse.Namespace) -> None:
             return
     running = answering(socket)
     if running is not None:
-        print(f"mented is already running (pid {running.pid}, socket {socket}).")
-        if runs_in_a_terminal(running.pid):
-            print(
-                "  It runs in a terminal (started in the foreground, as `mented`), so it stops "
-                "when that terminal closes. To keep it running: stop it (Ctrl-C there, or "
-                f"`mentectl stop`), then `mentectl setup {args.agent}` again."
-            )
+        print(already_running(running, socket, service_manager=False))
         return
     why = why or no_manager_reason()
     status = start_detached(socket, explicit_socket=args.socket, timeout=START_TIMEOUT_S)
@@ -572,32 +603,6 @@ def setup_daemon(args: argparse.Namespace) -> None:
         f"Started mented detached (pid {status.pid}); no service installed ({why}), so "
         "run `mentectl start` after a reboot."
     )
-
-
-def runs_in_a_terminal(pid: int) -> bool:
-    """Whether process `pid` has a controlling terminal (False when that cannot be told).
-
-    A daemon started by `mentectl start`, the service manager or `setup` has none:
-    it started a session of its own. One started in the foreground has one, and
-    ends when that terminal closes.
-    """
-    try:  # Linux: the 7th field of /proc/PID/stat, tty_nr, is 0 without a terminal
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-        return int(stat.rsplit(")", 1)[1].split()[4]) != 0
-    except (OSError, IndexError, ValueError):
-        pass
-    try:  # elsewhere (macOS): ps names the terminal, or `??` for none
-        result = subprocess.run(  # noqa: S603 - fixed arguments and a number
-            ["ps", "-o", "tty=", "-p", str(pid)],  # noqa: S607 - ps from PATH, as a user runs it
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    tty = result.stdout.strip()
-    return result.returncode == 0 and tty not in {"", "?", "??", "-"}
 
 
 def setup_hook(args: argparse.Namespace) -> None:

@@ -48,7 +48,6 @@ from mented.protocol import (
 )
 from mented.words import counted
 from mented_client.commands.output import CommandError, format_memory, print_json
-from mented_client.commands.team import add_team_rule
 from mented_client.connection import Client
 from mented_client.scope import (
     agent_option,
@@ -488,6 +487,10 @@ def _add_team(args: argparse.Namespace) -> int:
         raise CommandError("a team rule applies to its whole project: leave out --project", 2)
     with Client(args.socket) as client:
         action = _checked_action(daemon_table(client), args.action)
+    # Only `rule add --team` writes a project's rules file: the team code (and the store's
+    # record format under it) costs the other verbs a third of their start-up.
+    from mented_client.commands.team import add_team_rule  # noqa: PLC0415 - see above
+
     path = add_team_rule(action, rule_text(args), args.agent)
     if args.json:
         print_json({"file": str(path), "action": action})

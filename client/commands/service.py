@@ -18,12 +18,20 @@ The verbs mean one thing each (as in mypy's dmypy):
 `start`, `stop` and `restart` go through the service manager when the service
 is installed and listens on the socket this mentectl talks to; otherwise they
 handle a detached daemon.
+
+Whatever would replace a running daemon (`restart`, `service restart`,
+`service install`) first loads the config file the new daemon would read, with
+the daemon's own code: when it is invalid it refuses, and the running daemon
+keeps its configuration (`--force` replaces it anyway). A daemon started with an
+invalid file runs on the built-in settings and reports the error in `status`,
+so `start`, with no daemon to keep, starts one and warns.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import select
 import signal
@@ -34,9 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
+from mented.actions import load_table_in_force
 from mented.protocol import OkReply, ReloadRequest, ShutdownRequest, StatusReply
+from mented.service import STARTED_BY_ENV
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.commands.status import fetch_status
+from mented_client.commands.status import fetch_status, started_by
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.service_manager import (
     Manager,
@@ -63,8 +73,10 @@ def register(
         "start",
         parents=[common],
         help="start the daemon (the service if installed, else a detached process)",
-        description="Refuses when a daemon already answers. Without an installed service, "
-        f"runs `mented` detached with its log in {paths.state_dir() / LOG_NAME}.",
+        description="When a daemon already answers, says so (and how it was started) and exits "
+        "0. Without an installed service, runs `mented` detached with its log in "
+        f"{paths.state_dir() / LOG_NAME}. With an invalid config file the daemon starts on "
+        "the built-in settings, with a warning.",
     )
     _detached_option(start)
     _timeout_option(start, START_TIMEOUT_S, "how long to wait for it to answer")
@@ -84,9 +96,14 @@ def register(
     stop.set_defaults(handler=run_stop)
 
     restart = subparsers.add_parser(
-        "restart", parents=[common], help="stop the daemon, then start it"
+        "restart",
+        parents=[common],
+        help="stop the daemon, then start it",
+        description="Checks the config file first: when it is invalid, refuses, and the "
+        "running daemon keeps its configuration.",
     )
     _detached_option(restart)
+    _force_option(restart)
     _timeout_option(restart, START_TIMEOUT_S, "how long to wait at each step")
     restart.set_defaults(handler=run_restart)
 
@@ -113,6 +130,7 @@ def register(
         action="store_true",
         help="start mented only on the first connection (socket activation), not at login",
     )
+    _force_option(install)
     install.set_defaults(handler=run_service_install)
     for verb, handler, text in (
         ("uninstall", run_service_uninstall, "stop the service and remove its files"),
@@ -122,6 +140,8 @@ def register(
         ("status", run_service_status, "whether the service is installed, enabled and running"),
     ):
         parser = verbs.add_parser(verb, parents=[common], help=text)
+        if verb == "restart":
+            _force_option(parser)
         parser.set_defaults(handler=handler)
 
 
@@ -130,6 +150,15 @@ def _detached_option(parser: argparse.ArgumentParser) -> None:
         "--detached",
         action="store_true",
         help="handle a detached daemon even when a service is installed",
+    )
+
+
+def _force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the running daemon even when the config file is invalid (the new one "
+        "runs on the built-in settings until the file is fixed and reloaded)",
     )
 
 
@@ -193,6 +222,46 @@ def report(manager: Manager, *, as_json: bool, extra: dict[str, object] | None =
         print(f"  {step}")
 
 
+def check_config_first(
+    path: Path, running: StatusReply | None, *, force: bool = False, verb: str = "restarted"
+) -> str | None:
+    """Load the config file a new daemon would read, as the daemon does; None when valid.
+
+    Returns:
+        Why the file is invalid, when no daemon runs or `force`: the new daemon will
+        run on the built-in settings, and the caller says so.
+
+    Raises:
+        CommandError: the file is invalid and a daemon runs: it is left alone.
+    """
+    problem = load_table_in_force(path).problem
+    if problem is None or running is None or force:
+        return problem
+    raise CommandError(
+        f"{problem}\nnot {verb}: the running daemon (pid {running.pid}) keeps its "
+        "configuration. Fix the file (then `mentectl reload` applies it, no restart needed), "
+        "or add --force to replace the daemon with one on the built-in settings."
+    )
+
+
+def warn_built_in_settings(problem: str | None) -> None:
+    """Say that the daemon just started runs on the built-in settings, and why."""
+    if problem is not None:
+        print(
+            f"mentectl: warning: {escape_controls(problem)}\n"
+            "  mented runs on the built-in settings until you fix the file and run "
+            "`mentectl reload`.",
+            file=sys.stderr,
+        )
+
+
+def config_of(running: StatusReply | None) -> Path:
+    """The config file the running daemon reads (a service restarted reads it again)."""
+    if running is not None and running.config:
+        return Path(running.config)
+    return paths.config_path()
+
+
 # ------------------------------------------------------------- the detached daemon
 
 
@@ -218,6 +287,7 @@ def start_detached(socket: Path, *, explicit_socket: str | None, timeout: float)
             stderr=log,
             start_new_session=True,
             cwd="/",
+            env=os.environ | {STARTED_BY_ENV: "mentectl"},  # for `status` (started_by)
         )
 
     def exited() -> str | None:
@@ -242,13 +312,27 @@ def start_detached(socket: Path, *, explicit_socket: str | None, timeout: float)
 
 
 def _log_since(path: Path, offset: int, limit: int = 4000) -> str:
+    """What the daemon wrote to its log since `offset`, its errors as plain sentences."""
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
             text = handle.read().decode(errors="replace")
     except OSError:
         return ""
-    return text[-limit:].rstrip() + f"\n(log: {path})"
+    lines = [_readable(line) for line in text[-limit:].rstrip().splitlines()]
+    return "\n".join([*lines, f"(log: {path})"])
+
+
+def _readable(line: str) -> str:
+    """A JSON log line with an `error` as `mented: ERROR`; any other line as it is."""
+    if not line.startswith("{"):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    error = record.get("error") if isinstance(record, dict) else None
+    return f"mented: {error}" if isinstance(error, str) else line
 
 
 class _Process:
@@ -303,8 +387,8 @@ def _pid_gone(pid: int) -> bool:
     return state in {"Z", "X"}
 
 
-def stop_detached(socket: Path, timeout: float) -> int | None:
-    """Stop the daemon answering on `socket`; its pid, or None when none answered.
+def stop_detached(socket: Path, timeout: float) -> StatusReply | None:
+    """Stop the daemon answering on `socket`; its last status, or None when none answered.
 
     Raises:
         CommandError: it was still running after SIGTERM.
@@ -320,14 +404,14 @@ def stop_detached(socket: Path, timeout: float) -> int | None:
         ):
             client.expect(ShutdownRequest(), OkReply)
         if process.gone(timeout):
-            return status.pid
+            return status
         print(
             f"mentectl: mented (pid {status.pid}) still runs after {timeout:g} s; sending SIGTERM",
             file=sys.stderr,
         )
         process.terminate()
         if process.gone(TERM_TIMEOUT_S):
-            return status.pid
+            return status
     finally:
         process.close()
     raise CommandError(
@@ -339,14 +423,47 @@ def stop_detached(socket: Path, timeout: float) -> int | None:
 # -------------------------------------------------------------------- verbs
 
 
+def already_running(status: StatusReply, socket: Path, *, service_manager: bool) -> str:
+    """`mented is already running (...)`, with how it was started and what that means.
+
+    Args:
+        status: the running daemon's.
+        socket: where it answers.
+        service_manager: whether there is one here to install the service with.
+    """
+    how = started_by(status)
+    line = f"mented is already running (pid {status.pid}, socket {socket}"
+    line += f"; started {how})." if how else ")."
+    if status.started_by == "terminal":
+        instead = (
+            "`mentectl service install` replaces it with the service"
+            if service_manager
+            else "`mentectl restart` replaces it with a detached one that outlives the terminal"
+        )
+        line += f"\n  To keep one running: {instead}."
+    return line
+
+
 def run_start(args: argparse.Namespace) -> int:
     socket = paths.socket_path(args.socket)
     running = answering(socket)
     if running is not None:
-        raise CommandError(
-            f"mented is already running (pid {running.pid}, socket {socket}); "
-            "`mentectl restart` restarts it"
-        )
+        # Like `systemctl start` on an active unit: what was asked for holds.
+        if args.json:
+            print_json(
+                {
+                    "running": True,
+                    "already_running": True,
+                    "pid": running.pid,
+                    "socket": str(socket),
+                    "started_by": running.started_by,
+                }
+            )
+        else:
+            manager_here = running.started_by == "terminal" and detect() is not None
+            print(already_running(running, socket, service_manager=manager_here))
+        return 0
+    problem = check_config_first(paths.config_path(), None)
     manager = None if args.detached else service_for(socket)
     if manager is not None:
         manager.start()
@@ -357,11 +474,21 @@ def run_start(args: argparse.Namespace) -> int:
         how = f"detached, log in {paths.state_dir() / LOG_NAME}"
     if args.json:
         extra = {"done": manager.done} if manager else {}
-        print_json({"running": True, "pid": status.pid, "socket": str(socket), "how": how, **extra})
+        print_json(
+            {
+                "running": True,
+                "pid": status.pid,
+                "socket": str(socket),
+                "how": how,
+                "config_error": problem,
+                **extra,
+            }
+        )
     else:
         print(f"mented is running (pid {status.pid}, socket {socket}; {how})")
         if manager is not None:
             report(manager, as_json=False)
+    warn_built_in_settings(problem)
     return 0
 
 
@@ -380,7 +507,8 @@ def run_stop(args: argparse.Namespace) -> int:
             print(f"stopped the {manager.name} service; `mentectl start` starts it again")
             report(manager, as_json=False)
         return 0
-    pid = stop_detached(socket, args.timeout)
+    stopped = stop_detached(socket, args.timeout)
+    pid = stopped.pid if stopped else None
     if args.json:
         print_json({"stopped": pid is not None, "was_running": pid is not None, "pid": pid})
     elif pid is None:
@@ -393,22 +521,35 @@ def run_stop(args: argparse.Namespace) -> int:
 def run_restart(args: argparse.Namespace) -> int:
     socket = paths.socket_path(args.socket)
     manager = None if args.detached else service_for(socket)
+    running = answering(socket)
     if manager is not None:
+        problem = check_config_first(config_of(running), running, force=args.force)
         manager.restart()
         status = wait_until_answering(socket, args.timeout)
         if args.json:
-            report(manager, as_json=True, extra={"pid": status.pid})
+            report(manager, as_json=True, extra={"pid": status.pid, "config_error": problem})
         else:
             print(f"restarted the {manager.name} service (pid {status.pid})")
             report(manager, as_json=False)
+        warn_built_in_settings(problem)
         return 0
+    # The new daemon is started from here: it reads the file this mentectl finds.
+    problem = check_config_first(paths.config_path(), running, force=args.force)
     old = stop_detached(socket, args.timeout)
     status = start_detached(socket, explicit_socket=args.socket, timeout=args.timeout)
     if args.json:
-        print_json({"stopped": old, "pid": status.pid, "socket": str(socket)})
+        print_json(
+            {
+                "stopped": old.pid if old else None,
+                "pid": status.pid,
+                "socket": str(socket),
+                "config_error": problem,
+            }
+        )
     else:
-        before = f"stopped pid {old}, " if old else "was not running; "
-        print(f"restarted mented ({before}now pid {status.pid})")
+        before = f"stopped pid {old.pid}, " if old else "was not running; "
+        print(f"restarted mented ({before}now pid {status.pid}, detached)")
+    warn_built_in_settings(problem)
     return 0
 
 
@@ -434,19 +575,36 @@ def _manager_or_fail() -> Manager:
 
 
 def install_service(
-    manager: Manager, *, socket: Path, on_demand: bool, timeout: float = START_TIMEOUT_S
+    manager: Manager,
+    *,
+    socket: Path,
+    on_demand: bool,
+    timeout: float = START_TIMEOUT_S,
+    force: bool = False,
 ) -> StatusReply | None:
     """Install, enable and start the service; None when on demand and not started yet.
 
-    A detached daemon on the service's socket is stopped first: the service's
-    daemon could not take the data directory otherwise.
+    A daemon on the service's socket that is not the service's (detached, or in a
+    terminal) is stopped first: the service's daemon could not take the data
+    directory otherwise. Installing restarts a running service: refused when the
+    config file is invalid, unless `force` (see `check_config_first`).
+
+    Raises:
+        CommandError: the config file is invalid and a daemon runs, or the manager failed.
     """
     python = daemon_interpreter()
     service_socket = manager.socket_path()
+    running = answering(service_socket)
+    check_config_first(config_of(running), running, force=force, verb="installed")
     if not manager.active():
         replaced = stop_detached(service_socket, STOP_TIMEOUT_S)
         if replaced is not None:
-            manager.done.append(f"stopped the detached mented (pid {replaced}) it replaces")
+            how = started_by(replaced)
+            manager.done.append(
+                f"stopped mented (pid {replaced.pid}, started {how}): the service replaces it"
+                if how
+                else f"stopped the mented (pid {replaced.pid}) the service replaces"
+            )
     manager.install(python=python, data_dir=paths.data_dir(), on_demand=on_demand)
     if service_socket != socket:
         manager.done.append(
@@ -461,7 +619,7 @@ def install_service(
 def run_service_install(args: argparse.Namespace) -> int:
     manager = _manager_or_fail()
     socket = paths.socket_path(args.socket)
-    status = install_service(manager, socket=socket, on_demand=args.on_demand)
+    status = install_service(manager, socket=socket, on_demand=args.on_demand, force=args.force)
     if args.json:
         report(manager, as_json=True, extra={"pid": status.pid if status else None})
         return 0
@@ -497,6 +655,13 @@ def _service_verb(args: argparse.Namespace, verb: str) -> int:
         raise CommandError(
             f"mented is not installed as a {manager.name} service; `mentectl service install`"
         )
+    problem = None
+    running = None if verb == "stop" else answering(manager.socket_path())
+    if verb == "restart" or (verb == "start" and running is None):
+        # A `start` of a running service changes nothing: only a new daemon reads the file.
+        problem = check_config_first(
+            config_of(running), running, force=getattr(args, "force", False)
+        )
     getattr(manager, verb)()
     status = None
     if verb != "stop":
@@ -507,6 +672,7 @@ def _service_verb(args: argparse.Namespace, verb: str) -> int:
         done = {"start": "started", "stop": "stopped", "restart": "restarted"}[verb]
         print(f"{done} the {manager.name} service" + (f" (pid {status.pid})" if status else ""))
         report(manager, as_json=False)
+    warn_built_in_settings(problem)
     return 0
 
 

@@ -25,7 +25,8 @@ def register(
         description=(
             "Exit 0 when the daemon answers and its config file is valid; 1 with a one-line "
             "reason when it does not answer (or not as mented should), or when the config "
-            "file on disk is invalid (the daemon then runs on the previous one)."
+            "file on disk is invalid (the daemon then runs on the previous one, or on the "
+            "built-in settings when it started with the invalid file)."
         ),
     )
     parser.set_defaults(handler=run_status)
@@ -57,6 +58,21 @@ def run_status(args: argparse.Namespace) -> int:
     if not healthy:
         return fail(f"unhealthy: {status.config_error}")
     return 0
+
+
+# How each way of starting the daemon reads in `status`, `start`, `setup` and `doctor`.
+_STARTED_BY = {
+    "systemd": "by systemd (the service)",
+    "launchd": "by launchd (the service)",
+    "mentectl": "detached, by `mentectl start`",
+    "terminal": "in a terminal: it stops when that terminal closes",
+    "other": "by hand, outside a terminal and a service manager",
+}
+
+
+def started_by(status: StatusReply) -> str | None:
+    """How the daemon was started, in words; None when it does not say (an older daemon)."""
+    return _STARTED_BY.get(status.started_by)
 
 
 def _bytes(size: int) -> str:
@@ -95,6 +111,7 @@ def render_status(status: StatusReply) -> str:
         ("pid", str(status.pid)),
         ("uptime", f"{status.uptime_s:.0f} s"),
         ("socket", status.socket + (" (socket-activated)" if status.socket_activated else "")),
+        ("started", started_by(status) or status.started_by),
         ("data dir", status.data_dir),
         ("database", f"{_bytes(status.db_bytes)} of a {_bytes(status.map_bytes)} map"),
         (
@@ -113,7 +130,8 @@ def render_status(status: StatusReply) -> str:
     rows += pinned_rows(status)
     rows += sync_rows(status)
     if status.config_error:
-        rows.append(("config", f"INVALID, running on the previous one: {status.config_error}"))
+        # The error says what serves meanwhile: the previous file, or the built-in settings.
+        rows.append(("config", f"INVALID: {status.config_error}"))
     if status.recall_error:
         rows.append(("recall", f"UNAVAILABLE (rules work): {status.recall_error}"))
     # The last fire's agent came with an event; the paths and the config error are files'.
