@@ -170,7 +170,7 @@ def test_over_cap_names_the_sessions_and_the_rules_left_out(store: Store) -> Non
     oldest = [rule.id for rule in rules if rule.content == "everywhere 0"]
     for_codex = [rule.id for rule in rules if rule.content in {"everywhere 0", "everywhere 1"}]
     assert [(o.sessions, o.live, o.left_out) for o in found] == [
-        ("sessions for codex", 4, sorted(for_codex, reverse=True)),
+        ("sessions for codex", 4, for_codex),  # in the order they are handed over
         ("every session", 3, oldest),
     ]
     assert over_cap(rules, PinnedSettings(max_rules=4, max_chars=1000)) == []
