@@ -1053,9 +1053,16 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
 
     lister = threading.Thread(target=keep_listing)
     lister.start()
+    tried = 0
+    hooks: list[float] = []
     try:
         time.sleep(0.3)
-        hooks = bystander_hooks(daemon, 10)
+        # Ten hooks at least, and on until two listings have finished meanwhile (on a
+        # loaded machine one listing may outlast ten hooks).
+        deadline = time.monotonic() + 120
+        while tried < 10 or (len(listings) < 2 and time.monotonic() < deadline):
+            hooks += bystander_hooks(daemon, 5, first_call=10 + tried)
+            tried += 5
     finally:
         stop.set()
         lister.join()
@@ -1066,7 +1073,7 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
     assert len(listings) >= 2
     # A loaded machine may stall one process start past the budget; before the scans
     # left the event loop, hardly any hook was answered.
-    assert len(hooks) >= 9, f"{10 - len(hooks)} of 10 hooks went silent"
+    assert len(hooks) >= 0.9 * tried, f"{tried - len(hooks)} of {tried} hooks went silent"
     assert status == 0, daemon.log()
     record_figures(
         "hooks_during_list",
