@@ -51,6 +51,8 @@ from mented.protocol import (
     ListRequest,
     MemoriesReply,
     MemoryReply,
+    RecalledReply,
+    RecallFactsRequest,
     RecallRequest,
     Reply,
     StatusReply,
@@ -588,6 +590,10 @@ def test_running_out_of_descriptors_does_not_crash_the_accept_loop(
 ) -> None:
     assert daemon.proc is not None
     pid = daemon.proc.pid
+    # The recall index's catch-up at start opens files of its own: this test is about
+    # accepting, so it lets the catch-up finish first (a recall waits for it).
+    with daemon.client() as client:
+        client.expect(RecallFactsRequest(query="anything"), RecalledReply)
     # Lower the limit under the running daemon: it still believes it has thousands,
     # so the kernel's EMFILE is what stops the next accept.
     limit = len(open_descriptors(pid)) + 8
