@@ -451,6 +451,12 @@ class Server:
         exhausted = False  # logged once per episode, not every 10 ms while it lasts
         try:
             while True:
+                if spare is None:
+                    # Lost in a shortage (another thread, such as the recall index's
+                    # reload watcher, took the descriptor it freed): taken back before
+                    # the next accept can, or the next shortage would leave the waiting
+                    # clients unanswered until one of the served ones leaves.
+                    spare = _try_open_spare()
                 try:
                     sock, _ = await listener.accept()
                 except trio.ClosedResourceError:

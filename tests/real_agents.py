@@ -23,6 +23,7 @@ for docs/agents-e2e.md.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -99,6 +100,16 @@ def install(agent: NpmAgent) -> Path:
     if npm is None:
         pytest.skip("npm is not installed: cannot install the real agents")
     target.parent.mkdir(parents=True, exist_ok=True)
+    # The test workers (pytest-xdist) that want the same agent wait for one install.
+    with (target.parent / f"{agent.cache_name}.lock").open("wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            _npm_install(npm, agent, target)
+    return binary
+
+
+def _npm_install(npm: str, agent: NpmAgent, target: Path) -> None:
+    """Install the agent into a staging directory, then rename it to `target`."""
     staging = Path(tempfile.mkdtemp(prefix=".install-", dir=target.parent))
     spec = f"{agent.package}@{agent.version}"
     try:
@@ -113,12 +124,11 @@ def install(agent: NpmAgent) -> Path:
             pytest.skip(f"npm install {spec} failed: {result.stderr.strip()[-500:]}")
         try:
             staging.rename(target)
-        except OSError:  # installed meanwhile by another run: keep that one
-            if not binary.exists():
+        except OSError:  # installed meanwhile by a run without the lock: keep that one
+            if not (target / "node_modules" / ".bin" / agent.binary).exists():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return binary
 
 
 def commit_count(repo: Path) -> int:

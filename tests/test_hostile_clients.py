@@ -51,6 +51,8 @@ from mented.protocol import (
     ListRequest,
     MemoriesReply,
     MemoryReply,
+    RecalledReply,
+    RecallFactsRequest,
     RecallRequest,
     Reply,
     StatusReply,
@@ -588,6 +590,10 @@ def test_running_out_of_descriptors_does_not_crash_the_accept_loop(
 ) -> None:
     assert daemon.proc is not None
     pid = daemon.proc.pid
+    # The recall index's catch-up at start opens files of its own: this test is about
+    # accepting, so it lets the catch-up finish first (a recall waits for it).
+    with daemon.client() as client:
+        client.expect(RecallFactsRequest(query="anything"), RecalledReply)
     # Lower the limit under the running daemon: it still believes it has thousands,
     # so the kernel's EMFILE is what stops the next accept.
     limit = len(open_descriptors(pid)) + 8
@@ -1053,9 +1059,16 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
 
     lister = threading.Thread(target=keep_listing)
     lister.start()
+    tried = 0
+    hooks: list[float] = []
     try:
         time.sleep(0.3)
-        hooks = bystander_hooks(daemon, 10)
+        # Ten hooks at least, and on until two listings have finished meanwhile (on a
+        # loaded machine one listing may outlast ten hooks).
+        deadline = time.monotonic() + 120
+        while tried < 10 or (len(listings) < 2 and time.monotonic() < deadline):
+            hooks += bystander_hooks(daemon, 5, first_call=10 + tried)
+            tried += 5
     finally:
         stop.set()
         lister.join()
@@ -1066,7 +1079,7 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
     assert len(listings) >= 2
     # A loaded machine may stall one process start past the budget; before the scans
     # left the event loop, hardly any hook was answered.
-    assert len(hooks) >= 9, f"{10 - len(hooks)} of 10 hooks went silent"
+    assert len(hooks) >= 0.9 * tried, f"{tried - len(hooks)} of {tried} hooks went silent"
     assert status == 0, daemon.log()
     record_figures(
         "hooks_during_list",
