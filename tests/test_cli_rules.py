@@ -130,6 +130,12 @@ def test_socket_and_json_work_before_or_after_the_verb(daemon: DaemonProcess) ->
 # ------------------------------------------------- rules that could never fire
 
 
+def test_a_blank_action_is_refused_in_whole_sentences(daemon: DaemonProcess) -> None:
+    result = daemon.mentectl("rule", "add", " ", "one line", check=False)
+    assert result.returncode == 2
+    assert "use e.g. 'git-commit'. `mentectl actions` lists them." in result.stderr
+
+
 def test_an_unknown_action_is_refused_with_the_closest_known_ones(daemon: DaemonProcess) -> None:
     result = daemon.mentectl("rule", "add", "git-comit", "one line", check=False)
     assert result.returncode == 2
