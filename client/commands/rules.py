@@ -55,7 +55,6 @@ from mented_client.commands.output import (
     print_json,
     untrusted_note,
 )
-from mented_client.commands.team import add_team_rule
 from mented_client.connection import Client
 from mented_client.scope import (
     agent_option,
@@ -344,7 +343,18 @@ def run_add(args: argparse.Namespace) -> int:
         print_json({"id": reply.id})
     else:
         print(f"added rule {reply.id} for {action}")
+    _warn_if_unregistered(in_force, action)
     return 0
+
+
+def _warn_if_unregistered(in_force: TableInForce, action: str) -> None:
+    """Say so when an installed hook is not registered for `action`'s commands: the rule
+    would never reach that agent until the hook is installed again."""
+    # Only after a rule was added: the installers' code is not for the other verbs.
+    from mented_client.commands.hooks import registration_warnings  # noqa: PLC0415
+
+    for warning in registration_warnings(in_force, [action]):
+        print(f"mentectl: warning: {escape_controls(warning)}", file=sys.stderr)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -519,9 +529,11 @@ def _add_team(args: argparse.Namespace) -> int:
     if args.project:
         raise CommandError("a team rule applies to its whole project: leave out --project", 2)
     with Client(args.socket) as client:
-        action = _checked_action(daemon_table(client), args.action)
+        in_force = daemon_table(client)
+        action = _checked_action(in_force, args.action)
     # Only `rule add --team` writes a project's rules file: the team code (and the store's
     # record format under it) costs the other verbs a third of their start-up.
+    from mented_client.commands.team import add_team_rule  # noqa: PLC0415 - see above
 
     path = add_team_rule(action, rule_text(args), args.agent)
     if args.json:
@@ -531,4 +543,5 @@ def _add_team(args: argparse.Namespace) -> int:
             f"added a rule for {action} to {path}: commit it to share it, and run "
             "`mentectl trust` for it to reach your agents here"
         )
+    _warn_if_unregistered(in_force, action)
     return 0
