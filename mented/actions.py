@@ -38,7 +38,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from mented.config import Config, ConfigError, line_of, line_of_key, load_config
+from mented.config import (
+    DEFAULT_DELIVERY_KEY,
+    Config,
+    ConfigError,
+    line_of,
+    line_of_key,
+    load_config,
+)
 from mented.edits import path_pattern_problem
 from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
 
@@ -303,7 +310,12 @@ def check_action(table: ActionTable, action: str, *, problem: str | None = None)
     name = action.strip()
     if name.lower().startswith(TRIGGER_PREFIX):
         name = name[len(TRIGGER_PREFIX) :]
-    name = normalize_action(name)
+    try:
+        name = normalize_action(name)
+    except InvalidInputError as exc:
+        # Callers add a sentence after it ("`mentectl actions` lists them."): end this one.
+        message = str(exc)
+        raise InvalidInputError(message if message.endswith(".") else message + ".") from None
     if name in table:
         return name
     known = table.names()
@@ -369,7 +381,9 @@ def _check_delivery_actions(
     for name in config.delivery.actions:
         if name in merged or name in disabled:
             continue
-        close = difflib.get_close_matches(name, list(merged), n=SUGGESTIONS, cutoff=0.5)
+        # `default` is a [delivery] key too (`defualt = "context"` is one mistyped).
+        known = [DEFAULT_DELIVERY_KEY, *merged]
+        close = difflib.get_close_matches(name, known, n=SUGGESTIONS, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}?" if close else ""
         line = line_of_key(config.text, "delivery", name)
         path = str(config.path) if config.path is not None else "config"

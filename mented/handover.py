@@ -8,7 +8,10 @@ Two moments, two sets of words, each true for its delivery:
   "the command that just ran falls under these rules; if it broke one, correct it".
 
 Each rule keeps its short handle, so that the model and the user can supersede
-it; a rule that replaces one handed over earlier in the session says which.
+it; a rule that replaces one handed over earlier in the session says which. A
+project's committed rule (mented.team) is marked as the project's, and the words
+say where to change it instead (its `.mented/` file, in a commit) and that the
+user's own rules, listed first, win over it.
 The text stays within `max_chars`: a rule longer than its share is cut with a
 pointer to `mentectl rule show`, then whole rules are left out, the oldest of
 the longest section first, and the section says how many. Lengths are worked
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from mented.memory import SHORT_HANDLE_LENGTH, short_handle
+from mented.memory import ORIGIN_PROJECT, SHORT_HANDLE_LENGTH, short_handle
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,6 +54,16 @@ EARLIER = "The rules you were shown earlier in this session still apply, unless 
 FOOTER = (
     "Newest first; when two conflict, the newest wins. To change a rule when the user asks: "
     '`mentectl rule supersede HANDLE "new text"` (or the mented MCP tool `supersede_rule`)'
+)
+# With a project's committed rules among them (mented.team): the user's own rules
+# come first and win, and the project's are changed in the repository, not superseded.
+FOOTER_WITH_PROJECT = (
+    "The user's own rules come first, newest first, then the project's; when two conflict, "
+    "the one listed first wins. To change one of the user's rules when the user asks: "
+    '`mentectl rule supersede HANDLE "new text"` (or the mented MCP tool `supersede_rule`). '
+    "A rule marked (the project's) is not superseded that way: it is committed in the "
+    "repository's `.mented/` folder (`.mented/rules.jsonl`), shared with the team; change it "
+    "there, in a commit"
 )
 _CUT = " … (cut; `mentectl rule show {handle}` shows it whole)"
 _LEFT_OUT = (
@@ -104,7 +117,9 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
         _LEFT_OUT.format(n=999, noun="rules", action=s.action, max_chars=max_chars)
         for s in sections
     ]
-    room = _room(intro, headings, max_chars)
+    with_project = any(rule.origin == ORIGIN_PROJECT for s in sections for rule in s.rules)
+    footer = FOOTER_WITH_PROJECT if with_project else FOOTER
+    room = _room(intro, headings, max_chars, footer)
     if room <= 0:
         return Handover(text="", shown_ids=[])
     # A rule longer than the room is cut to it (with a pointer to the whole text).
@@ -140,7 +155,7 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
                 _LEFT_OUT.format(n=left_out, noun=noun, action=section.action, max_chars=max_chars)
             )
         parts.append("\n".join(body))
-    parts.append(FOOTER)
+    parts.append(footer)
     return Handover(text="\n\n".join(parts), shown_ids=shown_ids)
 
 
@@ -160,12 +175,12 @@ def longest_whole_rule(action: str, *, max_chars: int, table: ActionTable) -> in
     return max(_MIN_RULE_CHARS, min(rooms) - len(note) - 1) - head
 
 
-def _room(intro: str, headings: Sequence[str], max_chars: int) -> int:
+def _room(intro: str, headings: Sequence[str], max_chars: int, footer: str = FOOTER) -> int:
     """What is left of `max_chars` for rules and notes after the fixed parts.
 
     The fixed parts: intro, headings, footer, and the blank lines between parts.
     """
-    fixed = len(intro) + len(FOOTER) + sum(len(h) for h in headings) + 2 * (len(headings) + 1)
+    fixed = len(intro) + len(footer) + sum(len(h) for h in headings) + 2 * (len(headings) + 1)
     return max_chars - fixed
 
 
@@ -196,7 +211,7 @@ def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
     old = replaced.get(rule.id)
     if old:
         head += f"(replaces [{old}]) "
-    if rule.origin == "project":  # a team rule from the repository's .mented/ (mented.team)
+    if rule.origin == ORIGIN_PROJECT:  # a team rule from the repository's .mented/
         head += "(the project's) "
     # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand
     # (one character more than the room tells whether it was cut).

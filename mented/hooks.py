@@ -60,6 +60,7 @@ from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
+from mented.matcher import MAX_COMMAND_CHARS
 from mented.memory import short_handle
 from mented.pinned import render_pinned
 from mented.protocol import FireRecord
@@ -101,6 +102,10 @@ WHY_TOO_LONG = "not even the headings fit `max_context_chars`"
 WHY_NO_CONTEXT = "{agent} reads no hook context at this point"
 WHY_NO_PINNED = "no pinned rule visible to this agent here"
 WHY_PINNED_HANDED = "this session already has its pinned rules"
+WHY_NOT_ANALYZED = (
+    "not analyzed: {length} characters (without heredoc bodies), over the cap of {cap}: "
+    "no action could be named"
+)
 
 
 class HookHandler:
@@ -215,6 +220,8 @@ class HookHandler:
             self._forget_session(SessionKey(agent, call.session))
             return b""
         actions = self._actions_of(call, deadline)
+        if not actions and call.command and len(call.command) > MAX_COMMAND_CHARS:
+            self._record_not_analyzed(adapter, call, started)
         if not actions or _past(deadline):
             return b""
         now = time.monotonic()
@@ -235,6 +242,27 @@ class HookHandler:
         fire.latency_us = (time.perf_counter() - started) * 1e6
         self._record(fire)
         return out
+
+    def _record_not_analyzed(self, adapter: Agent, call: ToolCall, started: float) -> None:
+        """Log a command the matcher did not analyze for its length: it fired nothing."""
+        assert call.command is not None  # the caller checked
+        length = self._matcher.too_long(call.command, aliases=self.git_aliases_for(call))
+        if length is None:  # analyzed without its heredoc bodies: nothing to say
+            return
+        self._record(
+            FireRecord(
+                time=time.time(),
+                agent=adapter.name,
+                session=_cut(call.session, MAX_LOGGED_SESSION),
+                cwd=_cut(call.cwd, MAX_LOGGED_CWD),
+                command=_cut(call.describe(), MAX_LOGGED_COMMAND) or "",
+                rule_ids=[],
+                mode="none",
+                delivery="none",
+                why=WHY_NOT_ANALYZED.format(length=length, cap=MAX_COMMAND_CHARS),
+                latency_us=(time.perf_counter() - started) * 1e6,
+            )
+        )
 
     def _with_untrusted_notice(self, adapter: Agent, call: ToolCall, out: bytes) -> bytes:
         """`out`, with a notice to the user (once per session) when the command runs in a

@@ -27,6 +27,11 @@ bashlex 0.18 cannot parse all that agents send, so two things come first:
 The matcher never raises, its input is capped (`MAX_COMMAND_CHARS`), nesting is
 bounded without recursing past `MAX_NESTING`, and the hook's answers (the actions
 only) are cached by the command's digest in an LRU bounded in bytes (`CACHE_BYTES`).
+A longer command (up to `MAX_HEREDOC_SCAN_CHARS`) is first read once by the lexer,
+within the same budgets as below, for its heredocs: their bodies are data, and a
+command that fits the cap without them (a long commit message in a heredoc) is
+analyzed without them. One that does not fit is not analyzed, and says so
+(`Explanation.too_long`, `Matcher.too_long` for the hook's log).
 
 The daemon matches on its one event-loop thread, so a command that takes long to
 match delays every other session's hook. bashlex costs 50-100 us a token and more
@@ -69,8 +74,13 @@ from mented import git_aliases
 from mented.actions import ANY_WORD, ActionTable, ProgramSpec, Shape, WrapperSpec
 from mented.git_aliases import NO_ALIASES, Aliases
 
-# Longer commands are not analyzed at all: no action, a note saying why.
+# Longer commands are not analyzed at all: no action, a note saying why. A command
+# up to `MAX_HEREDOC_SCAN_CHARS` is first read once for its heredocs, whose bodies
+# are data: without them it may fit (a long commit message in a heredoc).
 MAX_COMMAND_CHARS = 128 * 1024
+MAX_HEREDOC_SCAN_CHARS = 8 * MAX_COMMAND_CHARS  # the shim passes at most 1 MiB
+# Over-long commands remembered with their length, for the hook's log (`too_long`).
+_TOO_LONG_REMEMBERED = 64
 # bashlex is slow on long input (about 1 ms per KiB) and recurses on nesting, so
 # longer or deeper (rewritten) commands go straight to the fallback parser.
 BASHLEX_MAX_CHARS = 8 * 1024
@@ -238,13 +248,18 @@ class SimpleCommand(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Explanation(msgspec.Struct, frozen=True, kw_only=True):
-    """What `Matcher.explain` found: the actions, each simple command, how it was parsed."""
+    """What `Matcher.explain` found: the actions, each simple command, how it was parsed.
+
+    `too_long`: the command's length (without its heredoc bodies) when that is over
+    `MAX_COMMAND_CHARS`, so that it was not analyzed; None when it was.
+    """
 
     actions: tuple[str, ...]
     commands: tuple[SimpleCommand, ...] = ()
     parser: Parser = "bashlex"
     fallback_used: bool = False
     notes: tuple[str, ...] = ()
+    too_long: int | None = None
 
 
 class Matcher:
@@ -259,6 +274,7 @@ class Matcher:
         self._cache_used = 0
         # The daemon matches slow commands in a worker thread, the rest on its own.
         self._cache_lock = threading.Lock()
+        self._too_long: OrderedDict[bytes, int] = OrderedDict()  # under the cache's lock
 
     @property
     def cache_bytes(self) -> int:
@@ -277,7 +293,7 @@ class Matcher:
                 answer cut short by it is not cached.
             aliases: the user's git aliases where the command runs (`git_aliases`).
         """
-        if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
+        if not isinstance(command, str) or len(command) > MAX_HEREDOC_SCAN_CHARS:
             return ()
         key = _cache_key(command, aliases)
         cached = self._cached(key)
@@ -285,8 +301,21 @@ class Matcher:
             return cached
         explanation, clock = self._explain(command, deadline, aliases=aliases)
         if clock is None or not clock.late:
-            self._remember(key, explanation.actions)
+            self._remember(key, explanation)
         return explanation.actions
+
+    def too_long(self, command: str, *, aliases: Aliases = NO_ALIASES) -> int | None:
+        """The length of `command`, not analyzed for being over `MAX_COMMAND_CHARS` even
+        without its heredoc bodies (that length), as the last `actions_in` found; else None.
+
+        For the hook's log: it says why such a command fired nothing.
+        """
+        if not isinstance(command, str) or len(command) <= MAX_COMMAND_CHARS:
+            return None
+        if len(command) > MAX_HEREDOC_SCAN_CHARS:
+            return len(command)
+        with self._cache_lock:
+            return self._too_long.get(_cache_key(command, aliases))
 
     def _cached(self, key: bytes) -> tuple[str, ...] | None:
         """The cached actions for a command's key, marked as just used; None when not cached."""
@@ -309,7 +338,7 @@ class Matcher:
         For the event loop: it answers ordinary commands at once, and leaves a slow
         one (None, nothing cached) to `actions_in` in a worker thread.
         """
-        if not isinstance(command, str) or len(command) > MAX_COMMAND_CHARS:
+        if not isinstance(command, str) or len(command) > MAX_HEREDOC_SCAN_CHARS:
             return ()
         key = _cache_key(command, aliases)
         cached = self._cached(key)
@@ -319,7 +348,7 @@ class Matcher:
         if clock is not None and (clock.out_of_time or clock.bashlex_cut):
             return None
         if clock is None or not clock.late:
-            self._remember(key, explanation.actions)
+            self._remember(key, explanation)
         return explanation.actions
 
     def explain(
@@ -329,10 +358,17 @@ class Matcher:
 
         Within the same time budget as `actions_in` (see the module docstring).
         """
-        return self._explain(command, deadline, aliases=aliases)[0]
+        return self._explain(command, deadline, aliases=aliases, as_given=True)[0]
 
-    def _remember(self, key: bytes, actions: tuple[str, ...]) -> None:
+    def _remember(self, key: bytes, explanation: Explanation) -> None:
+        actions = explanation.actions
         weight = _CACHE_ENTRY_BYTES + 8 * len(actions)
+        if explanation.too_long is not None:
+            with self._cache_lock:
+                self._too_long[key] = explanation.too_long
+                self._too_long.move_to_end(key)
+                while len(self._too_long) > _TOO_LONG_REMEMBERED:
+                    self._too_long.popitem(last=False)
         if weight > self._cache_limit:
             return
         with self._cache_lock:
@@ -351,23 +387,51 @@ class Matcher:
         cpu_budget_s: float = MATCH_CPU_BUDGET_S,
         *,
         aliases: Aliases = NO_ALIASES,
+        as_given: bool = False,
     ) -> tuple[Explanation, _Clock | None]:
-        """The explanation, and the clock that timed it (None: there was nothing to time)."""
+        """The explanation, and the clock that timed it (None: there was nothing to time).
+
+        `as_given`: show each word as the command gave it, not as rewritten for bashlex
+        (`explain`; the hook needs only the actions).
+        """
         if not isinstance(command, str):
             return Explanation(actions=(), parser="none", notes=("not a string",)), None
+        clock = _Clock(deadline, cpu_budget_s)
+        stripped_note = None
         if len(command) > MAX_COMMAND_CHARS:
-            return Explanation(
-                actions=(),
-                parser="none",
-                notes=(
-                    f"command is {len(command)} characters long; commands over "
-                    f"{MAX_COMMAND_CHARS} are not analyzed",
-                ),
-            ), None
+            # Heredoc bodies are data: without them, a long commit message still commits.
+            stripped = (
+                _without_heredoc_bodies(command, clock)
+                if len(command) <= MAX_HEREDOC_SCAN_CHARS
+                else command
+            )
+            if len(stripped) > MAX_COMMAND_CHARS:
+                without = (
+                    f" ({len(stripped)} without its heredoc bodies)"
+                    if len(stripped) < len(command)
+                    else ""
+                )
+                return Explanation(
+                    actions=(),
+                    parser="none",
+                    notes=(
+                        f"command is {len(command)} characters long{without}; commands over "
+                        f"{MAX_COMMAND_CHARS} are not analyzed",
+                    ),
+                    too_long=len(stripped),
+                ), clock
+            stripped_note = (
+                f"heredoc bodies (data) left out before the analysis: the command is "
+                f"{len(command)} characters, {len(stripped)} without them (the cap is "
+                f"{MAX_COMMAND_CHARS})"
+            )
+            command = stripped
         if not command.strip():
             return Explanation(actions=(), parser="none", notes=("empty command",)), None
-        clock = _Clock(deadline, cpu_budget_s)
         analysis = _Analysis(self.table, clock, aliases)
+        analysis.as_given = as_given
+        if stripped_note is not None:
+            analysis.note(stripped_note)
         try:
             parser = analysis.run(command, via=(), shell_depth=0)
         except Exception as exc:  # noqa: BLE001 - the matcher never raises; say what broke
@@ -392,6 +456,26 @@ class Matcher:
         ), clock
 
 
+def _without_heredoc_bodies(command: str, clock: _Clock) -> str:
+    """`command` without the bodies of its heredocs (their delimiter lines kept): data.
+
+    One pass of the quote-aware lexer, within `MAX_TOKENS` pieces and `clock`: a
+    body is skipped by one search for its delimiter, so the pass is linear in the
+    command. Where the pass stops early, the rest is kept as it is.
+    """
+    lexer = _Lexer(command, record_edits=False, clock=clock)
+    lexer.tokens()
+    if not lexer.heredoc_bodies:
+        return command
+    pieces = []
+    cursor = 0
+    for start, end in lexer.heredoc_bodies:  # in order: the lexer only moves forward
+        pieces.append(command[cursor:start])
+        cursor = end
+    pieces.append(command[cursor:])
+    return "".join(pieces)
+
+
 def _cache_key(command: str, aliases: Aliases = NO_ALIASES) -> bytes:
     """The command's digest; with git aliases in force, theirs too (`git ci` differs by them)."""
     digest = hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16)
@@ -406,7 +490,17 @@ def _cache_key(command: str, aliases: Aliases = NO_ALIASES) -> bytes:
 class _Word:
     """A shell word: its value after quote removal, and what it holds."""
 
-    __slots__ = ("assignment", "bare", "end", "literal", "start", "sub_spans", "subs", "value")
+    __slots__ = (
+        "assignment",
+        "bare",
+        "end",
+        "given",
+        "literal",
+        "start",
+        "sub_spans",
+        "subs",
+        "value",
+    )
 
     def __init__(  # noqa: PLR0913 - a record
         self,
@@ -428,6 +522,9 @@ class _Word:
         self.sub_spans = sub_spans or []
         self.start = start
         self.end = end
+        # For `explain`: the word as the command gave it, where a rewrite for bashlex
+        # changed it (a heredoc's delimiter and body); None when `value` is that.
+        self.given: str | None = None
 
 
 class _Redirect:
@@ -501,6 +598,7 @@ class _Lexer:
         self.clock = clock
         self.truncated = False  # stopped early: out of budget or out of time
         self._pending_heredocs: list[tuple[_Word, bool]] = []
+        self.heredoc_bodies: list[tuple[int, int]] = []  # (start, end) of each body read
 
     def tokens(self) -> list[_Token]:
         return self._lex(nested=False)
@@ -615,6 +713,8 @@ class _Lexer:
         text, n = self.text, self.n
         pending, self._pending_heredocs = self._pending_heredocs, []
         for delimiter_word, strip_tabs in pending:
+            if not self._spend():  # a piece each: a line may open a thousand of them
+                return
             body_start = self.pos
             indent = "\t*" if strip_tabs else ""
             # Inside `$(...)` bash also ends the body at `EOF)`, which agents write.
@@ -623,6 +723,7 @@ class _Lexer:
                 f"^{indent}{re.escape(delimiter_word.value)}(?:{end})", re.MULTILINE
             )
             found = terminator.search(text, self.pos)
+            self.heredoc_bodies.append((body_start, n if found is None else found.start()))
             if found is None:
                 self.pos = n
             elif text.startswith("\n", found.end()):
@@ -1013,6 +1114,7 @@ class _Analysis:
         self.actions: dict[str, None] = {}
         self.notes: list[str] = []
         self.fallback_used = False
+        self.as_given = False  # words shown as given, not as rewritten (`Matcher._explain`)
         # Budgets for the whole run, nested command strings included, so that the
         # time spent on one command stays bounded whatever its shape.
         self._budget = MAX_SIMPLE_COMMANDS
@@ -1059,7 +1161,10 @@ class _Analysis:
             finally:
                 _GUARD.clock = outer
         if trees is not None:
-            self._walk_bashlex(trees, via, shell_depth)
+            given = None
+            if self.as_given and lexer is not None and lexer.edits:
+                given = _GivenText(text, lexer.edits)
+            self._walk_bashlex(trees, via, shell_depth, given)
             return "bashlex"
         self.fallback_used = True
         self.note(f"used the fallback tokenizer: {_shorten(why)}")
@@ -1095,8 +1200,13 @@ class _Analysis:
             stack.extend(iter(_fallback_commands(sub)) for sub in reversed(subs))
 
     def _walk_bashlex(
-        self, trees: Sequence[bashlex.ast.node], via: tuple[str, ...], shell_depth: int
+        self,
+        trees: Sequence[bashlex.ast.node],
+        via: tuple[str, ...],
+        shell_depth: int,
+        given: _GivenText | None = None,
     ) -> None:
+        """Every simple command in bashlex's trees; `given`: how to show rewritten words."""
         heredocs: list[tuple[int, int]] = []
         stack: list[bashlex.ast.node] = list(reversed(trees))
         while stack:
@@ -1112,7 +1222,10 @@ class _Analysis:
                 children: list[bashlex.ast.node] = []
                 for part in node.parts:
                     if part.kind in ("word", "assignment"):
-                        words.append(_word_from_node(part))
+                        word = _word_from_node(part)
+                        if given is not None:
+                            word.given = given.word_at(*part.pos)
+                        words.append(word)
                         children.extend(part.parts)
                     elif part.kind == "redirect":
                         heredoc = getattr(part, "heredoc", None)
@@ -1148,7 +1261,7 @@ class _Analysis:
             return  # out of time: `Matcher._explain` says so once
         self._budget -= 1
         words = words[:MAX_WORDS]
-        shown = tuple(word.value for word in words)
+        shown = tuple(word.value if word.given is None else word.given for word in words)
         index = 0
         while index < len(words) and words[index].assignment:
             index += 1
@@ -1270,6 +1383,46 @@ class _Analysis:
         if subcommand:
             return (), f"no action for {program} {subcommand!r}"
         return (), f"no action for {program} without a subcommand"
+
+
+class _GivenText:
+    """Maps a span of the text rewritten for bashlex back to the command as given."""
+
+    def __init__(self, text: str, edits: list[tuple[int, int, str]]) -> None:
+        self.text = text
+        # (start, end) in the rewritten text, (start, end) in the given one, per edit applied.
+        self.spans: list[tuple[int, int, int, int]] = []
+        shift = 0
+        cursor = 0
+        for start, end, replacement in sorted(edits, key=lambda edit: (edit[0], -edit[1])):
+            if start < cursor:
+                continue  # as `_apply_edits` drops it
+            self.spans.append((start + shift, start + shift + len(replacement), start, end))
+            shift += len(replacement) - (end - start)
+            cursor = end
+
+    def word_at(self, start: int, end: int) -> str | None:
+        """The word at `start:end` of the rewritten text as given, when a rewrite touched
+        it and it reads as one word there; else None (its value is as given)."""
+        touched = [span for span in self.spans if span[0] < end and start < span[1]]
+        if not touched:
+            return None
+        given_start = self._given(start, touched[0], inside=0)
+        given_end = self._given(end, touched[-1], inside=1)
+        source = self.text[given_start:given_end]
+        lexer = _Lexer(source, record_edits=False, budget=MAX_WORDS)
+        word = lexer._read_word()  # noqa: SLF001 - the lexer's own reader, on one word
+        return word.value if lexer.pos == len(source) else None
+
+    def _given(self, position: int, span: tuple[int, int, int, int], *, inside: int) -> int:
+        """`position` of the rewritten text in the given one; inside the edit `span`, its
+        start in the given text (`inside` 0, for a word's start) or its end (1)."""
+        new_start, new_end, old_start, old_end = span
+        if position <= new_start:
+            return old_start - (new_start - position)
+        if position >= new_end:
+            return old_end + (position - new_end)
+        return (old_start, old_end)[inside]
 
 
 def _word_from_node(node: bashlex.ast.node) -> _Word:

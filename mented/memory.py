@@ -24,6 +24,8 @@ MAX_ACTION_LENGTH = 64
 MAX_CONTENT_BYTES = 64 * 1024
 SHORT_HANDLE_LENGTH = 8  # characters of an id shown as its handle
 MIN_HANDLE_LENGTH = 6  # the fewest characters of an id that may name a memory
+# `Memory.origin` of a rule a repository commits in its .mented/ folder (mented.team).
+ORIGIN_PROJECT = "project"
 
 
 class MemoryType(StrEnum):

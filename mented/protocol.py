@@ -346,10 +346,24 @@ class StoredReply(_Reply, tag="stored", kw_only=True):
 
 class MemoryReply(_Reply, tag="memory", kw_only=True):
     memory: Memory
+    # For a project's committed rule (`memory.origin` "project"): the file it is
+    # written in, where it is changed (mented only reads it).
+    file: str | None = None
+
+
+class UntrustedProject(msgspec.Struct, kw_only=True):
+    """A project whose committed rules are not served: not trusted yet, or unreadable."""
+
+    root: str
+    rules: int
+    problem: str | None = None
 
 
 class MemoriesReply(_Reply, tag="memories", kw_only=True):
     memories: list[Memory]
+    # A `list` or `recall_for_action` with a `cwd` inside a project whose committed
+    # rules are not served (so not in `memories`): which, to tell the user how to trust it.
+    untrusted: UntrustedProject | None = None
 
 
 class SupersededReply(_Reply, tag="superseded", kw_only=True):
@@ -546,6 +560,8 @@ class ErrorCode:
     BAD_REQUEST = "bad_request"  # a known request with missing or wrongly typed fields
     FRAME_TOO_LARGE = "frame_too_large"
     NOT_FOUND = "not_found"
+    # The id names a rule a project commits in its .mented/ folder: changed in that file.
+    PROJECT_RULE = "project_rule"
     INVALID = "invalid"  # a value the store refuses (bad action name, empty content, ...)
     CONFLICT = "conflict"  # e.g. superseding a rule that was already superseded
     BUSY = "busy"  # too many connections at once: this one is refused, retry shortly

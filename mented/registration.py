@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from mented.actions import ANY_WORD
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 
     from mented.actions import ActionTable, Shape
 
@@ -94,19 +94,23 @@ MAX_SEQUENCES_PER_SHAPE = 16
 GIT_INLINE_ALIAS = ("git", "alias.")
 
 
-def hook_needs(table: ActionTable, git_aliases: Iterable[str] = ()) -> HookNeeds:
+def hook_needs(
+    table: ActionTable, git_aliases: Iterable[str] = (), *, only: Collection[str] | None = None
+) -> HookNeeds:
     """The tool calls in `table` that need the hook (see the module docstring).
 
     `git_aliases`: the names of the user's git aliases (their global config's, as
     the installer reads them): a command `git NAME` may perform an action too.
+    `only`: the tool calls of these actions alone (a rule just added for one).
     """
+    actions = [action for action in table.actions() if only is None or action.name in only]
     commands: dict[tuple[str, ...], None] = {}
-    if any(shape.program == "git" for action in table.actions() for shape in action.shapes):
+    if any(shape.program == "git" for action in actions for shape in action.shapes):
         commands[GIT_INLINE_ALIAS] = None
         commands.update(dict.fromkeys(("git", name) for name in sorted(git_aliases)))
     tools: dict[str, None] = {}
     edits = False
-    for action in table.actions():
+    for action in actions:
         for shape in action.shapes:
             commands.update(dict.fromkeys(_word_sequences(shape)))
         tools.update(dict.fromkeys(action.tools))

@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -110,6 +110,7 @@ from mented.protocol import (
     SyncRequest,
     TrustedReply,
     TrustRequest,
+    UntrustedProject,
     decode_request,
     encode,
     frame,
@@ -126,7 +127,7 @@ from mented.store import (
     StoreFullError,
 )
 from mented.sync import GitSync, SyncError
-from mented.team import ProjectRules, RuleLookup
+from mented.team import ProjectRuleError, ProjectRules, RuleLookup
 
 T = TypeVar("T")
 
@@ -700,6 +701,8 @@ class Server:
             reply = await self._answer(request)
         except NotFoundError as exc:
             reply = ErrorReply(code=ErrorCode.NOT_FOUND, message=str(exc))
+        except ProjectRuleError as exc:
+            reply = ErrorReply(code=ErrorCode.PROJECT_RULE, message=str(exc))
         except ConflictError as exc:
             reply = ErrorReply(code=ErrorCode.CONFLICT, message=str(exc))
         except StoreFullError as exc:
@@ -788,45 +791,29 @@ class Server:
                 )
                 # The hook's own recall asks for a few rules; many is a scan.
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
-                return MemoriesReply(memories=memories)
+                return MemoriesReply(memories=memories, untrusted=self._untrusted(cwd))
             case GetRequest(id=memory_id):
-                return MemoryReply(memory=store.get(memory_id))
+                return self._get(memory_id)
             case ListRequest():
-                if not self.held.has_room(MAX_FRAME):
-                    # The answer may be up to MAX_FRAME and could not be held: spare the scan.
-                    return _BUSY_SENDING
-                listing = functools.partial(
-                    store.list,
-                    action=request.action,
-                    agent=request.agent,
-                    cwd=request.cwd,
-                    tag=request.tag,
-                    memory_type=request.memory_type,
-                    rules_only=request.rules_only,
-                    include_superseded=request.include_superseded,
-                    limit=request.limit,
-                    # A trusted project's committed rules are listed with yours.
-                    also=self.rules.trusted_rules(request.cwd),
-                )
-                return await self._scan(functools.partial(_listing_reply, listing))
+                return await self._list(request)
             case HistoryRequest(id=memory_id):
-                return MemoriesReply(
-                    memories=await self._scan(functools.partial(store.history, memory_id))
-                )
+                return await self._history(memory_id)
             case StoreRequest():
                 memory = await _in_thread(functools.partial(self._store_memory, request))
                 self._note_change()
                 self.events.publish_rule("added", memory)
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
-                new, old = await _in_thread(functools.partial(self._supersede, request))
+                with self._project_rule_refused(request.id):
+                    new, old = await _in_thread(functools.partial(self._supersede, request))
                 self._note_change()
                 self.events.publish_rule("superseded", new, replaces=old.id)
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
-                forgotten = await _in_thread(
-                    functools.partial(self._indexed, store.forget, memory_id)
-                )
+                with self._project_rule_refused(memory_id):
+                    forgotten = await _in_thread(
+                        functools.partial(self._indexed, store.forget, memory_id)
+                    )
                 self._note_change()
                 self.events.publish_rule("forgotten", forgotten)
                 return ForgottenReply(id=forgotten.id)
@@ -881,6 +868,69 @@ class Server:
                 return OkReply(message="shutting down")
             case _:  # HookRequest is answered before; kept for exhaustiveness
                 return ErrorReply(code=ErrorCode.UNKNOWN_REQUEST, message="unsupported request")
+
+    async def _list(self, request: ListRequest) -> Reply:
+        """A listing (a scan, off the event loop), saying when a project's rules are not served."""
+        if not self.held.has_room(MAX_FRAME):
+            # The answer may be up to MAX_FRAME and could not be held: spare the scan.
+            return _BUSY_SENDING
+        listing = functools.partial(
+            self.store.list,
+            action=request.action,
+            agent=request.agent,
+            cwd=request.cwd,
+            tag=request.tag,
+            memory_type=request.memory_type,
+            rules_only=request.rules_only,
+            include_superseded=request.include_superseded,
+            limit=request.limit,
+            # A trusted project's committed rules are listed with yours.
+            also=self.rules.trusted_rules(request.cwd),
+        )
+        reply = await self._scan(functools.partial(_listing_reply, listing))
+        if isinstance(reply, MemoriesReply):
+            reply.untrusted = self._untrusted(request.cwd)
+        return reply
+
+    async def _history(self, memory_id: str) -> MemoriesReply:
+        """Every version of a rule, oldest first (a project's rule has its file's history)."""
+        with self._project_rule_refused(memory_id):
+            history = await self._scan(functools.partial(self.store.history, memory_id))
+        return MemoriesReply(memories=history)
+
+    def _get(self, memory_id: str) -> MemoryReply:
+        """A memory of the store, else a project's committed rule with its file."""
+        try:
+            return MemoryReply(memory=self.store.get(memory_id))
+        except NotFoundError:
+            found = self.projects.find_rule(memory_id)
+            if found is None:
+                raise
+            project, rule = found
+            return MemoryReply(memory=rule, file=project.file_of(rule))
+
+    @contextlib.contextmanager
+    def _project_rule_refused(self, memory_id: str) -> Iterator[None]:
+        """A `NotFoundError` for an id that names a project's committed rule becomes a
+        `ProjectRuleError` naming its file: the rule is real, and changed there.
+
+        Looked up on the event loop, after the store said no: `ProjectRules` keeps its
+        caches unlocked.
+        """
+        try:
+            yield
+        except NotFoundError:
+            self.projects.refuse_project_rule(memory_id)
+            raise
+
+    def _untrusted(self, cwd: str | None) -> UntrustedProject | None:
+        """The project `cwd` is in, when its committed rules are not served (not trusted)."""
+        project = self.rules.untrusted_project(cwd)
+        if project is None:
+            return None
+        return UntrustedProject(
+            root=project.root, rules=len(project.rules), problem=project.problem
+        )
 
     async def _scan(self, call: Callable[[], T]) -> T:
         """Run a store read that may walk many records in a worker thread.

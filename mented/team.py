@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mented.memory import (
+    MIN_HANDLE_LENGTH,
+    ORIGIN_PROJECT,
     Forgotten,
     InvalidInputError,
     Memory,
     MemoryType,
     normalize_action,
+    short_handle,
     trigger_tag,
 )
 from mented.portable import FormatError, parse_line
@@ -51,7 +54,6 @@ if TYPE_CHECKING:
 
 FOLDER = ".mented"
 RULES_FILE = "rules.jsonl"  # where `mentectl rule add --team` writes
-ORIGIN_PROJECT = "project"
 ROOT_TTL_S = 5.0  # how long "this directory is in that repository" is believed
 MAX_FILES = 64
 MAX_FILE_BYTES = 1 << 20
@@ -79,6 +81,21 @@ class Project:
     problem: str | None = None  # a file that could not be read: nothing is served
     trusted: bool = False
     stamp: tuple[tuple[str, int, int], ...] = ()
+    files: dict[str, str] = field(default_factory=dict)  # rule id -> `.mented/NAME.jsonl`
+
+    def file_of(self, rule: Memory) -> str:
+        """The file a rule of this project is written in, as a path from the filesystem root."""
+        return f"{self.root}/{self.files.get(rule.id, FOLDER + '/')}"
+
+
+class ProjectRuleError(InvalidInputError):
+    """A rule that lives in a project's `.mented/` files: changed there, not through mented."""
+
+    def __init__(self, rule: Memory, path: str) -> None:
+        super().__init__(
+            f"[{short_handle(rule.id)}] is a project rule from {path}: edit that file (shared "
+            "with the team) and commit it; mented only reads it"
+        )
 
 
 class TrustError(InvalidInputError):
@@ -134,6 +151,37 @@ class ProjectRules:
         project.trusted = self._trusted.get(root) == project.digest and project.problem is None
         self._projects[root] = project
         return project
+
+    def find_rule(self, memory_id: str) -> tuple[Project, Memory] | None:
+        """The project rule a full id or handle names (as `Store.get` reads them), and its project.
+
+        Looked for in the projects met since the daemon started and in the trusted
+        ones (the only ones whose rules reach an agent, so the only handles a model
+        is shown): a `stat` or two each. None when no project has it.
+        """
+        if not isinstance(memory_id, str):
+            return None
+        wanted = memory_id.strip().strip("[]").strip().upper()
+        if len(wanted) < MIN_HANDLE_LENGTH:
+            return None
+        for root in dict.fromkeys([*self._projects, *self._trusted]):
+            project = self.project_of(root)
+            if project is None:
+                continue
+            for rule in project.rules:
+                if rule.id.startswith(wanted) or rule.id.endswith(wanted):
+                    return project, rule
+        return None
+
+    def refuse_project_rule(self, memory_id: str) -> None:
+        """Raise `ProjectRuleError` when `memory_id` names a project rule (else nothing).
+
+        For a request that would change a rule: a project's rules change in its files.
+        """
+        found = self.find_rule(memory_id)
+        if found is not None:
+            project, rule = found
+            raise ProjectRuleError(rule, project.file_of(rule))
 
     def untrusted(self) -> list[str]:
         """The projects met whose rules are not trusted (or not readable), with why."""
@@ -236,6 +284,7 @@ def _read_project(root: str, stamp: tuple[tuple[str, int, int], ...]) -> Project
     folder = Path(root) / FOLDER
     digest = hashlib.sha256()
     rules: list[Memory] = []
+    files: dict[str, str] = {}
     problem = None
     for name, _, size in stamp[1:]:
         path = folder / name
@@ -246,7 +295,9 @@ def _read_project(root: str, stamp: tuple[tuple[str, int, int], ...]) -> Project
                 raise FormatError(msg)  # noqa: TRY301 - one way out for every problem
             data = path.read_bytes()
             digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-            rules += _rules_in(data, shown, root, mtime=os.stat(path).st_mtime)  # noqa: PTH116
+            found = _rules_in(data, shown, root, mtime=os.stat(path).st_mtime)  # noqa: PTH116
+            rules += found
+            files.update(dict.fromkeys((rule.id for rule in found), shown))
         except FormatError as exc:
             problem = str(exc)
             rules = []
@@ -255,7 +306,16 @@ def _read_project(root: str, stamp: tuple[tuple[str, int, int], ...]) -> Project
             problem = f"{shown}: cannot read it: {exc.strerror or exc}"
             rules = []
             break
-    return Project(root=root, digest=digest.hexdigest(), rules=rules, problem=problem, stamp=stamp)
+    if problem:
+        files = {}
+    return Project(
+        root=root,
+        digest=digest.hexdigest(),
+        rules=rules,
+        problem=problem,
+        stamp=stamp,
+        files=files,
+    )
 
 
 def _rules_in(data: bytes, shown: str, root: str, *, mtime: float) -> list[Memory]:

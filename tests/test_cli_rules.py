@@ -130,6 +130,12 @@ def test_socket_and_json_work_before_or_after_the_verb(daemon: DaemonProcess) ->
 # ------------------------------------------------- rules that could never fire
 
 
+def test_a_blank_action_is_refused_in_whole_sentences(daemon: DaemonProcess) -> None:
+    result = daemon.mentectl("rule", "add", " ", "one line", check=False)
+    assert result.returncode == 2
+    assert "use e.g. 'git-commit'. `mentectl actions` lists them." in result.stderr
+
+
 def test_an_unknown_action_is_refused_with_the_closest_known_ones(daemon: DaemonProcess) -> None:
     result = daemon.mentectl("rule", "add", "git-comit", "one line", check=False)
     assert result.returncode == 2
@@ -284,3 +290,28 @@ def test_log_shows_what_came_with_the_event_escaped(daemon: DaemonProcess) -> No
     assert "session s1\\nforged" in out, "a session id stays on its line"
     fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
     assert (fires[0]["command"], fires[0]["cwd"]) == (command, f"/tmp/{HOSTILE}")
+
+
+def test_a_long_heredoc_commit_fires_and_a_command_over_the_cap_shows_in_the_log(
+    daemon: DaemonProcess,
+) -> None:
+    from mented.matcher import MAX_COMMAND_CHARS
+
+    add(daemon, "git-commit", "single line")
+    body = "a line of the release notes\n" * (MAX_COMMAND_CHARS // 20)
+    heredoc = f"cat > NOTES.md <<'MSG'\n{body}MSG\ngit add NOTES.md && git commit -m 'docs: x'"
+    too_long = "echo " + "y " * (MAX_COMMAND_CHARS // 2) + "&& git commit -m x"
+    with daemon.client() as client:
+        assert b"single line" in client.hook(
+            "claude-code", pretooluse_event(heredoc, cwd="/tmp", session="a")
+        )
+        assert (
+            client.hook("claude-code", pretooluse_event(too_long, cwd="/tmp", session="b")) == b""
+        )
+    out = daemon.mentectl("log").stdout
+    assert (
+        f"why: not analyzed: {len(too_long)} characters (without heredoc bodies), over the cap "
+        f"of {MAX_COMMAND_CHARS}" in out
+    )
+    fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    assert [fire["actions"] for fire in fires] == [[], ["git-commit"]]

@@ -132,6 +132,16 @@ def test_an_unknown_action_under_delivery_is_refused_with_its_line(tmp_path: Pat
     load_action_table(load_config(path))
 
 
+def test_a_mistyped_default_under_delivery_is_refused_with_a_suggestion(tmp_path: Path) -> None:
+    from mented.actions import load_action_table
+
+    path = write(tmp_path, '[hook]\nk = 3\n[delivery]\ndefualt = "context"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_action_table(load_config(path))
+    assert str(refused.value).startswith(f"{path}:4: [delivery] names 'defualt'")
+    assert "did you mean: default?" in str(refused.value)
+
+
 def test_pinned_and_recall_sections(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[pinned]\nmax_rules = 3\nmax_chars = 600\n\n[recall]\nk = 8\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
 import pytest
 
 from mented import handover
@@ -72,3 +73,21 @@ def test_the_pointer_stays_short_however_many_rules() -> None:
         short
         == "mented: the rules shown earlier still apply to this command: git-commit [abcd1234]."
     )
+
+
+def test_with_a_project_rule_the_words_say_yours_win_and_where_to_change_the_projects() -> None:
+    mine = memory("mine: one line")
+    theirs = msgspec.structs.replace(memory("team: conventional prefix"), origin="project")
+    alone = render([Section("git-commit", [mine])])
+    assert "when two conflict, the newest wins" in alone
+    assert "(the project's)" not in alone
+
+    text = render([Section("git-commit", [mine, theirs])])
+    assert text.index("mine: one line") < text.index("(the project's) team: conventional prefix")
+    assert "the newest wins" not in text  # the project's may be newer, and still not win
+    assert "The user's own rules come first" in text
+    assert "when two conflict, the one listed first wins" in text
+    assert "`.mented/rules.jsonl`" in text
+    assert "change it there, in a commit" in text
+    # Within the cap with the longer words too.
+    assert len(render([Section("git-commit", [mine, theirs])], max_chars=700)) <= 700

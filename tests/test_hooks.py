@@ -655,3 +655,39 @@ def test_a_git_alias_of_the_users_gets_the_rules_of_what_it_runs(
     )
     # Elsewhere `git ci` is nothing git knows: no rules.
     assert handler.handle("claude-code", event("git ci -m y", cwd=str(tmp_path))) == b""
+
+
+# ------------------------------------------------------------ over-long commands
+
+
+def test_a_long_heredoc_commit_still_fires_and_a_command_over_the_cap_is_logged(
+    store: Store,
+) -> None:
+    from mented.matcher import MAX_COMMAND_CHARS
+
+    rule(store, "git-commit", "commit messages: single line")
+    handler = handler_for(store)
+    body = "a line of the release notes\n" * (MAX_COMMAND_CHARS // 20)
+    long_heredoc = (
+        f"cat > NOTES.md <<'MSG'\n{body}MSG\ngit add NOTES.md && git commit -m 'docs: notes'"
+    )
+    assert len(long_heredoc) > MAX_COMMAND_CHARS
+    text = context_of(handler.handle("claude-code", event(long_heredoc)))
+    assert "commit messages: single line" in text
+    assert handler.recent_fires(1)[0].actions == ["git-commit"]
+
+    too_long = "echo " + "y " * (MAX_COMMAND_CHARS // 2) + "&& git commit -m x"
+    assert handler.handle("claude-code", event(too_long, session="session-2")) == b""
+    (fire,) = handler.recent_fires(1)
+    assert fire.why == (
+        f"not analyzed: {len(too_long)} characters (without heredoc bodies), over the cap "
+        f"of {MAX_COMMAND_CHARS}: no action could be named"
+    )
+    assert fire.actions == []
+    assert fire.delivery == "none"
+    assert len(fire.command) < 1100  # cut for the log
+
+    # A command that fits once its heredoc bodies are left out, and names no action,
+    # is analyzed: nothing to log.
+    handler.handle("claude-code", event(f"cat <<'MSG'\n{body}MSG\n", session="session-3"))
+    assert handler.recent_fires(1)[0] is fire

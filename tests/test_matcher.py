@@ -205,6 +205,41 @@ def test_an_overlong_command_is_not_analyzed_and_says_so(matcher: Matcher) -> No
     assert "not analyzed" in explanation.notes[0]
 
 
+def test_heredoc_bodies_are_left_out_of_a_command_over_the_cap(matcher: Matcher) -> None:
+    body = "- fixed a thing\n" * (MAX_COMMAND_CHARS // 10)
+    command = f"git commit -F - <<'MSG'\nfeat: release\n{body}MSG\ngit push"
+    assert len(command) > MAX_COMMAND_CHARS
+    explanation = matcher.explain(command)
+    assert explanation.actions == ("git-commit", "git-push")
+    assert explanation.too_long is None
+    assert any("heredoc bodies (data) left out" in note for note in explanation.notes)
+    assert matcher.actions_in(command) == ("git-commit", "git-push")
+    assert matcher.too_long(command) is None
+    # Inside a substitution, and with `<<-`, too.
+    nested = f'git commit -m "$(cat <<-EOF\n{body}\tEOF\n)"'
+    assert matcher.actions_in(nested) == ("git-commit",)
+    # `<<` inside quotes opens no heredoc: nothing is left out, and it stays too long.
+    quoted = f"echo '<<MSG'\n{body}MSG\ngit push"
+    assert matcher.actions_in(quoted) == ()
+    assert matcher.too_long(quoted) == len(quoted)
+    refused = matcher.explain(quoted)
+    assert refused.too_long == len(quoted)
+    assert "not analyzed" in refused.notes[0]
+
+
+def test_explain_shows_a_rewritten_word_as_the_command_gave_it(matcher: Matcher) -> None:
+    command = "git commit -m \"$(cat <<'MSG'\nfeat: x\nMSG\n)\" && echo $((1+2))"
+    explanation = matcher.explain(command)
+    assert explanation.parser == "bashlex"
+    assert explanation.commands[0].words == (
+        "git",
+        "commit",
+        "-m",
+        "$(cat <<'MSG'\nfeat: x\nMSG\n)",
+    )
+    assert explanation.commands[-1].words == ("echo", "$((1+2))")
+
+
 def test_deep_nesting_is_skipped_not_crashed(matcher: Matcher) -> None:
     explanation = matcher.explain("git push && echo " + "$(" * 3000 + "git tag v1" + ")" * 3000)
     assert explanation.actions == ("git-push",)
@@ -212,6 +247,9 @@ def test_deep_nesting_is_skipped_not_crashed(matcher: Matcher) -> None:
 
 
 def test_a_long_command_uses_the_fallback_and_still_finds_actions(matcher: Matcher) -> None:
+    # It takes 10-20 ms of the 50 ms budget; a full collection of the test run's heap
+    # falling inside it (40 ms here) is not the matcher's cost: collect before.
+    gc.collect()
     explanation = matcher.explain("echo " + "word " * 3000 + "&& git commit -m x")
     assert explanation.parser == "fallback"
     assert explanation.actions == ("git-commit",)
@@ -382,6 +420,11 @@ ADVERSARIAL = {
     "many wrappers": "sudo env nice " * 5000 + "git push",
     "many evals": "eval " * 20000 + "git push",
     "nested bash -c": "bash -c '" * 1000,
+    # Over the cap: read once for heredocs (their bodies are data) within the budgets.
+    "a heredoc per line over the cap": "cat <<E\nx\nE\n" * 60000,
+    "1 MB of <<": "<<" * (1 << 19),
+    "thousands of heredocs over the cap": "cat " + "<<EOF " * 30000 + "\n" + "x\n" * 100000,
+    "a long heredoc never closed": "cat <<EOF\n" + "x\n" * 100000 + "git push",
 }
 
 

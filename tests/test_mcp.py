@@ -191,6 +191,28 @@ async def test_unknown_action_is_refused_with_the_closest_known_ones(
     assert answer(listing)["rules"] == []  # nothing was stored
 
 
+async def test_a_project_rule_is_not_superseded_and_its_file_is_named(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    (project / ".mented").mkdir()
+    (project / ".mented" / "rules.jsonl").write_text(
+        '{"action": "git-commit", "text": "team: conventional prefix"}\n'
+    )
+    daemon.mentectl("trust", str(project))
+    shown = fire_hook(daemon.env, project, 1)
+    handle = shown.split("] (the project's) team: conventional prefix")[0].rsplit("[", 1)[1]
+    async with server(daemon.env, project) as client:
+        superseded = await client.call_tool("supersede_rule", {"rule_id": handle, "new_rule": "x"})
+        forgotten = await client.call_tool("forget_rule", {"rule_id": handle})
+    for result in (superseded, forgotten):
+        assert result.is_error
+        assert (
+            f"is a project rule from {project}/.mented/rules.jsonl: edit that file "
+            "(shared with the team)"
+        ) in text_of(result)
+    assert "team: conventional prefix" in fire_hook(daemon.env, project, 2)
+
+
 async def test_a_project_dir_that_is_not_a_directory_is_refused(
     daemon: DaemonProcess, project: Path
 ) -> None:

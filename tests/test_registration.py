@@ -16,6 +16,7 @@ from mented.config import Config
 from mented.matcher import Matcher
 from mented.registration import HookNeeds, glob_to_regex, hook_needs, wildcard_matches
 from mented_client.cli import main
+from tests.conftest import DaemonProcess
 
 # The acceptance rows (../shared/acceptance/commands.jsonl) and the matcher's own.
 ROWS = [Path(__file__).parent / "data" / name for name in ("commands.jsonl", "more_commands.jsonl")]
@@ -274,3 +275,33 @@ def test_the_users_git_aliases_and_inline_ones_still_reach_the_hook() -> None:
     for command in ("git ci -m x", "git -c alias.c=commit c -m x", "sudo git pushf"):
         assert any(wildcard_matches(pattern, command) for pattern in patterns), command
     assert not any(wildcard_matches(pattern, "git status") for pattern in patterns)
+
+
+def test_reload_and_rule_add_say_when_the_installed_filter_misses_a_new_action(
+    daemon: DaemonProcess,
+) -> None:
+    daemon.mentectl("hooks", "install", "claude-code")
+    again = "run `mentectl hooks install claude-code` again"
+    assert again not in daemon.mentectl("reload").stderr
+    daemon.write_config(
+        '[actions.release-notes]\ndescription = "build the release notes"\n'
+        'shapes = [{ program = "towncrier", subcommand = ["build"] }]\n'
+    )
+    reloaded = daemon.mentectl("reload")
+    assert "configuration reloaded" in reloaded.stdout
+    assert "the hook is not registered for shell commands (towncrier build)" in reloaded.stderr
+    assert again in reloaded.stderr
+    assert json.loads(daemon.mentectl("--json", "reload").stdout)["warnings"] == [
+        reloaded.stderr.removeprefix("mentectl: warning: ").strip()
+    ]
+
+    added = daemon.mentectl("rule", "add", "release-notes", "past tense, one line each")
+    assert "added rule" in added.stdout
+    assert again in added.stderr
+    # A rule for an action the filter covers says nothing.
+    assert again not in daemon.mentectl("rule", "add", "git-commit", "one line").stderr
+    assert again in daemon.mentectl("hooks", "status", check=False).stdout
+
+    daemon.mentectl("hooks", "install", "claude-code")
+    assert again not in daemon.mentectl("reload").stderr
+    assert again not in daemon.mentectl("rule", "add", "release-notes", "no emojis").stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mented.actions import load_action_table
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.config import Config
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
@@ -212,3 +212,59 @@ def test_untrusted_project_rules_are_named_to_the_user_once_per_session(
     projects.trust(str(repo))
     assert "conventional prefix" in commit("claude-code", "s4", 5).decode()
     assert b"systemMessage" not in commit("claude-code", "s5", 6)
+
+
+def test_a_project_rule_is_found_by_its_handle_after_a_restart(repo: Path, tmp_path: Path) -> None:
+    projects = ProjectRules(tmp_path / "data")
+    (rule, _) = projects.trust(str(repo)).rules
+    handle = rule.id[-8:].lower()
+    # A new daemon has met no project yet: the trusted ones are looked in.
+    found = ProjectRules(tmp_path / "data").find_rule(f"[{handle}]")
+    assert found is not None
+    project, same = found
+    assert same.id == rule.id
+    assert project.file_of(same) == f"{repo}/.mented/rules.jsonl"
+    assert ProjectRules(tmp_path / "data").find_rule("zzzzzzzz") is None
+
+
+def test_project_rules_are_not_offered_for_superseding_and_their_handles_name_their_file(
+    daemon: DaemonProcess, repo: Path
+) -> None:
+    daemon.mentectl("rule", "add", "git-commit", "mine: one line")
+    before = daemon.mentectl("rule", "list", "--cwd", str(repo))
+    assert "conventional prefix" not in before.stdout
+    assert f"note: 2 project rules in {repo}/.mented/ are not trusted, so not used" in before.stderr
+    assert f"run `mentectl trust {repo}`" in before.stderr
+    explained = daemon.mentectl("explain", "--cwd", str(repo), "git commit -m x").stdout
+    assert f"2 project rules in {repo}/.mented/ are not trusted" in explained
+    assert f"`mentectl trust {repo}`" in explained
+
+    daemon.mentectl("trust", str(repo))
+    after = daemon.mentectl("rule", "list", "--cwd", str(repo))
+    assert "conventional prefix" in after.stdout
+    assert "not trusted" not in after.stderr
+
+    event = pretooluse_event("git commit -m x", cwd=str(repo), session="s1")
+    with daemon.client() as client:
+        text = text_of_answer(client.hook("claude-code", event)) or ""
+    handle = text.split("] (the project's) conventional prefix")[0].rsplit("[", 1)[1]
+    assert text.index("mine: one line") < text.index("conventional prefix")
+    assert "the newest wins" not in text
+    assert "when two conflict, the one listed first wins" in text
+    assert "is not superseded that way: it is committed in the repository's `.mented/`" in text
+
+    where = (
+        f"is a project rule from {repo}/.mented/rules.jsonl: edit that file (shared with the team)"
+    )
+    shown = daemon.mentectl("rule", "show", handle)
+    assert "conventional prefix" in shown.stdout
+    assert f"this is a project rule from {repo}/.mented/rules.jsonl: edit that file" in shown.stdout
+    for verb in (["supersede", handle, "new text"], ["forget", handle], ["history", handle]):
+        refused = daemon.mentectl("rule", *verb, check=False)
+        assert refused.returncode == 1
+        assert where in refused.stderr
+        assert "(project_rule)" in refused.stderr
+    # The rule is untouched: it still reaches the agent.
+    again = pretooluse_event("git commit -m x", cwd=str(repo), session="s2")
+    with daemon.client() as client:
+        assert "conventional prefix" in (text_of_answer(client.hook("claude-code", again)) or "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -26,13 +27,14 @@ from mented.agents.pretooluse import pretooluse_event
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, GitAliases
 from mented.memory import Memory
-from mented.protocol import MemoriesReply, RecallRequest
+from mented.protocol import MemoriesReply, RecallRequest, UntrustedProject
 from mented.tool_triggers import ToolMatcher
 from mented_client.commands.output import (
     CommandError,
     escape_controls,
     format_memory,
     print_json,
+    untrusted_note,
 )
 from mented_client.connection import Client, NotRunningError
 from mented_client.scope import agent_option, daemon_table, directory_option
@@ -162,8 +164,7 @@ def run_explain(args: argparse.Namespace) -> int:
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
         document: dict[str, Any] = msgspec.to_builtins(explanation)
-        document["rules"] = None if rules is None else msgspec.to_builtins(rules)
-        document["daemon"] = rules is not None
+        document.update(_rules_document(rules))
         document["agent"] = args.agent
         document["cwd"] = cwd
         print_json(document)
@@ -238,8 +239,7 @@ def run_explain_tool(args: argparse.Namespace) -> int:
                 "paths": args.path,
                 "actions": list(actions),
                 "matches": [{"action": action, "trigger": why} for action, why in found],
-                "rules": None if rules is None else msgspec.to_builtins(rules),
-                "daemon": rules is not None,
+                **_rules_document(rules),
                 "agent": args.agent,
                 "cwd": cwd,
             }
@@ -253,21 +253,41 @@ def run_explain_tool(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class HookRules:
+    """The rules the hook would hand over, per action, and a project's it would not use."""
+
+    by_action: dict[str, list[Memory]]
+    untrusted: UntrustedProject | None = None
+
+
 def _rules(
     socket: str | None, actions: tuple[str, ...], *, agent: str, cwd: str, k: int
-) -> dict[str, list[Memory]] | None:
+) -> HookRules | None:
     """The rules the hook would hand `agent` in `cwd` for each action; None with no daemon."""
     try:
         with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
             client.connect()  # even with no action to ask about: is a daemon there?
-            return {
-                action: client.expect(
+            by_action = {}
+            untrusted = None
+            for action in actions:
+                reply = client.expect(
                     RecallRequest(action=action, agent=agent, cwd=cwd, k=k), MemoriesReply
-                ).memories
-                for action in actions
-            }
+                )
+                by_action[action] = reply.memories
+                untrusted = reply.untrusted
+            return HookRules(by_action, untrusted)
     except NotRunningError:
         return None
+
+
+def _rules_document(rules: HookRules | None) -> dict[str, Any]:
+    """`rules`, `daemon` and `untrusted` of `explain --json`."""
+    return {
+        "rules": None if rules is None else msgspec.to_builtins(rules.by_action),
+        "daemon": rules is not None,
+        "untrusted": None if rules is None else msgspec.to_builtins(rules.untrusted),
+    }
 
 
 def render_explanation(explanation: Explanation, table: ActionTable) -> str:
@@ -301,7 +321,7 @@ def _render_command(number: int, command: SimpleCommand, table: ActionTable) -> 
     return lines
 
 
-def render_rules(rules: dict[str, list[Memory]] | None, *, agent: str, cwd: str) -> str:
+def render_rules(rules: HookRules | None, *, agent: str, cwd: str) -> str:
     if rules is None:
         return "rules: the daemon is not running, so the rules are not shown"
     lines = [
@@ -309,11 +329,13 @@ def render_rules(rules: dict[str, list[Memory]] | None, *, agent: str, cwd: str)
             f"as the hook hands them to {agent} running the command in {cwd}:", keep_lines=False
         )
     ]
-    for action, memories in rules.items():
+    for action, memories in rules.by_action.items():
         lines.append(
             f"rules for {escape_controls(action, keep_lines=False)}: {len(memories) or 'none'}"
         )
         lines.extend("  " + format_memory(memory).replace("\n", "\n  ") for memory in memories)
+    if rules.untrusted is not None:
+        lines.append(untrusted_note(rules.untrusted))
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -629,6 +630,30 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
             )
         places.append(place)
     return places
+
+
+def registration_warnings(
+    in_force: TableInForce, actions: Collection[str] | None = None
+) -> list[str]:
+    """Each installed hook that misses tool calls of the table in force, with the fix.
+
+    The check `hooks status` and `doctor` make (each agent's `registration_gaps`),
+    for `reload` and `rule add`: Claude Code's `if` filters are computed from the
+    table at install, so an action added since never starts the hook. `actions`:
+    only those actions' tool calls (a rule just added for one). None when the
+    table cannot be used (the caller says why).
+    """
+    if in_force.problem:
+        return []
+    needs = hook_needs(in_force.table, user_git_aliases(), only=actions)
+    warnings = []
+    for _, agent in sorted(AGENTS.items()):
+        for place in _places(agent, None, needs):
+            if place.gaps:
+                where = display_path(Path(place.settings))
+                fix = gaps_fix(agent, Path(place.settings))
+                warnings.append(f"{where}: {gaps_problem(place.gaps)}: run {fix}")
+    return warnings
 
 
 def status_needs(socket: str | None) -> HookNeeds | None:

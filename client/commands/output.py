@@ -8,6 +8,7 @@ and a terminal acts on some characters instead of showing them.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import unicodedata
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from mented_client.errors import CommandError
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
 
+    from mented.protocol import UntrustedProject
+
 # CommandError is defined apart from commands/ (see mented_client.errors); commands import it here.
 __all__ = [
     "CommandError",
@@ -30,6 +33,7 @@ __all__ = [
     "format_time",
     "json_line",
     "print_json",
+    "untrusted_note",
 ]
 
 
@@ -192,6 +196,28 @@ def format_memory(
     ]
     lines.insert(1, f"{'content:':<15}{content}")
     return "\n".join(lines)
+
+
+def untrusted_note(untrusted: UntrustedProject) -> str:
+    """A line saying a project's committed rules are not used here, and the command to fix it."""
+    root = escape_controls(untrusted.root, keep_lines=False)
+    trust = f"`mentectl trust {shlex.quote(untrusted.root)}`"
+    if untrusted.problem:
+        problem = escape_controls(untrusted.problem, keep_lines=False)
+        return (
+            f"note: the project rules in {root}/.mented/ are not used ({problem}): "
+            f"fix the file, then run {escape_controls(trust, keep_lines=False)}"
+        )
+    count = (
+        f"1 project rule in {root}/.mented/ is"
+        if untrusted.rules == 1
+        else (f"{untrusted.rules} project rules in {root}/.mented/ are")
+    )
+    return (
+        f"note: {count} not trusted, so not used (not listed here, never handed to an "
+        f"agent): read {'it' if untrusted.rules == 1 else 'them'}, then run "
+        f"{escape_controls(trust, keep_lines=False)}"
+    )
 
 
 def format_time(timestamp: float) -> str:

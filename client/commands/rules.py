@@ -45,9 +45,16 @@ from mented.protocol import (
     StoreRequest,
     SupersededReply,
     SupersedeRequest,
+    UntrustedProject,
 )
 from mented.words import counted
-from mented_client.commands.output import CommandError, format_memory, print_json
+from mented_client.commands.output import (
+    CommandError,
+    escape_controls,
+    format_memory,
+    print_json,
+    untrusted_note,
+)
 from mented_client.connection import Client
 from mented_client.scope import (
     agent_option,
@@ -253,14 +260,25 @@ def _warn_if_cut(text: str, actions: Sequence[str], in_force: TableInForce) -> N
             return
 
 
-def _print_memories(args: argparse.Namespace, key: str, memories: list[Memory]) -> None:
+def _print_memories(
+    args: argparse.Namespace,
+    key: str,
+    memories: list[Memory],
+    untrusted: UntrustedProject | None = None,
+) -> None:
+    """The rules, and (on standard error) a note when a project's rules here are not used."""
     if args.json:
-        print_json({key: msgspec.to_builtins(memories)})
+        document: dict[str, object] = {key: msgspec.to_builtins(memories)}
+        if untrusted is not None:
+            document["untrusted"] = msgspec.to_builtins(untrusted)
+        print_json(document)
         return
     if not memories:
         print("no rules")
     for memory in memories:
         print(format_memory(memory))
+    if untrusted is not None:
+        print(untrusted_note(untrusted), file=sys.stderr)
 
 
 def run_add_pinned(args: argparse.Namespace) -> int:
@@ -325,7 +343,18 @@ def run_add(args: argparse.Namespace) -> int:
         print_json({"id": reply.id})
     else:
         print(f"added rule {reply.id} for {action}")
+    _warn_if_unregistered(in_force, action)
     return 0
+
+
+def _warn_if_unregistered(in_force: TableInForce, action: str) -> None:
+    """Say so when an installed hook is not registered for `action`'s commands: the rule
+    would never reach that agent until the hook is installed again."""
+    # Only after a rule was added: the installers' code is not for the other verbs.
+    from mented_client.commands.hooks import registration_warnings  # noqa: PLC0415
+
+    for warning in registration_warnings(in_force, [action]):
+        print(f"mentectl: warning: {escape_controls(warning)}", file=sys.stderr)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -358,7 +387,7 @@ def run_list(args: argparse.Namespace) -> int:
                 limit=args.k,
             )
         reply = client.expect(request, MemoriesReply)
-    _print_memories(args, "rules", reply.memories)
+    _print_memories(args, "rules", reply.memories, reply.untrusted)
     return 0
 
 
@@ -400,15 +429,29 @@ def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | 
 
 def run_show(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        memory = client.expect(GetRequest(id=args.id), MemoryReply).memory
-        # Its history holds every version kept: a link to any other was forgotten.
-        kept = {m.id for m in client.expect(HistoryRequest(id=memory.id), MemoriesReply).memories}
+        reply = client.expect(GetRequest(id=args.id), MemoryReply)
+        memory = reply.memory
+        # Its history holds every version kept: a link to any other was forgotten. A
+        # project's rule has no history here (its file's is in the repository).
+        kept = (
+            {m.id for m in client.expect(HistoryRequest(id=memory.id), MemoriesReply).memories}
+            if reply.file is None
+            else {memory.id}
+        )
     if args.json:
         links = [memory.supersedes, memory.superseded_by, *memory.merges]
         gone = [link for link in links if link is not None and link not in kept]
-        print_json({**msgspec.to_builtins(memory), "forgotten_links": gone})
+        document = {**msgspec.to_builtins(memory), "forgotten_links": gone}
+        if reply.file is not None:
+            document["file"] = reply.file
+        print_json(document)
     else:
         print(format_memory(memory, verbose=True, kept=kept))
+        if reply.file is not None:
+            print(
+                f"this is a project rule from {escape_controls(reply.file, keep_lines=False)}: "
+                "edit that file (shared with the team) to change it"
+            )
     return 0
 
 
@@ -486,7 +529,8 @@ def _add_team(args: argparse.Namespace) -> int:
     if args.project:
         raise CommandError("a team rule applies to its whole project: leave out --project", 2)
     with Client(args.socket) as client:
-        action = _checked_action(daemon_table(client), args.action)
+        in_force = daemon_table(client)
+        action = _checked_action(in_force, args.action)
     # Only `rule add --team` writes a project's rules file: the team code (and the store's
     # record format under it) costs the other verbs a third of their start-up.
     from mented_client.commands.team import add_team_rule  # noqa: PLC0415 - see above
@@ -499,4 +543,5 @@ def _add_team(args: argparse.Namespace) -> int:
             f"added a rule for {action} to {path}: commit it to share it, and run "
             "`mentectl trust` for it to reach your agents here"
         )
+    _warn_if_unregistered(in_force, action)
     return 0

@@ -48,6 +48,7 @@ from mented.service import STARTED_BY_ENV
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.status import fetch_status, started_by
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.scope import daemon_table
 from mented_client.service_manager import (
     Manager,
     daemon_interpreter,
@@ -554,13 +555,21 @@ def run_restart(args: argparse.Namespace) -> int:
 
 
 def run_reload(args: argparse.Namespace) -> int:
+    # The installers' code only for reload among this module's verbs.
+    from mented_client.commands.hooks import registration_warnings  # noqa: PLC0415
+
     socket = paths.socket_path(args.socket)
     with Client(socket) as client:
         reply = client.expect(ReloadRequest(), OkReply)  # a bad file: DaemonError, its message
+        # The table just put in force may name commands an installed hook was not
+        # registered for (Claude Code's filters are computed at install).
+        warnings = registration_warnings(daemon_table(client))
     if args.json:
-        print_json({"reloaded": True, "message": reply.message})
+        print_json({"reloaded": True, "message": reply.message, "warnings": warnings})
     else:
         print(f"mented: {escape_controls(reply.message)}")
+    for warning in warnings:
+        print(f"mentectl: warning: {escape_controls(warning)}", file=sys.stderr)
     return 0
 
 
