@@ -295,7 +295,8 @@ def test_project_install_writes_the_uncommitted_local_settings(
 
 
 @pytest.mark.parametrize(
-    ("agent", "top"), [("claude-code", ".claude"), ("copilot-cli", ".github"), ("cursor", ".cursor")]
+    ("agent", "top"),
+    [("claude-code", ".claude"), ("copilot-cli", ".github"), ("cursor", ".cursor")],
 )
 def test_project_uninstall_leaves_no_empty_directory_behind(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str, top: str
