@@ -850,12 +850,12 @@ def settle_backup(
     """After mented's entries were taken out of `path`: its backup, unless it is redundant.
 
     A backup (`<file>.mented-bak`, written by an install) is there to give the
-    user back what they had. Once mented's entries are out of the file, the
-    backup holds nothing of theirs that the file does not when taking mented's
-    entries out of it too (`without_ours`) gives the file as it is now, byte
-    for byte (`result`; None or nothing at all when the file is gone): then it
-    is deleted. Otherwise (the user changed the file since, or the backup cannot
-    be read as settings) it stays, and is returned so the user can be told.
+    user back what they had. It holds nothing of theirs that the file does not
+    when, with mented's entries taken out of both (`without_ours`: its hooks and
+    its MCP server's entry), it is the file as it is now (`result`; None when
+    the file is gone), byte for byte: then it is deleted. Otherwise (the user
+    changed the file since, or the backup cannot be read as settings) it stays,
+    and is returned so the user can be told.
     """
     saved = backup_path(path.resolve() if path.is_symlink() else path)
     try:
@@ -863,9 +863,10 @@ def settle_backup(
         if kept is None:
             return None
         left = without_ours(kept)
+        now = without_ours(result) if result and result.strip() else None
     except (SettingsError, ValueError):
         return saved if saved.exists() else None
-    if left == result or (holds_nothing(left) and holds_nothing(result)):
+    if left == now or (holds_nothing(left) and holds_nothing(now)):
         saved.unlink(missing_ok=True)
         return None
     return saved
