@@ -13,6 +13,7 @@ from mented_client.commands import (
     status,
     team,
     travel,
+    uninstall,
     watch,
 )
 
@@ -29,5 +30,6 @@ COMMAND_MODULES = (
     bench,
     travel,
     team,
+    uninstall,
     watch,
 )
