@@ -82,6 +82,39 @@ def _replace(path: Path, data: bytes, mode: int) -> None:
         os.close(dir_fd)
 
 
+def remove_file(path: Path, *, up_to: Path | None = None) -> list[Path]:
+    """Remove the file at `path`, then the directories above it that this leaves empty.
+
+    Args:
+        path: the file (not followed when it is a link: the link goes).
+        up_to: the highest directory that may go, itself included: the agent's
+            config directory (`~/.gemini`), a project's `.claude`; None: only the
+            file. A directory that still holds anything stays, and so does every
+            one above it.
+
+    Returns:
+        The directories removed, deepest first.
+
+    Raises:
+        OSError: the file cannot be removed.
+    """
+    path.unlink(missing_ok=True)
+    removed: list[Path] = []
+    if up_to is None:
+        return removed
+    directory = path.parent
+    while directory.is_relative_to(up_to):
+        try:
+            directory.rmdir()  # only when empty; never through a link
+        except OSError:
+            break
+        removed.append(directory)
+        if directory == up_to:
+            break
+        directory = directory.parent
+    return removed
+
+
 def display_path(path: Path) -> str:
     """`path` for people: under the home directory it starts with `~`."""
     home = str(paths.home())

@@ -31,6 +31,10 @@ Which groups, matchers and conditions: the agent's (`Agent.hook_groups`), from
 the action table (mented/registration.py).
 
 Our entries are recognised by their command: it runs the shim (see `is_mented_command`).
+
+The agents whose MCP config is JSON (Gemini CLI, Copilot CLI, Cursor, Qwen Code)
+get mented's MCP server the same way: the member `mcpServers.mented` spliced in
+and out (`with_mcp_server`, `without_mcp_server`).
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mented.agents.pretooluse import SettingsLayout
+from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
+from mented_client.files import backup_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -235,7 +240,12 @@ def _remove_child(text: str, container: _Node, index: int) -> str:
 def _set_member(text: str, obj: _Node, key: str, value: Any) -> str:  # noqa: ANN401
     current = obj.member(key)
     if current is not None:
-        return _splice(text, current.start, current.end, json.dumps(value, ensure_ascii=False))
+        # A value written over several lines is replaced by one laid out the same way.
+        key_start = next(start for name, start, node in obj.members if node is current)
+        indent = _line_indent(text, key_start)
+        spread = indent is not None and "\n" in text[current.start : current.end]
+        rendered = _render(value, indent if spread else None, _indent_unit(text))
+        return _splice(text, current.start, current.end, rendered)
     return _insert_child(
         text,
         obj,
@@ -652,6 +662,137 @@ def _disable(text: str, path: Path, name: str, member: str) -> str:
     return _remove_child(text, holder, names.index(member))
 
 
+# -------------------------------------------------------- the MCP server's entry
+
+# Where the agents with a JSON MCP config (`McpSettings.how` "json") list their servers,
+# and the name mented's server has there (and in every agent's configuration).
+MCP_SERVERS = "mcpServers"
+MCP_SERVER_NAME = "mented"
+
+
+def _servers(text: str, path: Path) -> tuple[_Node, _Node | None]:
+    """The root object and its `mcpServers` object (None when there is none)."""
+    root = _root(text, path)
+    servers = root.member(MCP_SERVERS)
+    if servers is not None and servers.kind != "object":
+        raise SettingsError(f"{path}: `{MCP_SERVERS}` is not a JSON object; fix it by hand first")
+    return root, servers
+
+
+def mcp_server(text: str, path: Path, name: str) -> dict[str, Any] | None:
+    """The entry `mcpServers.<name>` in the settings `text`; None when there is none.
+
+    Raises:
+        SettingsError: the text is not a JSON object, or the entry is not an object.
+    """
+    _, servers = _servers(text, path)
+    if servers is None or servers.member(name) is None:
+        return None
+    entry = json.loads(text)[MCP_SERVERS][name]
+    if not isinstance(entry, dict):
+        raise SettingsError(
+            f"{path}: `{MCP_SERVERS}.{name}` is not a JSON object; fix or remove it by hand first"
+        )
+    return entry
+
+
+def with_mcp_server(text: str, path: Path, name: str, entry: dict[str, Any]) -> str:
+    """`text` with `entry`'s members written into `mcpServers.<name>` (unchanged when they are).
+
+    Members of an existing entry that `entry` does not name (the user's `env`,
+    `timeout`, `trust`) stay; every other byte of the file too.
+
+    Raises:
+        SettingsError: the text is not a JSON object, or `mcpServers` or our entry
+            is not an object.
+    """
+    if not text.strip():
+        text = "{}\n"
+    current = mcp_server(text, path, name)
+    root, servers = _servers(text, path)
+    if servers is None:
+        return _insert_child(
+            text,
+            root,
+            lambda indent, unit: (
+                json.dumps(MCP_SERVERS) + ": " + _render({name: entry}, indent, unit)
+            ),
+        )
+    if current is None:
+        return _insert_child(
+            text,
+            servers,
+            lambda indent, unit: json.dumps(name) + ": " + _render(entry, indent, unit),
+        )
+    for key, value in entry.items():
+        if key in current and current[key] == value:
+            continue
+        _, servers = _servers(text, path)
+        assert servers is not None
+        node = servers.member(name)
+        assert node is not None
+        text = _set_member(text, node, key, value)
+    return text
+
+
+def without_mcp_server(text: str, path: Path, name: str) -> str:
+    """`text` without `mcpServers.<name>`, and without `mcpServers` when that was all it held.
+
+    Raises:
+        SettingsError: the text is not a JSON object, or `mcpServers` is not an object.
+    """
+    if not text.strip():
+        return text
+    root, servers = _servers(text, path)
+    if servers is None:
+        return text
+    names = [key for key, _, _ in servers.members]
+    if name not in names:
+        return text
+    for index in reversed([i for i, key in enumerate(names) if key == name]):
+        text = _remove_child(text, _servers(text, path)[1] or servers, index)
+    root, servers = _servers(text, path)
+    if servers is not None and not servers.members:
+        text = _remove_child(text, root, [k for k, _, _ in root.members].index(MCP_SERVERS))
+    return text
+
+
+def without_mented(text: str, path: Path, agent: PreToolUseAgent) -> str:
+    """`text` without anything of mented's the agent's files hold: its hook entries,
+    and its MCP server's entry when `path` is the agent's JSON MCP config."""
+    text = remove_hooks(text, path, None, agent.layout)[0]
+    if agent.mcp.how == "json" and path == agent.mcp_config_path():
+        text = without_mcp_server(text, path, MCP_SERVER_NAME)
+    return text
+
+
+def holds_nothing(text: str | None) -> bool:
+    """Whether a settings text holds nothing at all: missing, blank, or `{}`."""
+    if text is None or not text.strip():
+        return True
+    try:
+        return bool(json.loads(text) == {})
+    except ValueError:
+        return False
+
+
+def unchanged_except(before: str, after: str, path: Path, ours: set[str]) -> None:
+    """Check an edit: every top-level member but `ours` is as it was.
+
+    Raises:
+        SettingsError: some other member changed (the edit would lose the user's
+            settings); the file is left alone.
+    """
+    old, new = json.loads(before or "{}"), json.loads(after or "{}")
+    others = (set(old) | set(new)) - ours
+    changed = sorted(key for key in others if old.get(key) != new.get(key))
+    if changed:
+        raise SettingsError(
+            f"{path}: removing mented's entries would change {', '.join(changed)}; "
+            "the file was not changed: remove them by hand"
+        )
+
+
 # ------------------------------------------------------------------ the file
 
 
@@ -701,6 +842,34 @@ def _file_kind(mode: int) -> str:
         (stat.S_ISSOCK, "a socket"),
     ]
     return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def settle_backup(
+    path: Path, result: str | None, without_ours: Callable[[str], str]
+) -> Path | None:
+    """After mented's entries were taken out of `path`: its backup, unless it is redundant.
+
+    A backup (`<file>.mented-bak`, written by an install) is there to give the
+    user back what they had. It holds nothing of theirs that the file does not
+    when, with mented's entries taken out of both (`without_ours`: its hooks and
+    its MCP server's entry), it is the file as it is now (`result`; None when
+    the file is gone), byte for byte: then it is deleted. Otherwise (the user
+    changed the file since, or the backup cannot be read as settings) it stays,
+    and is returned so the user can be told.
+    """
+    saved = backup_path(path.resolve() if path.is_symlink() else path)
+    try:
+        kept = read_settings(saved)
+        if kept is None:
+            return None
+        left = without_ours(kept)
+        now = without_ours(result) if result and result.strip() else None
+    except (SettingsError, ValueError):
+        return saved if saved.exists() else None
+    if left == now or (holds_nothing(left) and holds_nothing(now)):
+        saved.unlink(missing_ok=True)
+        return None
+    return saved
 
 
 def outside_link(path: Path, root: Path) -> Path | None:

@@ -243,12 +243,15 @@ def test_uninstall_removes_only_ours(home: Path, capsys: pytest.CaptureFixture[s
     settings.parent.mkdir()
     settings.write_text(EXISTING)
     mentectl(capsys, "hooks", "install", "claude-code")
-    installed = settings.read_text()
+    backup = settings.parent / "settings.json.mented-bak"
+    assert backup.read_text() == EXISTING
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert status == 0
     assert re.search(r"Removed \d+ mented hook entries", out)
     assert settings.read_text() == EXISTING
-    assert (settings.parent / "settings.json.mented-bak").read_text() == installed
+    # The install's backup holds nothing the file does not: it goes, and no new one is made.
+    assert not backup.exists()
+    assert "mented-bak" not in out
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert "nothing changed" in out
     assert settings.read_text() == EXISTING
@@ -289,6 +292,34 @@ def test_project_install_writes_the_uncommitted_local_settings(
     assert our_hooks(project / ".claude" / "settings.local.json")
     assert not (project / ".claude" / "settings.json").exists()
     assert not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "top"),
+    [("claude-code", ".claude"), ("copilot-cli", ".github"), ("cursor", ".cursor")],
+)
+def test_project_uninstall_leaves_no_empty_directory_behind(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str, top: str
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / "app.py").write_text("print()\n")
+    mentectl(capsys, "hooks", "install", agent, "--project", str(project))
+    assert (project / top).is_dir()
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", agent, "--project", str(project))
+    assert status == 0
+    assert f"{top} was left empty: removed too" in out
+    assert sorted(p.name for p in project.iterdir()) == ["app.py"]
+
+
+def test_project_uninstall_keeps_a_directory_that_holds_something_else(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    mentectl(capsys, "hooks", "uninstall", "claude-code", "--project", str(project))
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["agents"]
 
 
 @pytest.mark.parametrize("verb", ["install", "uninstall"])
@@ -752,7 +783,27 @@ def test_uninstall_removes_the_file_the_install_created(
     status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert status == 0
     assert "it held nothing else, so it is removed" in out
-    assert list(settings.parent.iterdir()) == []
+    # ~/.claude held nothing else either (the install created it): it goes too.
+    assert not settings.parent.exists()
+    assert home.exists()
+
+
+def test_uninstall_keeps_a_backup_that_differs_from_the_file_and_says_so(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(EXISTING)
+    mentectl(capsys, "hooks", "install", "claude-code")
+    backup = settings.parent / "settings.json.mented-bak"
+    # The user changes a setting after the install: the backup is no longer the file.
+    settings.write_text(settings.read_text().replace('"model"', '"modelx"'))
+    status, out, _ = mentectl(capsys, "hooks", "uninstall", "claude-code")
+    assert status == 0
+    assert backup.read_text() == EXISTING
+    assert "settings.json.mented-bak, the copy saved when mented last changed the file" in out
+    assert "kept" in out
+    assert json.loads(settings.read_text())["modelx"]
 
 
 def test_uninstall_keeps_a_backup_that_holds_the_users_settings(

@@ -21,7 +21,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from mented.agents import AGENTS
 from mented.agents.pretooluse import pretooluse_event, text_of_answer
+from mented.paths import socket_path
 from mented.protocol import MemoriesReply, RecallRequest
 from mented_client.commands import mcp as mcp_command
 from mented_client.commands.output import CommandError
@@ -372,6 +374,19 @@ async def test_server_starts_while_the_daemon_is_down(short_tmp: Path, project: 
     assert "mentectl start" in text_of(result)
 
 
+async def test_the_fallback_socket_is_used_only_when_the_environment_names_none(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    # An agent that passes no MENTED_SOCKET (Codex): the socket written in at install.
+    bare = {k: v for k, v in daemon.env.items() if k != "MENTED_SOCKET"}
+    fallback = ("--fallback-socket", str(daemon.socket))
+    async with server(bare, project, *fallback) as client:
+        assert not (await client.call_tool("list_rules", {})).is_error
+    # $MENTED_SOCKET in the agent's environment wins, as for the hook.
+    async with server(daemon.env, project, "--fallback-socket", "/nonexistent/m.sock") as client:
+        assert not (await client.call_tool("list_rules", {})).is_error
+
+
 # ------------------------------------------------------- Codex's config.toml
 
 COMMAND = ["/opt/py/bin/python", "-m", "mented_client.cli", "--socket", "/run/m.sock", "mcp"]
@@ -459,11 +474,11 @@ def test_codex_install_writes_once_and_status_reports_it(
         sys.executable,
         "-m",
         "mented_client.cli",
-        "--socket",
-        "/run/user/1000/mented/mented.sock",
         "mcp",
         "--agent",
         "codex",
+        "--fallback-socket",
+        "/run/user/1000/mented/mented.sock",
     ]
     assert "already registered" in mcp_command.install_mcp("codex")
     assert config.read_text() == text
@@ -506,6 +521,188 @@ def test_codex_install_through_a_symlinked_config_keeps_the_link(
     assert dotfiles.read_text() == CODEX_CONFIG
 
 
+# ------------------------------------------- the agents with a JSON MCP config
+
+# Each agent's user MCP file, under HOME, when its variable (if any) moves its directory.
+JSON_AGENTS = {
+    "gemini-cli": ("GEMINI_CLI_HOME", "gemini-home/.gemini/settings.json"),
+    "copilot-cli": ("COPILOT_HOME", "copilot-home/mcp-config.json"),
+    "qwen-code": ("QWEN_HOME", "qwen-home/settings.json"),
+    "cursor": (None, ".cursor/mcp.json"),
+}
+USER_MCP = """{
+    "theme": "dark",
+    "mcpServers": {
+        "docs": {"command": "npx", "args": ["-y", "docs-server"], "env": {"TOKEN": "abc"}}
+    }
+}
+"""
+SOCKET = "/run/user/1000/mented/mented.sock"
+
+
+@pytest.fixture
+def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home directory with Codex's config holding Codex's own mented entry."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MENTED_SOCKET", SOCKET)
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    for variable in ("CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "COPILOT_HOME", "QWEN_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    mcp_command.install_mcp("codex")
+    return home
+
+
+def json_agent_file(agent: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    variable, relative = JSON_AGENTS[agent]
+    path = home / relative
+    if variable is not None:
+        monkeypatch.setenv(variable, str(home / relative.split("/")[0]))
+    if variable == "GEMINI_CLI_HOME":  # a home of its own, which Gemini CLI adds .gemini to
+        (home / relative.split("/")[0]).mkdir(exist_ok=True)
+    return path
+
+
+def our_command(agent: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mented_client.cli",
+        "mcp",
+        "--agent",
+        agent,
+        "--fallback-socket",
+        SOCKET,
+    ]
+
+
+@pytest.mark.parametrize("agent", sorted(JSON_AGENTS))
+def test_json_agent_install_reinstall_uninstall_keep_the_users_servers(
+    agent: str, agent_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_config = agent_home / ".codex" / "config.toml"
+    codex_before = codex_config.read_bytes()
+    path = json_agent_file(agent, agent_home, monkeypatch)
+    path.parent.mkdir(parents=True)
+    path.write_text(USER_MCP)
+    assert not mcp_command.mcp_registration(agent).registered
+
+    message = mcp_command.install_mcp(agent)
+    assert f"registered the MCP server with {AGENTS[agent].title} in {path}" in message
+    installed = path.read_text()
+    doc = json.loads(installed)
+    command = our_command(agent)
+    entry = {"command": command[0], "args": command[1:]}
+    if agent == "copilot-cli":  # as `copilot mcp add` writes it
+        entry |= {"type": "local", "tools": ["*"]}
+    assert doc["mcpServers"] == json.loads(USER_MCP)["mcpServers"] | {"mented": entry}
+    assert doc["theme"] == "dark"
+    registration = mcp_command.mcp_registration(agent)
+    assert registration.ok
+    assert registration.where == str(path)
+    assert registration.command == command
+    assert (path.parent / (path.name + ".mented-bak")).read_text() == USER_MCP
+
+    stat_before = path.stat()
+    assert "already registered" in mcp_command.install_mcp(agent)
+    assert path.read_text() == installed
+    assert path.stat().st_mtime_ns == stat_before.st_mtime_ns
+
+    message = mcp_command.uninstall_mcp(agent)
+    assert "nothing else changed" in message
+    assert path.read_text() == USER_MCP  # byte for byte
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # the backup went too
+    assert "nothing to do" in mcp_command.uninstall_mcp(agent)
+    # Codex's file, with Codex's own entry, was never touched.
+    assert codex_config.read_bytes() == codex_before
+    assert mcp_command.mcp_registration("codex").command == our_command("codex")
+
+
+@pytest.mark.parametrize("agent", sorted(JSON_AGENTS))
+def test_json_agent_uninstall_leaves_nothing_the_install_created(
+    agent: str, agent_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = json_agent_file(agent, agent_home, monkeypatch)
+    before = sorted(p.relative_to(agent_home) for p in agent_home.rglob("*"))
+    mcp_command.install_mcp(agent)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it may come to hold tokens
+    message = mcp_command.uninstall_mcp(agent)
+    assert "it held only mented's MCP server" in message
+    assert "was left empty: removed too" in message
+    assert sorted(p.relative_to(agent_home) for p in agent_home.rglob("*")) == before
+
+
+def test_json_agent_uninstall_keeps_a_backup_with_the_users_later_changes(
+    agent_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = json_agent_file("gemini-cli", agent_home, monkeypatch)
+    path.parent.mkdir(parents=True)
+    path.write_text(USER_MCP)
+    mcp_command.install_mcp("gemini-cli")
+    path.write_text(path.read_text().replace('"dark"', '"light"'))  # the user, since
+    message = mcp_command.uninstall_mcp("gemini-cli")
+    backup = path.parent / "settings.json.mented-bak"
+    assert backup.read_text() == USER_MCP
+    assert "settings.json.mented-bak" in message
+    assert "kept" in message
+    assert json.loads(path.read_text())["theme"] == "light"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"mcpServers": []}', '{"mcpServers": {"mented": "x"}}', "[1]", "{not json"],
+)
+def test_json_agent_file_that_cannot_be_edited_is_refused_and_left_alone(
+    text: str, agent_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = json_agent_file("copilot-cli", agent_home, monkeypatch)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    for verb in (mcp_command.install_mcp, mcp_command.uninstall_mcp):
+        try:
+            verb("copilot-cli")
+        except CommandError as exc:
+            assert str(path) in str(exc)
+        else:
+            assert verb is mcp_command.uninstall_mcp  # nothing of ours there: nothing to do
+    assert path.read_text() == text
+    assert not mcp_command.mcp_registration("copilot-cli").ok
+
+
+def test_setup_and_doctor_name_each_agents_own_file(
+    agent_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mented_client.commands import doctor
+
+    gemini = json_agent_file("gemini-cli", agent_home, monkeypatch)
+    codex_before = (agent_home / ".codex" / "config.toml").read_bytes()
+    doctor.setup_mcp(argparse.Namespace(agent="gemini-cli", socket=None))
+    assert f"registered the MCP server with Gemini CLI in {gemini}" in capsys.readouterr().out
+    assert (agent_home / ".codex" / "config.toml").read_bytes() == codex_before
+    rows = {check.link: check for check in doctor.check_mcp()}
+    assert rows["mcp gemini-cli"].state == "ok"
+    assert str(gemini) in rows["mcp gemini-cli"].detail
+    assert rows["mcp codex"].state == "ok"
+    assert str(agent_home / ".codex" / "config.toml") in rows["mcp codex"].detail
+    for agent in ("copilot-cli", "cursor", "qwen-code"):
+        assert rows[f"mcp {agent}"].state == "skip"
+        assert str(AGENTS[agent].mcp_config_path()) in rows[f"mcp {agent}"].detail
+
+
+def test_codex_uninstall_leaves_no_empty_config_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_home = tmp_path / "codexhome"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    mcp_command.install_mcp("codex")
+    assert (codex_home / "config.toml").is_file()
+    message = mcp_command.uninstall_mcp("codex")
+    assert "it held only [mcp_servers.mented]" in message
+    assert not codex_home.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------ Claude Code
 
 
@@ -518,7 +715,7 @@ def test_claude_install_without_the_cli_prints_the_exact_command(
         mcp_command.install_mcp("claude-code")
     expected = (
         f"claude mcp add --scope user mented -- {sys.executable} -m mented_client.cli mcp "
-        "--agent claude-code"
+        f"--agent claude-code --fallback-socket {socket_path()}"
     )
     assert expected in str(not_done.value)
     assert expected in mcp_command.install_fix("claude-code")  # what doctor offers
@@ -550,11 +747,12 @@ def test_claude_install_runs_claude_mcp_add(
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
-
+    monkeypatch.setenv("MENTED_SOCKET", "/run/m.sock")
     mcp_command.install_mcp("claude-code")
+    # The same socket as every other agent's entry (and the hook's), for the same reason.
     assert calls.read_text().splitlines() == [
         f"mcp add --scope user mented -- {sys.executable} -m mented_client.cli mcp "
-        "--agent claude-code"
+        "--agent claude-code --fallback-socket /run/m.sock"
     ]
 
     # What `claude mcp add` writes; status reads it back.
@@ -566,7 +764,15 @@ def test_claude_install_runs_claude_mcp_add(
                     "mented": {
                         "type": "stdio",
                         "command": sys.executable,
-                        "args": ["-m", "mented_client.cli", "mcp", "--agent", "claude-code"],
+                        "args": [
+                            "-m",
+                            "mented_client.cli",
+                            "mcp",
+                            "--agent",
+                            "claude-code",
+                            "--fallback-socket",
+                            "/run/m.sock",
+                        ],
                         "env": {},
                     }
                 },

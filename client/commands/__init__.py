@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "bench",
     "travel",
     "team",
+    "uninstall",
     "watch",
 )
 
@@ -55,6 +56,7 @@ VERBS = {
     "import": "travel",
     "sync": "travel",
     "trust": "team",
+    "uninstall": "uninstall",
     "watch": "watch",
 }
 

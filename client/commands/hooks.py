@@ -20,7 +20,6 @@ tool or a path to an action, `mentectl reload` and `hooks install` again;
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -43,12 +42,13 @@ from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.connection import Client, NotRunningError
-from mented_client.files import backup_path, display_path, write_atomically
+from mented_client.files import display_path, remove_file, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
     add_hook,
     find_entries,
+    holds_nothing,
     installed_shim,
     is_native_executable,
     missing_events,
@@ -56,6 +56,9 @@ from mented_client.hook_settings import (
     read_settings,
     real_interpreter,
     remove_hooks,
+    settle_backup,
+    unchanged_except,
+    without_mented,
 )
 from mented_client.scope import daemon_table
 
@@ -287,7 +290,11 @@ def run_install(args: argparse.Namespace) -> int:
         backup = write_atomically(path, text, backup=True) if changed else None
         # An earlier install in the project's shared file would run the hook twice.
         moved = [
-            (place, removal) for place in older if (removal := remove_from(place, agent)).removed
+            (place, removal)
+            for place in older
+            if (
+                removal := remove_from(place, agent, up_to=cleanup_root(agent, place, args.project))
+            ).removed
         ]
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
@@ -373,65 +380,81 @@ class Removal:
     """What taking our entries out of one settings file did."""
 
     removed: int = 0
-    backup: Path | None = None
-    deleted: bool = False  # the file held nothing else, and is gone (its backup too)
+    backup: Path | None = None  # an older copy beside the file, kept: it differs from it
+    deleted: bool = False  # the file held nothing else, and is gone
+    directories: tuple[Path, ...] = ()  # directories left empty by that, removed too
 
     def in_words(self) -> str:
         entries = "entry" if self.removed == 1 else "entries"
         if self.deleted:
             return f"{self.removed} mented hook {entries} removed; it held nothing else and is gone"
-        saved = f"; previous file saved as {display_path(self.backup)}" if self.backup else ""
-        return f"{self.removed} mented hook {entries} removed, nothing else changed{saved}"
+        return f"{self.removed} mented hook {entries} removed, nothing else changed"
 
 
-def remove_from(path: Path, agent: Agent) -> Removal:
+def backup_kept(backup: Path) -> str:
+    """What to tell the user about a backup that stays after an uninstall."""
+    return (
+        f"  {display_path(backup)}, the copy saved when mented last changed the file, differs "
+        "from it (it may hold changes of yours): kept; delete it when you do not need it"
+    )
+
+
+def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path | None:
+    """The highest directory an uninstall may remove once it is empty, for the file `path`.
+
+    The agent's config directory for its user file (`~/.gemini`), the project's
+    top directory of the file for a project file (`.claude`, `.github`); none
+    for a file named with `--settings`.
+    """
+    if path == agent.settings_path():
+        return agent.config_dir()
+    if project is not None and path.is_relative_to(project) and path != project:
+        return project / path.relative_to(project).parts[0]
+    return None
+
+
+def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Removal:
     """Take `agent`'s hook entries out of the settings file at `path`.
 
     A file left as an empty object (`{}`: the install created it, or it held
     nothing else), or a hooks-only file left without hooks, is removed rather
-    than left behind, with a backup of ours beside it that holds nothing of the
-    user's either. A symlinked file (a dotfiles checkout) stays, as `{}`.
+    than left behind, and so are the directories that leaves empty, up to
+    `up_to` (`cleanup_root`). A symlinked file (a dotfiles checkout) stays, as `{}`.
+
+    No backup is written: what goes is mented's own, and every other member of
+    the file is checked to be as it was. The install's backup goes too once it
+    holds nothing the file does not (`settle_backup`); one that differs stays.
 
     Raises:
-        SettingsError: the file cannot be read as settings.
+        SettingsError: the file cannot be read as settings, or removing our
+            entries would change anything else.
         OSError: it cannot be written.
     """
     previous = read_settings(path)
     if not previous:
         return Removal()
-    text, removed = remove_hooks(previous, path, installed_shim(), agent.layout)
+    layout = agent.layout
+    text, removed = remove_hooks(previous, path, installed_shim(), layout)
     if not removed:
         return Removal()
-    if (not text.strip() or json.loads(text) == {}) and not path.is_symlink():
-        saved = backup_path(path)
-        if _holds_nothing_else(saved, agent):
-            saved.unlink(missing_ok=True)
-        path.unlink()
-        return Removal(removed, deleted=True)
-    return Removal(removed, write_atomically(path, text, backup=True))
-
-
-def _holds_nothing_else(path: Path, agent: Agent) -> bool:
-    """Whether a settings file (a backup) is missing, or holds only our hooks or nothing."""
-    try:
-        text = read_settings(path)
-        if not text or not text.strip():
-            return True
-        left = remove_hooks(text, path, None, agent.layout)[0]
-        return not left.strip() or json.loads(left) == {}
-    except (SettingsError, ValueError):
-        return False
+    ours = {"hooks", *layout.top, *(layout.enable[:1] if layout.enable else ())}
+    unchanged_except(previous, text, path, ours)
+    gone = holds_nothing(text) and not path.is_symlink()
+    backup = settle_backup(
+        path, None if gone else text, lambda kept: without_mented(kept, path, agent)
+    )
+    if gone:
+        directories = remove_file(path, up_to=up_to)
+        return Removal(removed, backup, deleted=True, directories=tuple(directories))
+    write_atomically(path, text)
+    return Removal(removed, backup)
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     places = settings_paths(agent, args)
-    try:
-        removals = [(path, remove_from(path, agent)) for path in places]
-    except SettingsError as exc:
-        raise CommandError(str(exc)) from exc
-    except OSError as exc:
-        raise CommandError(f"cannot write the settings file: {exc}") from exc
+    project = getattr(args, "project", None)
+    removals = uninstall_hook(agent, places, project)
     found = [(path, removal) for path, removal in removals if removal.removed]
     if args.json:
         first = found[0] if found else (places[0], Removal())
@@ -447,30 +470,66 @@ def run_uninstall(args: argparse.Namespace) -> int:
                         "removed": removal.removed,
                         "backup": str(removal.backup) if removal.backup else None,
                         "deleted": removal.deleted,
+                        "directories_removed": [str(d) for d in removal.directories],
                     }
                     for path, removal in removals
                 ],
             }
         )
         return 0
+    for line in uninstall_lines(agent, places, removals):
+        print(line)
+    return 0
+
+
+def uninstall_hook(
+    agent: Agent, places: list[Path], project: Path | None = None
+) -> list[tuple[Path, Removal]]:
+    """Take the agent's hook entries out of each of `places` (`remove_from`).
+
+    Raises:
+        CommandError: a file cannot be read as settings or cannot be written.
+    """
+    try:
+        return [
+            (path, remove_from(path, agent, up_to=cleanup_root(agent, path, project)))
+            for path in places
+        ]
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"cannot write the settings file: {exc}") from exc
+
+
+def uninstall_lines(
+    agent: Agent, places: list[Path], removals: list[tuple[Path, Removal]]
+) -> list[str]:
+    """What `uninstall_hook` did, for people."""
+    lines = []
+    found = [(path, removal) for path, removal in removals if removal.removed]
     for path, removal in found:
         where = display_path(path)
         entries = "entry" if removal.removed == 1 else "entries"
         if removal.deleted:
-            print(
+            lines.append(
                 f"Removed {removal.removed} mented hook {entries} from {where}; it held nothing "
                 "else, so it is removed."
             )
-            continue
-        print(
-            f"Removed {removal.removed} mented hook {entries} from {where}; nothing else changed."
-        )
+            lines.extend(
+                f"  {display_path(directory)} was left empty: removed too"
+                for directory in removal.directories
+            )
+        else:
+            lines.append(
+                f"Removed {removal.removed} mented hook {entries} from {where}; nothing else "
+                "changed."
+            )
         if removal.backup:
-            print(f"  previous file saved as {display_path(removal.backup)}")
+            lines.append(backup_kept(removal.backup))
     if not found:
         where = " or ".join(display_path(path) for path in places)
-        print(f"No mented hook for {agent.title} in {where}; nothing changed.")
-    return 0
+        lines.append(f"No mented hook for {agent.title} in {where}; nothing changed.")
+    return lines
 
 
 @dataclass

@@ -1,25 +1,40 @@
-"""`mentectl mcp`: run mented's MCP server, and register it with Claude Code and Codex.
+"""`mentectl mcp`: run mented's MCP server, and register it with each agent.
 
 - `mentectl mcp [--agent NAME]` serves the MCP tools on stdin/stdout (see
   `mented_client.mcp_server`, imported only here: the SDK is an optional extra
   and `mentectl`'s other verbs must stay fast).
-- `mentectl mcp install claude-code|codex` registers it at user scope:
-  Claude Code through its own CLI (`claude mcp add --scope user`), because
-  running sessions rewrite `~/.claude.json` all the time; without `claude` on
-  PATH it fails (exit 1), naming the exact command to run, and `doctor` offers
-  that command rather than `mcp install` again. Codex in `~/.codex/config.toml`
-  (`$CODEX_HOME`), under `[mcp_servers.mented]`: only that table's lines are
-  added or replaced, every other byte of the file stays as it was.
+- `mentectl mcp install AGENT` registers it at user scope, where and how the
+  agent's own module says (`Agent.mcp`, `mented.agents.pretooluse.McpSettings`);
+  this module only knows the three ways of writing it (`WRITERS`):
+  - "claude-cli": through the agent's own CLI (`claude mcp add --scope user`),
+    because running Claude Code sessions rewrite `~/.claude.json` all the time;
+    without `claude` on PATH it fails (exit 1), naming the exact command to
+    run, and `doctor` offers that command rather than `mcp install` again.
+  - "codex-toml": Codex's `config.toml` (`$CODEX_HOME`), `[mcp_servers.mented]`:
+    only that table's lines are added or replaced, every other byte stays.
+  - "json": the member `mcpServers.mented` of a JSON file (Gemini CLI's and
+    Qwen Code's `settings.json`, Copilot CLI's `mcp-config.json`, Cursor's
+    `mcp.json`), spliced in as the hooks are (`mented_client.hook_settings`):
+    every other byte stays, a backup of the previous file is kept beside it.
+- `mentectl mcp uninstall AGENT` takes our entry out again. A file left with
+  nothing in it is removed, with the directories that leaves empty up to the
+  agent's config directory; an install's backup goes once it holds nothing the
+  file does not.
 - `mentectl mcp status` says, per agent, whether it is registered and runs.
 
-`install_mcp` and `mcp_registration` are the functions `mentectl setup` and
-`doctor` call.
+`install_mcp`, `uninstall_mcp` and `mcp_registration` are the functions
+`mentectl setup`, `mentectl uninstall` and `doctor` call.
 
 The registered command is this interpreter, chosen as for the service
 (`service_manager.daemon_interpreter`), running `mented_client.cli`, so it
-finds this installation whatever PATH the agent has. Codex starts MCP servers
-with a minimal environment (HOME, PATH, USER, ... but not XDG_RUNTIME_DIR or
-MENTED_*), so its entry names the socket explicitly.
+finds this installation whatever PATH the agent has. Every agent's entry ends
+in `--fallback-socket PATH`, the socket mentectl uses at install time, exactly
+as the hook's command line ends in it: an agent may start its servers without
+the environment that finds the daemon (Codex passes only HOME, PATH, USER, ...;
+Gemini CLI and Copilot CLI filter theirs; a desktop launcher or an ssh session
+may lack XDG_RUNTIME_DIR), and then the default would be /tmp/mented-UID while
+the daemon listens in /run/user/UID. As for the hook, `$MENTED_SOCKET` in the
+agent's environment wins over it.
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
@@ -36,18 +52,33 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mented.agents import AGENTS, DEFAULT_AGENT, claude_code, codex
+from mented import paths
+from mented.agents import AGENTS, DEFAULT_AGENT, Agent
 from mented.memory import InvalidInputError
-from mented.paths import home, socket_path
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.files import write_atomically
+from mented_client.files import display_path, remove_file, write_atomically
+from mented_client.hook_settings import (
+    MCP_SERVER_NAME,
+    MCP_SERVERS,
+    SettingsError,
+    holds_nothing,
+    mcp_server,
+    read_settings,
+    settle_backup,
+    unchanged_except,
+    with_mcp_server,
+    without_mcp_server,
+    without_mented,
+)
 from mented_client.scope import agent_option, check_agent
 from mented_client.service_manager import daemon_interpreter
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from collections.abc import Callable
+
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
-SERVER_NAME = "mented"
+SERVER_NAME = MCP_SERVER_NAME
 CLAUDE_TIMEOUT_S = 120  # `claude` is a Node program: slow to start on a cold cache
 SDK_MISSING = (
     "the MCP server needs the MCP Python SDK 2.x, an optional dependency: "
@@ -74,6 +105,12 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the session's project directory (default: the working directory)",
     )
+    mcp.add_argument(
+        "--fallback-socket",
+        metavar="PATH",
+        help="the daemon's socket when neither --socket nor $MENTED_SOCKET names one "
+        "(`mcp install` writes in the socket it used, as the hook does)",
+    )
     mcp.set_defaults(handler=run_server)
     verbs = mcp.add_subparsers(dest="verb", metavar="VERB")
 
@@ -81,7 +118,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         "install", parents=[common], help="register the MCP server with an agent (user scope)"
     )
     install.add_argument(
-        "target", metavar="AGENT", choices=sorted(AGENTS), help=" or ".join(sorted(AGENTS))
+        "target", metavar="AGENT", choices=sorted(AGENTS), help=", ".join(sorted(AGENTS))
     )
     install.set_defaults(handler=run_install)
 
@@ -89,7 +126,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         "uninstall", parents=[common], help="remove the MCP server's registration from an agent"
     )
     uninstall.add_argument(
-        "target", metavar="AGENT", choices=sorted(AGENTS), help=" or ".join(sorted(AGENTS))
+        "target", metavar="AGENT", choices=sorted(AGENTS), help=", ".join(sorted(AGENTS))
     )
     uninstall.set_defaults(handler=run_uninstall)
 
@@ -105,22 +142,25 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
 def server_command(agent: str, socket: str | Path | None = None) -> list[str]:
     """The command an agent runs to start mented's MCP server.
 
+    `socket` is mentectl's `--socket`; with `$MENTED_SOCKET` and the default it
+    gives the socket written in as the server's fallback (see the module's note).
+
     Raises:
         CommandError: this interpreter is a shim script (see `daemon_interpreter`).
     """
     # The interpreter the daemon's service would run: mented's packages (and the
     # MCP SDK) are in its environment, and no pyenv shim is started per session.
-    command = [str(daemon_interpreter()), "-m", "mented_client.cli"]
-    if socket:
-        command += ["--socket", str(socket)]
-    return [*command, "mcp", "--agent", agent]
-
-
-def _registered_socket(agent: str, explicit: str | Path | None) -> Path | None:
-    """The socket to write into the registration (None: the server finds it itself)."""
-    if agent == "codex":
-        return socket_path(explicit)  # Codex does not pass XDG_RUNTIME_DIR or MENTED_SOCKET on
-    return Path(explicit) if explicit else None
+    fallback = paths.socket_path(socket).absolute()
+    return [
+        str(daemon_interpreter()),
+        "-m",
+        "mented_client.cli",
+        "mcp",
+        "--agent",
+        agent,
+        "--fallback-socket",
+        str(fallback),
+    ]
 
 
 @dataclass(frozen=True)
@@ -160,20 +200,19 @@ def _check_command(command: list[str]) -> str | None:
     return None
 
 
-def _known_agent(agent: str) -> str:
-    """`agent` when mented serves it (`check_agent`); a usage error otherwise."""
+def _known_agent(agent: str) -> Agent:
+    """The agent named `agent` when mented serves it (`check_agent`); a usage error otherwise."""
     try:
         name: str = check_agent(agent)
     except InvalidInputError as exc:
         raise CommandError(str(exc), status=2) from exc
-    return name
+    return AGENTS[name]
 
 
 def mcp_registration(agent: str) -> Registration:
-    """Whether `agent` (claude-code or codex) has mented's MCP server registered."""
-    if _known_agent(agent) == "claude-code":
-        return _claude_registration()
-    return _codex_registration()
+    """Whether `agent` has mented's MCP server registered, in its own configuration."""
+    known = _known_agent(agent)
+    return WRITERS[known.mcp.how].registration(known)
 
 
 def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
@@ -182,8 +221,8 @@ def install_mcp(agent: str, *, socket: str | Path | None = None) -> str:
     Raises:
         CommandError: the registration failed; the message says why and what to do.
     """
-    command = server_command(_known_agent(agent), _registered_socket(agent, socket))
-    message = _install_claude(command) if agent == "claude-code" else _install_codex(command)
+    known = _known_agent(agent)
+    message = WRITERS[known.mcp.how].install(known, server_command(known.name, socket))
     if not sdk_installed():
         message += f"\nwarning: {SDK_MISSING}"
     return message
@@ -195,8 +234,20 @@ def sdk_installed() -> bool:
 
 
 def uninstall_mcp(agent: str) -> str:
-    """Remove mented's MCP server from `agent`'s configuration; returns what was done."""
-    return _uninstall_claude() if _known_agent(agent) == "claude-code" else _uninstall_codex()
+    """Remove mented's MCP server from `agent`'s configuration; returns what was done.
+
+    Raises:
+        CommandError: the configuration cannot be read or written; it is left as it was.
+    """
+    known = _known_agent(agent)
+    return WRITERS[known.mcp.how].uninstall(known)
+
+
+def _registered(agent: Agent) -> str:
+    """What to say after a registration: where the agent shows it, and its note."""
+    lists = f" (`{agent.mcp.list_command}` lists them)" if agent.mcp.list_command else ""
+    line = f"new {agent.title} sessions have mented's tools{lists}"
+    return line + (f"\n{agent.mcp.note}" if agent.mcp.note else "")
 
 
 # ------------------------------------------------------------------ Claude Code
@@ -208,32 +259,25 @@ def claude_config_file() -> Path:
     In `$CLAUDE_CONFIG_DIR` when that is set; otherwise in the home directory,
     beside `~/.claude` rather than in it.
     """
-    return (claude_code.AGENT.config_dir_override() or home()) / ".claude.json"
+    return AGENTS["claude-code"].mcp_config_path()
 
 
-def _claude_registration() -> Registration:
-    path = claude_config_file()
+def _claude_registration(agent: Agent) -> Registration:
+    path = agent.mcp_config_path()
     where = f"{path} (user scope)"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return Registration("claude-code", registered=False, where=where)
+        return Registration(agent.name, registered=False, where=where)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return Registration(
-            "claude-code", registered=False, where=where, problem=f"unreadable: {exc}"
-        )
-    servers = doc.get("mcpServers") if isinstance(doc, dict) else None
+        return Registration(agent.name, registered=False, where=where, problem=f"unreadable: {exc}")
+    servers = doc.get(MCP_SERVERS) if isinstance(doc, dict) else None
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     if not isinstance(entry, dict):
-        return Registration("claude-code", registered=False, where=where)
-    args = entry.get("args") or []
-    command = [str(entry.get("command") or ""), *(str(arg) for arg in args)]
+        return Registration(agent.name, registered=False, where=where)
+    command = _entry_command(entry)
     return Registration(
-        "claude-code",
-        registered=True,
-        where=where,
-        command=command,
-        problem=_check_command(command),
+        agent.name, registered=True, where=where, command=command, problem=_check_command(command)
     )
 
 
@@ -259,14 +303,15 @@ def install_fix(agent: str, *, socket: str | Path | None = None) -> str:
     `mentectl mcp install`, unless it cannot work here: Claude Code's is then the
     `claude mcp add` command to run where `claude` is.
     """
-    if _known_agent(agent) == "claude-code" and shutil.which("claude") is None:
-        command = server_command("claude-code", _registered_socket(agent, socket))
+    known = _known_agent(agent)
+    if known.mcp.how == "claude-cli" and shutil.which("claude") is None:
+        command = server_command(known.name, socket)
         add = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
         return f"`claude` is not on PATH here; run `{shlex.join(add)}` where it is"
-    return f"`mentectl mcp install {agent}`"
+    return f"`mentectl mcp install {known.name}`"
 
 
-def _install_claude(command: list[str]) -> str:
+def _install_claude(agent: Agent, command: list[str]) -> str:
     add = ["mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
     if shutil.which("claude") is None:
         # Not done, so not a success: a script or `setup` must be able to tell.
@@ -274,7 +319,7 @@ def _install_claude(command: list[str]) -> str:
             "Claude Code's `claude` command is not on PATH, so the MCP server was not "
             f"registered. Register it by running:\n  {shlex.join(['claude', *add])}"
         )
-    current = _claude_registration()
+    current = _claude_registration(agent)
     if current.registered and current.command == command:
         return f"the MCP server is already registered with Claude Code ({current.where})"
     if current.registered:
@@ -293,15 +338,15 @@ def _install_claude(command: list[str]) -> str:
     )
 
 
-def _uninstall_claude() -> str:
+def _uninstall_claude(agent: Agent) -> str:
     remove = ["mcp", "remove", "--scope", "user", SERVER_NAME]
+    if not _claude_registration(agent).registered:
+        return "the MCP server is not registered with Claude Code: nothing to do"
     if shutil.which("claude") is None:
         return (
             "Claude Code's `claude` command is not on PATH. Remove the MCP server by running:\n"
             f"  {shlex.join(['claude', *remove])}"
         )
-    if not _claude_registration().registered:
-        return "the MCP server is not registered with Claude Code: nothing to do"
     result = _claude_cli(*remove)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip()
@@ -314,7 +359,7 @@ def _uninstall_claude() -> str:
 
 def codex_config_file() -> Path:
     """Codex's config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`."""
-    return codex.AGENT.config_dir() / "config.toml"
+    return AGENTS["codex"].mcp_config_path()
 
 
 _OUR_HEADER = re.compile(
@@ -492,43 +537,151 @@ def _read_codex(path: Path) -> str:
         raise CommandError(f"cannot read {path}: {exc}") from exc
 
 
-def _codex_registration() -> Registration:
-    path = codex_config_file()
+def _codex_registration(agent: Agent) -> Registration:
+    path = agent.mcp_config_path()
     try:
         doc = _parse(_read_codex(path), path)
     except CommandError as exc:
-        return Registration("codex", registered=False, where=str(path), problem=str(exc))
+        return Registration(agent.name, registered=False, where=str(path), problem=str(exc))
     entry = _our_entry(doc)
     if entry is None:
-        return Registration("codex", registered=False, where=str(path))
+        return Registration(agent.name, registered=False, where=str(path))
     command = _entry_command(entry)
     problem = _check_command(command)
     if entry.get("enabled") is False:
         problem = "it is switched off (enabled = false)"
-    return Registration("codex", registered=True, where=str(path), command=command, problem=problem)
-
-
-def _install_codex(command: list[str]) -> str:
-    path = codex_config_file()
-    text = _read_codex(path)
-    new = with_codex_server(text, command, path)
-    if new == text:
-        return f"the MCP server is already registered with Codex ({path})"
-    _write_codex(path, new)
-    return (
-        f"registered the MCP server with Codex in {path}: {shlex.join(command)}\n"
-        "new Codex sessions have mented's tools (`/mcp` lists them)"
+    return Registration(
+        agent.name, registered=True, where=str(path), command=command, problem=problem
     )
 
 
-def _uninstall_codex() -> str:
-    path = codex_config_file()
+def _install_codex(agent: Agent, command: list[str]) -> str:
+    path = agent.mcp_config_path()
+    text = _read_codex(path)
+    new = with_codex_server(text, command, path)
+    if new == text:
+        return f"the MCP server is already registered with {agent.title} ({path})"
+    _write_codex(path, new)
+    return f"registered the MCP server with {agent.title} in {path}: {shlex.join(command)}\n" + (
+        _registered(agent)
+    )
+
+
+def _uninstall_codex(agent: Agent) -> str:
+    path = agent.mcp_config_path()
     text = _read_codex(path)
     new = without_codex_server(text, path)
     if new == text:
         return f"the MCP server is not registered in {path}: nothing to do"
-    _write_codex(path, new)
-    return f"removed [mcp_servers.{SERVER_NAME}] from {path}"
+    if new.strip() or path.is_symlink():
+        _write_codex(path, new)
+        return f"removed [mcp_servers.{SERVER_NAME}] from {path}"
+    # The table was all the file held (the install created it): no empty file is left.
+    try:
+        directories = remove_file(path, up_to=agent.config_dir())
+    except OSError as exc:
+        raise CommandError(f"cannot remove {path}: {exc}") from exc
+    return f"removed {path}: it held only [mcp_servers.{SERVER_NAME}]" + _gone(directories)
+
+
+def _gone(directories: list[Path]) -> str:
+    return "".join(
+        f"\n{display_path(directory)} was left empty: removed too" for directory in directories
+    )
+
+
+# ------------------------------------------------------------------- JSON files
+
+
+def _json_entry(agent: Agent, command: list[str]) -> dict[str, Any]:
+    """Our entry in the agent's `mcpServers`: the command, and what the agent adds."""
+    return {"command": command[0], "args": command[1:], **agent.mcp.entry}
+
+
+def _json_registration(agent: Agent) -> Registration:
+    path = agent.mcp_config_path()
+    try:
+        text = read_settings(path)
+        entry = mcp_server(text, path, SERVER_NAME) if text and text.strip() else None
+    except SettingsError as exc:
+        return Registration(agent.name, registered=False, where=str(path), problem=str(exc))
+    if entry is None:
+        return Registration(agent.name, registered=False, where=str(path))
+    command = _entry_command(entry)
+    return Registration(
+        agent.name,
+        registered=True,
+        where=str(path),
+        command=command,
+        problem=_check_command(command),
+    )
+
+
+def _install_json(agent: Agent, command: list[str]) -> str:
+    path = agent.mcp_config_path()
+    try:
+        text = read_settings(path)
+        new = with_mcp_server(text or "", path, SERVER_NAME, _json_entry(agent, command))
+        if new == text:
+            return f"the MCP server is already registered with {agent.title} ({path})"
+        # A new file is private: agents keep MCP servers' environment (tokens) in it.
+        backup = write_atomically(path, new, backup=True, mode=0o600)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc}") from exc
+    saved = f"\nprevious file saved as {display_path(backup)}" if backup else ""
+    return (
+        f"registered the MCP server with {agent.title} in {path}: {shlex.join(command)}{saved}\n"
+        + _registered(agent)
+    )
+
+
+def _uninstall_json(agent: Agent) -> str:
+    path = agent.mcp_config_path()
+    try:
+        text = read_settings(path)
+        if not text or not text.strip() or mcp_server(text, path, SERVER_NAME) is None:
+            return f"the MCP server is not registered in {path}: nothing to do"
+        new = without_mcp_server(text, path, SERVER_NAME)
+        unchanged_except(text, new, path, {MCP_SERVERS})
+        gone = holds_nothing(new) and not path.is_symlink()
+        backup = settle_backup(
+            path, None if gone else new, lambda kept: without_mented(kept, path, agent)
+        )
+        if gone:
+            directories = remove_file(path, up_to=agent.config_dir())
+        else:
+            write_atomically(path, new)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc}") from exc
+    kept = (
+        f"\n{display_path(backup)}, the copy saved when mented last changed the file, differs "
+        "from it (it may hold changes of yours): kept; delete it when you do not need it"
+        if backup
+        else ""
+    )
+    if gone:
+        return f"removed {path}: it held only mented's MCP server" + _gone(directories) + kept
+    return f"removed {MCP_SERVERS}.{SERVER_NAME} from {path}; nothing else changed" + kept
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One way of registering the MCP server (`McpSettings.how`)."""
+
+    registration: Callable[[Agent], Registration]
+    install: Callable[[Agent, list[str]], str]
+    uninstall: Callable[[Agent], str]
+
+
+WRITERS: dict[str, Writer] = {
+    "claude-cli": Writer(_claude_registration, _install_claude, _uninstall_claude),
+    "codex-toml": Writer(_codex_registration, _install_codex, _uninstall_codex),
+    "json": Writer(_json_registration, _install_json, _uninstall_json),
+}
 
 
 # --------------------------------------------------------------------- handlers
@@ -542,7 +695,9 @@ def run_server(args: argparse.Namespace) -> int:
             raise
         raise CommandError(f"{SDK_MISSING} ({exc})") from exc
 
-    mcp_server.run(agent=args.agent, socket_path=args.socket, cwd=args.project_dir)
+    # As the hook: --socket, else $MENTED_SOCKET, else the socket written in at install.
+    socket = args.socket or os.environ.get(paths.SOCKET_ENV) or args.fallback_socket
+    mcp_server.run(agent=args.agent, socket_path=socket, cwd=args.project_dir)
     return 0
 
 

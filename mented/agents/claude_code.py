@@ -16,11 +16,15 @@ matches every condition). One rule per handler, `*` the only wildcard: so the
 installer writes one handler per program, `Bash(*git *)`, and commands that
 mention no such program start no process at all (mented/registration.py).
 Older versions ignore `if` and run the hook for every command, as before.
+
+MCP servers (user scope): `mcpServers` in `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`
+when that is set), written through `claude mcp add --scope user`, because running
+sessions rewrite that file all the time; `claude mcp list` lists them.
 """
 
 from __future__ import annotations
 
-from mented.agents.pretooluse import PreToolUseAgent
+from mented.agents.pretooluse import McpSettings, PreToolUseAgent
 
 AGENT = PreToolUseAgent(
     pinned_rules=True,
@@ -34,4 +38,10 @@ AGENT = PreToolUseAgent(
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     shell_condition="Bash({})",
     user_notices=True,  # `systemMessage`: shown to the user, not the model
+    mcp=McpSettings(
+        how="claude-cli",
+        file_name=".claude.json",
+        beside_config_dir=True,
+        list_command="claude mcp list",
+    ),
 )

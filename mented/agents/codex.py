@@ -38,6 +38,10 @@ checked against the hashes Codex CLI 0.171 reports (`codex app-server`,
   `[hooks.state."<hooks.json path>:<event label>:<group index>:<hook index>"]`
   `trusted_hash = "sha256:..."` (and `enabled = false` when the user turned it off).
   The path is `$CODEX_HOME` resolved through symlinks, else `$HOME/.codex` as is.
+
+MCP servers: `[mcp_servers.NAME]` tables (`command`, `args`) in the same
+`config.toml`; `codex mcp list` lists them. Codex starts them with a minimal
+environment (HOME, PATH, USER, ...; no XDG_RUNTIME_DIR, no MENTED_SOCKET).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.agents.pretooluse import EntryTrust, InstalledEntry, PreToolUseAgent
+from mented.agents.pretooluse import EntryTrust, InstalledEntry, McpSettings, PreToolUseAgent
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -102,6 +106,7 @@ AGENT = PreToolUseAgent(
         "`/hooks`, review the mented entries and trust them (again after any change)."
     ),
     entry_trust=entry_trust,
+    mcp=McpSettings(how="codex-toml", file_name="config.toml", list_command="codex mcp list"),
 )
 
 # The events whose `matcher` Codex dispatches on; on the others it is ignored,

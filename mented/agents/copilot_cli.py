@@ -28,6 +28,11 @@ interpreter was removed) exits 127: the installed command ends in `|| true`.
 
 `/clear` ends the session (a new one gets a new id); `PreCompact` (fired when a
 compaction starts) empties the context of the session.
+
+MCP servers: `mcpServers.NAME` in `~/.copilot/mcp-config.json` (under
+`$COPILOT_HOME`), as `copilot mcp add NAME -- CMD ARGS` writes it (1.0.102):
+`{"type": "local", "command": ..., "args": [...], "tools": ["*"]}`; `copilot mcp
+list` lists it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mented.agents.pretooluse import EVENT_NAME, EveryCallAgent, SettingsLayout
+from mented.agents.pretooluse import EVENT_NAME, EveryCallAgent, McpSettings, SettingsLayout
 
 PRE_COMPACT = "PreCompact"
 SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
@@ -87,5 +92,10 @@ AGENT = CopilotAgent(
         timeout_key="timeoutSec",
         top={"version": 1},
         hooks_only=True,
+    ),
+    mcp=McpSettings(
+        file_name="mcp-config.json",
+        entry={"type": "local", "tools": ["*"]},
+        list_command="copilot mcp list",
     ),
 )

@@ -27,6 +27,9 @@ remembered nothing is said either, so that no command is stopped twice.
 The MCP event names the tool but not the server (only its `url` or
 `command`): the call is `/TOOL`, which a `*/TOOL` pattern of the action table
 matches and a `SERVER/TOOL` one does not.
+
+MCP servers: `mcpServers.NAME` (`command`, `args`) in `~/.cursor/mcp.json`, from
+Cursor's MCP documentation (cursor.com/docs/mcp); not checked against Cursor.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ from typing import Any
 
 import msgspec
 
-from mented.agents.pretooluse import ContextEmptied, EveryCallAgent, SettingsLayout, ToolCall
+from mented.agents.pretooluse import (
+    ContextEmptied,
+    EveryCallAgent,
+    McpSettings,
+    SettingsLayout,
+    ToolCall,
+)
 
 SHELL_EVENT = "beforeShellExecution"
 MCP_EVENT = "beforeMCPExecution"
@@ -141,4 +150,5 @@ AGENT = CursorAgent(
     project_settings_file=".cursor/hooks.json",
     event_name=SHELL_EVENT,
     layout=SettingsLayout(nested=False, timeout_key=None, top={"version": 1}, hooks_only=True),
+    mcp=McpSettings(file_name="mcp.json"),
 )

@@ -25,6 +25,11 @@ shipped code (`packages/core/src/hooks/`, bundled in `@google/gemini-cli`):
 - Hooks run only in a folder Gemini CLI trusts (folder trust is on by default),
   and only when `hooksConfig.enabled` is not false (true by default since 0.27;
   false before): `mentectl hooks install` writes it when missing.
+
+MCP servers: `mcpServers.NAME` (`command`, `args`) in the same user
+`settings.json`, as `gemini mcp add --scope user` writes it (checked with 0.61:
+`gemini mcp list` lists ours). A stdio server starts only in a trusted folder,
+with the environment minus variables that look like secrets.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from mented import paths
 from mented.agents.pretooluse import (
     SESSION_START,
     ContextEmptied,
+    McpSettings,
     PreToolUseAgent,
     SessionStarted,
     SettingsLayout,
@@ -227,4 +233,9 @@ AGENT = GeminiAgent(
         "also asks you about once."
     ),
     layout=SettingsLayout(timeout_per_second=1000, enable=("hooksConfig", "enabled")),
+    mcp=McpSettings(
+        file_name="settings.json",
+        list_command="gemini mcp list",
+        note="Gemini CLI starts MCP servers only in folders it trusts.",
+    ),
 )

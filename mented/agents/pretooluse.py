@@ -238,6 +238,32 @@ class SettingsLayout:
 
 
 @dataclass(frozen=True, kw_only=True)
+class McpSettings:
+    """Where an agent keeps its user-scope MCP servers, for `mentectl mcp install`.
+
+    Attributes:
+        how: how mentectl writes our entry there: "claude-cli" through the
+            agent's own `claude mcp add` (Claude Code rewrites its file all the
+            time), "codex-toml" as a `[mcp_servers.mented]` table of a TOML file,
+            "json" as the member `mcpServers.mented` of a JSON file.
+        file_name: the file, in the agent's user config directory.
+        beside_config_dir: the file is in the home directory unless the
+            config directory is moved by its variable (Claude Code's `~/.claude.json`).
+        entry: members our JSON entry has besides `command` and `args`
+            (Copilot CLI's `type` and `tools`, as its own `mcp add` writes them).
+        list_command: the agent's command that lists its MCP servers, for people.
+        note: what to tell the user after registering, if anything.
+    """
+
+    how: Literal["claude-cli", "codex-toml", "json"] = "json"
+    file_name: str
+    beside_config_dir: bool = False
+    entry: Mapping[str, object] = field(default_factory=dict)
+    list_command: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class PreToolUseAgent:
     """An agent that speaks the shared `PreToolUse` shape.
 
@@ -277,6 +303,7 @@ class PreToolUseAgent:
         pinned_rules: whether its `SessionStart` hook hands the pinned rules over
             (`render_session_context`); checked with the real client.
         layout: how the settings file holds our entries.
+        mcp: where and how mented's MCP server is registered with the agent.
     """
 
     name: str
@@ -301,6 +328,7 @@ class PreToolUseAgent:
     context_emptied_events: frozenset[str] = frozenset()
     pinned_rules: bool = False
     layout: SettingsLayout = field(default_factory=SettingsLayout)
+    mcp: McpSettings
 
     # ------------------------------------------------------------ event and output
 
@@ -429,6 +457,12 @@ class PreToolUseAgent:
     def settings_path(self) -> Path:
         """The user-level settings file that holds the agent's hooks."""
         return self.config_dir() / self.settings_name
+
+    def mcp_config_path(self) -> Path:
+        """The file that holds the agent's user-scope MCP servers (`mcp`)."""
+        if self.mcp.beside_config_dir:
+            return (self.config_dir_override() or paths.home()) / self.mcp.file_name
+        return self.config_dir() / self.mcp.file_name
 
     def project_settings_path(self, project: Path) -> Path:
         """The project-level settings file inside `project` (the one teams commit)."""

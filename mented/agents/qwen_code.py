@@ -15,6 +15,10 @@ set) or `<project>/.qwen/settings.json`. Found in Qwen Code 0.24.4's shipped cod
   result, after the tool ran. So, as for Gemini CLI, we install both: before a
   command only a stop is said, after it the context.
 
+MCP servers: `mcpServers.NAME` (`command`, `args`) in the same user
+`settings.json`, as `qwen mcp add --scope user` writes it (0.24.4, with and
+without `$QWEN_HOME`); `qwen mcp list` lists it.
+
 Everything else is the shared adapter; only these differences are named here.
 """
 
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from mented.agents.pretooluse import EVENT_NAME, PreToolUseAgent, ToolCall
+from mented.agents.pretooluse import EVENT_NAME, McpSettings, PreToolUseAgent, ToolCall
 
 if TYPE_CHECKING:
     from mented.registration import HookNeeds
@@ -79,4 +83,5 @@ AGENT = QwenAgent(
     project_settings_file=".qwen/settings.json",
     shell_tools=frozenset({SHELL_TOOL}),
     after_event=POST_TOOL_USE,
+    mcp=McpSettings(file_name="settings.json", list_command="qwen mcp list"),
 )
