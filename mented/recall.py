@@ -154,9 +154,18 @@ class RecallIndex:
             self._open_index = None
 
     def _drop_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.rollback()  # nothing is pending between catch-ups
-            self._writer = None
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.rollback()  # nothing is pending between catch-ups
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException
+            # A writer whose commit failed (no descriptors left, a full disk) can
+            # panic on rollback ("does not have any lock"): it is gone either way,
+            # and the next write makes a new one; a stopping daemon must not die of it.
+            log.warning("recall_writer_dropped", error=str(exc))
 
     def _writer_now(self) -> tantivy.IndexWriter:
         """The writer, made when first needed: its buffer costs memory a reader does not."""
@@ -294,7 +303,7 @@ class RecallIndex:
         try:
             writer.commit()
         except BaseException:
-            writer.rollback()
+            self._drop_writer()
             raise
         self._index.reload()
         self._applied_cache = applied

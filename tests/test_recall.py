@@ -204,3 +204,35 @@ def test_the_store_is_walked_for_facts_a_batch_at_a_time(store: Store) -> None:
         walked += [fact.id for fact in batch]
     assert sorted(walked) == sorted(facts)
     assert head == store.fact_changes(0).upto
+
+
+class _Panic(BaseException):
+    """What a Rust panic in Tantivy arrives as (pyo3's PanicException is a BaseException)."""
+
+
+class _WriterOutOfDescriptors:
+    """A writer whose commit fails (EMFILE) and whose rollback then panics, as Tantivy's did."""
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *_args, **_kwargs: None
+
+    def commit(self) -> None:
+        raise OSError(24, "Too many open files")
+
+    def rollback(self) -> None:
+        raise _Panic("The IndexWriter does not have any lock")
+
+
+def test_a_writer_broken_by_a_failed_commit_is_let_go_and_the_next_write_works(
+    store: Store, index: RecallIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.store("The staging database is stg-db-2")
+    index.release()  # the real writer goes: the broken one stands in for it
+    monkeypatch.setattr(index, "_writer", _WriterOutOfDescriptors())
+    with pytest.raises(OSError, match="Too many open files"):
+        index.catch_up()
+    # The broken writer is gone: the next catch-up makes a new one, and stopping
+    # (which used to panic on the broken writer's rollback) goes quietly.
+    index.catch_up()
+    assert found(index, "staging") == ["The staging database is stg-db-2"]
+    index.close()
