@@ -116,6 +116,7 @@ from mented.protocol import (
     frame,
 )
 from mented.recall import RebuildSummary, RecallError, RecallIndex
+from mented.service import has_controlling_terminal
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import (
     ConflictError,
@@ -411,6 +412,10 @@ class Server:
         if self.options.inherited_socket is None:
             remove_socket_if_ours(self.options.socket_path, self._socket_identity)
 
+    def _terminal_closed(self) -> bool:
+        """Whether the daemon was started in a terminal that is gone (its hangup's SIGHUP)."""
+        return self.options.started_by == "terminal" and not has_controlling_terminal()
+
     def request_shutdown(self) -> None:
         self._shutdown.set()
 
@@ -436,7 +441,13 @@ class Server:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             task_status.started()
             async for signum in signals:
-                if signum == signal.SIGHUP:
+                if signum == signal.SIGHUP and self._terminal_closed():
+                    # Typed in a terminal that has now closed: stop, as a foreground
+                    # program does, rather than live on until a write to it fails.
+                    _stop_writing_to_the_terminal()
+                    log.info("terminal_closed")
+                    self.request_shutdown()
+                elif signum == signal.SIGHUP:
                     self.reload()
                 else:
                     log.info("signal", signal=signal.Signals(signum).name)
@@ -1499,6 +1510,16 @@ def _capture(call: Callable[[], T]) -> T | _Failed:
 
 def _is_pinned_tag(tag: object) -> bool:
     return isinstance(tag, str) and tag.strip().lower() == PINNED_TAG
+
+
+def _stop_writing_to_the_terminal() -> None:
+    """Point stdout and stderr at /dev/null: every write to a hung-up terminal fails."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _normalized(project: str | None) -> str | None:

@@ -227,7 +227,7 @@ def how_started(
     if env.pop(STARTED_BY_ENV, None) == "mentectl":
         return "mentectl"
     if has_terminal is None:
-        has_terminal = _has_controlling_terminal()
+        has_terminal = has_controlling_terminal()
     if has_terminal:
         return "terminal"
     if env.get("INVOCATION_ID"):
@@ -237,7 +237,7 @@ def how_started(
     return "other"
 
 
-def _has_controlling_terminal() -> bool:
+def has_controlling_terminal() -> bool:
     """Whether this process has a controlling terminal: /dev/tty opens only then."""
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)

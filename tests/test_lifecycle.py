@@ -477,6 +477,46 @@ def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> 
     assert "terminal" not in again
 
 
+def test_a_daemon_typed_in_a_terminal_stops_cleanly_when_the_terminal_closes(
+    user: User,
+) -> None:
+    leader, follower = pty.openpty()
+
+    def in_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    daemon = subprocess.Popen(
+        [PYTHON, "-m", "mented.daemon"],
+        env=user.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        preexec_fn=in_the_terminal,  # noqa: PLW1509 - a terminal of its own, as a shell gives
+    )
+    os.close(follower)
+    try:
+        deadline = time.monotonic() + 30
+        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        user.ok("rule", "add", "git-commit", "one line")
+        os.close(leader)  # the terminal window closes: its session gets SIGHUP
+        leader = -1
+        # It stops as a program in a terminal does (a SIGHUP is otherwise "reload"),
+        # with status 0, instead of living on until a write to the closed terminal fails.
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(timeout=15)
+        if leader >= 0:
+            os.close(leader)
+    assert user.mentectl("status").returncode != 0  # nothing answers: it is gone
+    user.ok("start")
+    assert "one line" in user.ok("rule", "list")  # and nothing was lost
+    user.ok("stop")
+
+
 def test_doctor_names_a_daemon_started_by_hand_outside_a_terminal(user: User) -> None:
     env = {k: v for k, v in user.env.items() if k != "INVOCATION_ID"}
     daemon = subprocess.Popen(
