@@ -429,8 +429,9 @@ def test_setup_falls_back_to_a_detached_daemon_when_the_service_cannot_be_instal
     user.ok("stop")
 
 
-def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> None:
-    # The README's first command, `mented`, typed in a terminal: a controlling tty.
+def typed_in_a_terminal(user: User) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The README's first command, `mented`, typed in a terminal: the daemon (once it
+    answers), the terminal's leader and follower descriptors."""
     leader, follower = pty.openpty()
 
     def in_the_terminal() -> None:
@@ -445,10 +446,15 @@ def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> 
         stderr=follower,
         preexec_fn=in_the_terminal,  # noqa: PLW1509 - a terminal of its own, as a shell gives
     )
+    deadline = time.monotonic() + 30
+    while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return daemon, leader, follower
+
+
+def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> None:
+    daemon, leader, follower = typed_in_a_terminal(user)
     try:
-        deadline = time.monotonic() + 30
-        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
         assert json.loads(user.ok("status", "--json"))["started_by"] == "terminal"
         out = user.ok("setup", "claude-code")
         assert "mented is already running" in out
@@ -480,25 +486,9 @@ def test_setup_says_a_daemon_running_in_a_terminal_stops_with_it(user: User) -> 
 def test_a_daemon_typed_in_a_terminal_stops_cleanly_when_the_terminal_closes(
     user: User,
 ) -> None:
-    leader, follower = pty.openpty()
-
-    def in_the_terminal() -> None:
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    daemon = subprocess.Popen(
-        [PYTHON, "-m", "mented.daemon"],
-        env=user.env,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        preexec_fn=in_the_terminal,  # noqa: PLW1509 - a terminal of its own, as a shell gives
-    )
+    daemon, leader, follower = typed_in_a_terminal(user)
     os.close(follower)
     try:
-        deadline = time.monotonic() + 30
-        while user.mentectl("status").returncode != 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
         user.ok("rule", "add", "git-commit", "one line")
         os.close(leader)  # the terminal window closes: its session gets SIGHUP
         leader = -1
