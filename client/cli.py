@@ -20,7 +20,13 @@ from collections.abc import Iterable, Sequence
 
 from mented import __version__
 from mented_client.commands import COMMAND_MODULES, VERBS, command_module
-from mented_client.errors import CommandError
+from mented_client.errors import (
+    BAD_REPLY,
+    COMMAND_FAILED,
+    INVALID_ARGUMENT,
+    NOT_RUNNING,
+    CommandError,
+)
 
 
 def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -95,9 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for word in words:
         if not _is_utf8(word):
             shown = word.encode("utf-8", "surrogateescape")
-            return _fail(f"an argument is not valid UTF-8 text: {shown!r}", status=2)
+            message = f"an argument is not valid UTF-8 text: {shown!r}"
+            return _fail(message, status=2, code=INVALID_ARGUMENT, as_json=_wants_json(words))
     parser = build_parser(words)
+    # argparse's own usage errors stay text on stderr: it exits here, before `--json` is known.
     args = parser.parse_args(words)
+    as_json: bool = args.json
     try:
         status: int = args.handler(args)
         sys.stdout.flush()  # here, so that a closed pipe is seen here (see below)
@@ -111,14 +120,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except CommandError as exc:
-        return _fail(str(exc), status=exc.status)
+        return _fail(str(exc), status=exc.status, code=exc.code, as_json=as_json)
     except Exception as exc:  # noqa: BLE001 - the client's errors are told apart in there
-        return _failure(exc)
+        return _failure(exc, as_json=as_json)
     return status
 
 
-def _failure(exc: Exception) -> int:
+def _wants_json(words: Sequence[str]) -> bool:
+    """Whether `--json` is among `words` as an option (not after `--`), before parsing them."""
+    options = words[: words.index("--")] if "--" in words else words
+    return "--json" in options
+
+
+def _failure(exc: Exception, *, as_json: bool) -> int:
     """The exit status for an error from the daemon or the connection, said on stderr.
+
+    With `as_json`, said as `--json` says errors (`output.fail`): the daemon's code,
+    `not_running` or `bad_reply`, and the message without the words around it.
 
     Raises:
         Exception: `exc` itself when it is none of those (a bug: its traceback helps).
@@ -132,19 +150,25 @@ def _failure(exc: Exception) -> int:
     )
 
     if isinstance(exc, DaemonError):
+        if as_json:
+            return _fail(exc.message, code=exc.code, as_json=True)
         store_failures = {ErrorCode.STORE_FULL, ErrorCode.STORE_DAMAGED, ErrorCode.STORE_FAILED}
         if exc.code in store_failures:  # not a refusal: the daemon could not do it
             return _fail(f"{exc.message} ({exc.code})")
         return _fail(f"mented refused: {exc.message} ({exc.code})")
-    if isinstance(exc, (NotRunningError, ProtocolError)):
-        return _fail(str(exc))
+    if isinstance(exc, NotRunningError):
+        return _fail(str(exc), code=NOT_RUNNING, as_json=as_json)
+    if isinstance(exc, ProtocolError):
+        return _fail(str(exc), code=BAD_REPLY, as_json=as_json)
     raise exc
 
 
-def _fail(message: str, status: int = 1) -> int:
+def _fail(
+    message: str, status: int = 1, *, code: str = COMMAND_FAILED, as_json: bool = False
+) -> int:
     from mented_client.commands.output import fail  # noqa: PLC0415 - errors only
 
-    return fail(message, status=status)
+    return fail(message, status=status, code=code, as_json=as_json)
 
 
 def _is_utf8(word: str) -> bool:

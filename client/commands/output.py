@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from mented.memory import Memory, short_handle
-from mented_client.errors import CommandError
+from mented_client.errors import COMMAND_FAILED, CommandError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CommandError",
     "describe_scope",
+    "error_document",
     "escape_controls",
     "fail",
     "format_memory",
@@ -37,10 +38,26 @@ __all__ = [
 ]
 
 
-def fail(message: str, status: int = 1) -> int:
-    # Error messages quote what was refused: an id, a file's content, the daemon's words.
-    print(f"mentectl: {escape_controls(message)}", file=sys.stderr)
+def fail(
+    message: str, status: int = 1, *, code: str = COMMAND_FAILED, as_json: bool = False
+) -> int:
+    """Say `message` on stderr, or with `as_json` (`--json`) as an error object on stdout.
+
+    With `--json` the error is the one JSON document printed, where `| jq` reads it:
+    `{"error": {"code": CODE, "message": MESSAGE}}`; `code` is stable for programs
+    (the daemon's `ErrorCode` or one of `mented_client.errors`). Returns `status`.
+    """
+    if as_json:
+        print_json(error_document(code, message))
+    else:
+        # Error messages quote what was refused: an id, a file's content, the daemon's words.
+        print(f"mentectl: {escape_controls(message)}", file=sys.stderr)
     return status
+
+
+def error_document(code: str, message: str) -> dict[str, dict[str, str]]:
+    """What `--json` prints for a failure (`status --json` adds it to its figures)."""
+    return {"error": {"code": code, "message": message}}
 
 
 def print_json(data: Any) -> None:  # noqa: ANN401 - anything msgspec can encode

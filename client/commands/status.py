@@ -10,8 +10,15 @@ from mented import paths
 from mented.memory import short_handle
 from mented.protocol import PinnedOverCap, StatusReply, StatusRequest
 from mented.words import counted
-from mented_client.commands.output import escape_controls, fail, format_time, print_json
+from mented_client.commands.output import (
+    error_document,
+    escape_controls,
+    fail,
+    format_time,
+    print_json,
+)
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
+from mented_client.errors import BAD_REPLY, CONFIG_INVALID, NOT_RUNNING
 
 
 def register(
@@ -38,23 +45,39 @@ def fetch_status(socket: str | None, timeout: float = 2.0) -> StatusReply:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    # With --json the failure is said in the one document, as `error` (see `output.fail`).
     try:
         status = fetch_status(args.socket)
     except NotRunningError as exc:
         if args.json:
-            print_json({"running": False, "reason": str(exc)})
+            print_json(
+                {"running": False, "reason": str(exc), **error_document(NOT_RUNNING, str(exc))}
+            )
+            return 1
         return fail(str(exc))
     except (ProtocolError, DaemonError) as exc:
         # Something holds the socket but does not answer as mented should.
         reason = f"mented at {paths.socket_path(args.socket)} is not answering properly: {exc}"
         if args.json:
-            print_json({"running": True, "healthy": False, "reason": reason})
+            code = exc.code if isinstance(exc, DaemonError) else BAD_REPLY
+            print_json(
+                {
+                    "running": True,
+                    "healthy": False,
+                    "reason": reason,
+                    **error_document(code, reason),
+                }
+            )
+            return 1
         return fail(reason)
     healthy = status.config_error is None
     if args.json:
-        print_json({"running": True, "healthy": healthy, **msgspec.to_builtins(status)})
-    else:
-        print(render_status(status))
+        document = {"running": True, "healthy": healthy, **msgspec.to_builtins(status)}
+        if not healthy:
+            document |= error_document(CONFIG_INVALID, f"unhealthy: {status.config_error}")
+        print_json(document)
+        return 0 if healthy else 1
+    print(render_status(status))
     if not healthy:
         return fail(f"unhealthy: {status.config_error}")
     return 0
