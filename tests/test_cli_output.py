@@ -175,3 +175,77 @@ def test_a_command_imports_what_it_runs_only(
     modules = set(result.stderr.splitlines()[-1].split())
     assert set(loaded) <= modules
     assert not set(not_loaded) & modules, set(not_loaded) & modules
+
+
+# ------------------------------------------------------- errors with --json
+
+
+def json_error(stdout: str) -> dict[str, str]:
+    """The `error` object of the one JSON document on stdout."""
+    error: dict[str, str] = json.loads(stdout)["error"]
+    assert set(error) == {"code", "message"}
+    return error
+
+
+def test_json_errors_are_one_document_on_stdout_without_a_daemon(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    nobody = ["--socket", str(tmp_path / "nobody.sock")]
+    status, out, err = run(capsys, *nobody, "rule", "list", "--json")
+    assert (status, err) == (1, "")
+    error = json_error(out)
+    assert error["code"] == "not_running"
+    assert "mentectl start" in error["message"]
+
+    # `status` keeps its document (`running`, `reason`) and adds the same `error`.
+    status, out, err = run(capsys, *nobody, "status", "--json")
+    assert (status, err) == (1, "")
+    assert json.loads(out)["running"] is False
+    assert json_error(out)["code"] == "not_running"
+
+    # What the command refuses before asking the daemon: the usage status, 2.
+    status, out, err = run(capsys, *nobody, "--json", "rule", "add", "git-commit")
+    assert (status, err) == (2, "")
+    error = json_error(out)
+    assert error["code"] == "invalid_argument"
+    assert error["message"].startswith("give the rule as an argument")
+
+    # Without --json, the same failures stay one line on stderr.
+    status, out, err = run(capsys, *nobody, "rule", "list")
+    assert (status, out) == (1, "")
+    assert err.startswith("mentectl: mented is not running")
+
+
+def test_json_errors_carry_the_daemons_code(daemon: DaemonProcess) -> None:
+    unknown = daemon.mentectl("rule", "show", "--json", "01ZZZZZZZZZZZZZZZZZZZZZZZZ", check=False)
+    assert (unknown.returncode, unknown.stderr) == (1, "")
+    assert json_error(unknown.stdout)["code"] == "not_found"
+    short = daemon.mentectl("--json", "rule", "forget", "abc", check=False)
+    assert json_error(short.stdout)["code"] == "invalid"
+    assert "too short" in json_error(short.stdout)["message"]
+
+    typo = daemon.mentectl("rule", "add", "git-comit", "x", "--json", check=False)
+    assert (typo.returncode, typo.stderr) == (2, "")
+    assert json_error(typo.stdout)["code"] == "invalid_argument"
+    assert "Did you mean: git-commit" in json_error(typo.stdout)["message"]
+
+    not_utf8 = daemon.mentectl("--json", "rule", "add", "git-commit", "caf\udce9", check=False)
+    assert (not_utf8.returncode, json_error(not_utf8.stdout)["code"]) == (2, "invalid_argument")
+
+
+def test_status_json_says_an_invalid_config_file_as_its_error(daemon: DaemonProcess) -> None:
+    daemon.write_config("[hook\n")  # not TOML: the daemon runs on the one it loaded
+    result = daemon.mentectl("status", "--json", check=False)
+    assert (result.returncode, result.stderr) == (1, "")
+    document = json.loads(result.stdout)
+    assert (document["running"], document["healthy"]) == (True, False)
+    assert json_error(result.stdout)["code"] == "config_invalid"
+
+
+def test_usage_errors_stay_text_even_with_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse refuses the words before it has read --json (docs: README, "Scripting").
+    with pytest.raises(SystemExit) as exit_:
+        main(["rule", "list", "--json", "--no-such-option"])
+    captured = capsys.readouterr()
+    assert (exit_.value.code, captured.out) == (2, "")
+    assert "unrecognized arguments: --no-such-option" in captured.err
