@@ -7,7 +7,11 @@ everywhere (a blank directory read as "no project"). The MCP server turns the
 `InvalidInputError` into a tool error; `mentectl` uses the argparse types below.
 
 The action a rule names is checked against the daemon's action table
-(`daemon_table`), because that is the table the hook matches commands with.
+(`daemon_table`), because that is the table the hook matches commands with;
+`daemon_has_action` asks the daemon for its names alone, so that a command that
+needs no more of the table does not load it (`mented.actions` and what it
+imports are most of `mentectl rule list --action`'s start-up). For the same
+reason the agents are checked by name (`mented.agent_names`), not by adapter.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mented.actions import TableInForce, load_table_in_force
-from mented.agents import AGENTS
-from mented.memory import InvalidInputError
-from mented.protocol import StatusReply, StatusRequest
+from mented.agent_names import AGENT_NAMES
+from mented.memory import InvalidInputError, action_from_input
+from mented.protocol import ActionsReply, ActionsRequest, StatusReply, StatusRequest
 
 if TYPE_CHECKING:
+    from mented.actions import TableInForce
     from mented_client.connection import Client
 
 
@@ -35,11 +39,11 @@ def check_agent(name: str) -> str:
             message lists the agents there are.
     """
     agent = name.strip().lower()
-    if agent in AGENTS:
+    if agent in AGENT_NAMES:
         return agent
     raise InvalidInputError(
         f"unknown agent {name!r}: a rule scoped to it would never fire; "
-        f"use one of: {', '.join(sorted(AGENTS))}"
+        f"use one of: {', '.join(sorted(AGENT_NAMES))}"
     )
 
 
@@ -52,16 +56,40 @@ def daemon_table(client: Client) -> TableInForce:
     and sends its text: that table is the one in force, and a warning says the
     file is invalid.
     """
-    status = client.expect(StatusRequest(), StatusReply)
+    from mented.actions import load_table_in_force  # noqa: PLC0415 - see the module docstring
+
+    status = _status_warned(client)
     path = Path(status.config) if status.config else None
+    if status.config_error and status.config_in_force is not None:
+        return load_table_in_force(path, text=status.config_in_force)
+    return load_table_in_force(path)
+
+
+def daemon_has_action(client: Client, action: str) -> str | None:
+    """`action` normalized when the daemon's table in force has it; else None.
+
+    The quick check, with the daemon's names only; on None, `daemon_table` and
+    `check_action` say what is wrong and suggest names. Warns as `daemon_table` does.
+    """
+    _status_warned(client)
+    try:
+        name = action_from_input(action)
+    except InvalidInputError:
+        return None
+    names = {summary.name for summary in client.expect(ActionsRequest(), ActionsReply).actions}
+    return name if name in names else None
+
+
+def _status_warned(client: Client) -> StatusReply:
+    """The daemon's status, with a warning when it runs on a config that is not the file's."""
+    status = client.expect(StatusRequest(), StatusReply)
     if status.config_error and status.config_in_force is not None:
         print(
             "mentectl: warning: the config file is invalid; shown here is what the daemon "
             f"runs on: {status.config_error}",
             file=sys.stderr,
         )
-        return load_table_in_force(path, text=status.config_in_force)
-    return load_table_in_force(path)
+    return status
 
 
 def project_dir(directory: str, *, base: str) -> str:

@@ -12,6 +12,7 @@ General layout (imports point downward; nothing imports upward):
 - `matcher.py`   names the actions a shell command performs (bashlex + fallback).
 - `protocol.py`  frames and the tagged request/reply structs on the wire.
 - `agents/`      one module per agent: decode its hook event, render its output.
+- `agent_names.py` the agents' names alone, for clients that check `--agent`.
 - `sessions.py`  what each agent session was handed (kept across restarts).
 - `handover.py`  the words the model reads: rules in full, or a one-line pointer.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.

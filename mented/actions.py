@@ -47,7 +47,7 @@ from mented.config import (
     load_config,
 )
 from mented.edits import path_pattern_problem
-from mented.memory import TRIGGER_PREFIX, InvalidInputError, normalize_action
+from mented.memory import InvalidInputError, action_from_input, normalize_action
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -307,11 +307,8 @@ def check_action(table: ActionTable, action: str, *, problem: str | None = None)
         InvalidInputError: not a usable name, or not one the hook ever names (a rule
             for it would never fire); the message offers the closest known names.
     """
-    name = action.strip()
-    if name.lower().startswith(TRIGGER_PREFIX):
-        name = name[len(TRIGGER_PREFIX) :]
     try:
-        name = normalize_action(name)
+        name = action_from_input(action)
     except InvalidInputError as exc:
         # Callers add a sentence after it ("`mentectl actions` lists them."): end this one.
         message = str(exc)

@@ -154,6 +154,18 @@ def normalize_action(action: str) -> str:
     return name
 
 
+def action_from_input(action: str) -> str:
+    """An action name as a person or a model wrote it, normalized: `trigger:` dropped.
+
+    Raises:
+        InvalidInputError: not a usable name (see `normalize_action`).
+    """
+    name = action.strip()
+    if name.lower().startswith(TRIGGER_PREFIX):
+        name = name[len(TRIGGER_PREFIX) :]
+    return normalize_action(name)
+
+
 def normalize_tag(tag: str) -> str:
     """Trigger tags are normalized (`trigger:Git-Commit` -> `trigger:git-commit`), and
     `Pinned` to `pinned`; others kept.

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mented.actions import load_action_table
+from mented.agent_names import AGENT_NAMES
 from mented.agents import AGENTS, ToolCall
 from mented.config import Config
 from mented.registration import hook_needs
@@ -40,6 +41,13 @@ CODEX_EVENT = {
     "tool_input": {"command": "gh pr create --fill"},
     "tool_use_id": "call_1",
 }
+
+
+def test_the_agent_names_are_the_registrys() -> None:
+    # `mentectl rule --agent` checks names against AGENT_NAMES, without the adapters:
+    # an agent added to AGENTS alone would be refused there.
+    assert sorted(AGENT_NAMES) == sorted(AGENTS)
+    assert len(set(AGENT_NAMES)) == len(AGENT_NAMES)
 
 
 def test_claude_code_event_decodes_to_the_shell_call() -> None:

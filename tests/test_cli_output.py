@@ -150,12 +150,19 @@ def test_every_verb_is_found_without_importing_the_other_groups() -> None:
     assert vars(build_parser(words).parse_args(words)) == vars(build_parser().parse_args(words))
 
 
+# The agents' adapters and the action table (with pathspec under it): the daemon knows
+# the table in force, and the rule verbs need only names of either.
+_TABLE = ["mented.agents", "mented.actions", "pathspec"]
+
+
 @pytest.mark.parametrize(
     ("argv", "loaded", "not_loaded"),
     [
         (["--version"], [], ["msgspec", "mented.protocol", "mented_client.commands.status"]),
         (["status"], ["mented_client.commands.status"], ["mented.agents", "mented.store"]),
-        (["rule", "list"], ["mented_client.commands.rules"], ["mented.store", "lmdb"]),
+        (["rule", "list"], ["mented_client.commands.rules"], ["mented.store", "lmdb", *_TABLE]),
+        (["rule", "add", "--help"], ["mented_client.commands.rules"], _TABLE),
+        (["rule", "list", "--action", "git-commit", "--agent", "codex"], [], _TABLE),
     ],
 )
 def test_a_command_imports_what_it_runs_only(

@@ -8,6 +8,12 @@ What a rule names is checked before it is stored, as the MCP server checks it:
 the action against the daemon's action table (`mented.actions.check_action`), an
 agent against the agents the hook serves and a project directory for existence
 (`mented_client.scope`). A rule that could never fire is refused, with the fix.
+
+The action table (`mented.actions`, with the config and path-pattern code under
+it) is imported only by the verbs that use more of it than its names: `rule
+list --action` asks the daemon for the names (`daemon_has_action`) and loads the
+table only to explain a name it does not know; `--help` and plain `rule list`
+never load it.
 """
 
 from __future__ import annotations
@@ -19,9 +25,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.actions import TableInForce, check_action
-from mented.agents import AGENTS
-from mented.handover import longest_whole_rule
+from mented.agent_names import AGENT_NAMES
 from mented.memory import (
     PINNED_TAG,
     TRIGGER_PREFIX,
@@ -59,6 +63,7 @@ from mented_client.connection import Client
 from mented_client.scope import (
     agent_option,
     count_option,
+    daemon_has_action,
     daemon_table,
     directory_option,
     project_option,
@@ -66,6 +71,8 @@ from mented_client.scope import (
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from collections.abc import Sequence
+
+    from mented.actions import TableInForce
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
@@ -175,7 +182,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent",
         type=agent_option,
-        help=f"only this agent sees it ({' or '.join(sorted(AGENTS))})",
+        help=f"only this agent sees it ({' or '.join(sorted(AGENT_NAMES))})",
     )
     parser.add_argument(
         "--project",
@@ -237,6 +244,8 @@ def rule_text(args: argparse.Namespace) -> str:
 
 def _checked_action(in_force: TableInForce, action: str) -> str:
     """`action` normalized, if the daemon's action table has it (see `check_action`)."""
+    from mented.actions import check_action  # noqa: PLC0415 - see the module docstring
+
     try:
         return check_action(in_force.table, action, problem=in_force.problem)
     except InvalidInputError as exc:
@@ -245,6 +254,8 @@ def _checked_action(in_force: TableInForce, action: str) -> str:
 
 def _warn_if_cut(text: str, actions: Sequence[str], in_force: TableInForce) -> None:
     """Say so when the hook will hand `text` over cut: it is longer than its room."""
+    from mented.handover import longest_whole_rule  # noqa: PLC0415 - as the action table
+
     max_chars = in_force.config.hook.max_context_chars
     length = len(text.strip().replace("\n", "\n  "))
     for action in actions:
@@ -359,12 +370,13 @@ def _warn_if_unregistered(in_force: TableInForce, action: str) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
-        if args.action:
+        action = daemon_has_action(client, args.action) if args.action else None
+        if args.action and action is None:  # not in force: its rules, or why it is no action
             orphans = _orphaned_rules(client, args)
             if orphans is not None:
                 _print_memories(args, "rules", orphans)
                 return 0
-        action = _checked_action(daemon_table(client), args.action) if args.action else None
+            action = _checked_action(daemon_table(client), args.action)
         if args.pinned:
             request: RecallRequest | ListRequest = ListRequest(
                 agent=args.agent,
@@ -397,6 +409,8 @@ def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | 
     An action removed from the config leaves its rules behind; they never fire,
     but the user must be able to see them, to move or forget them.
     """
+    from mented.actions import check_action  # noqa: PLC0415 - see the module docstring
+
     in_force = daemon_table(client)
     try:
         check_action(in_force.table, args.action, problem=in_force.problem)
