@@ -315,3 +315,23 @@ def test_a_long_heredoc_commit_fires_and_a_command_over_the_cap_shows_in_the_log
     )
     fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
     assert [fire["actions"] for fire in fires] == [[], ["git-commit"]]
+
+
+def test_list_by_action_names_the_daemons_actions_only(daemon: DaemonProcess) -> None:
+    daemon.write_config(
+        '[actions.ship-it]\nshapes = [{ program = "make", subcommand = ["ship"] }]\n'
+    )
+    daemon.reload()
+    add(daemon, "ship-it", "tag first")
+    assert listed(daemon, "--action", "TRIGGER:Ship-It") == ["tag first"]
+
+    # Removed from the config: its rules are still listed, with why they never fire.
+    daemon.write_config("")
+    daemon.reload()
+    orphans = daemon.mentectl("rule", "list", "--action", "ship-it")
+    assert "tag first" in orphans.stdout
+    assert "not an action in the config in force" in orphans.stderr
+
+    typo = daemon.mentectl("rule", "list", "--action", "git-comit", check=False)
+    assert typo.returncode == 2
+    assert "Did you mean: git-commit" in typo.stderr
