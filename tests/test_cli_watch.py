@@ -150,8 +150,12 @@ def test_says_it_was_dropped_and_exits_3_when_its_reader_falls_behind(
                 raise AssertionError("never dropped")
         out, err = watch.communicate(timeout=30)
         assert watch.returncode == 3
-    fires = [json.loads(line) for line in out.splitlines()]
+    *fires, last = [json.loads(line) for line in out.splitlines()]
     assert fires
     assert all(fire["kind"] == "fire" for fire in fires)
-    assert "mented dropped this watch: this subscriber fell 1000 events behind" in err
-    assert "events were missed" in err
+    # With --json the stream ends with the error, as one more JSON line.
+    assert last["error"]["code"] == "dropped"
+    message = last["error"]["message"]
+    assert "mented dropped this watch: this subscriber fell 1000 events behind" in message
+    assert "events were missed" in message
+    assert err == ""

@@ -45,10 +45,11 @@ def fail(
 
     With `--json` the error is the one JSON document printed, where `| jq` reads it:
     `{"error": {"code": CODE, "message": MESSAGE}}`; `code` is stable for programs
-    (the daemon's `ErrorCode` or one of `mented_client.errors`). Returns `status`.
+    (the daemon's `ErrorCode` or one of `mented_client.errors`). One line, so that it
+    also ends a stream of JSON lines (`watch --json`) as a line of it. Returns `status`.
     """
     if as_json:
-        print_json(error_document(code, message))
+        print(json_line(msgspec.json.encode(error_document(code, message))))
     else:
         # Error messages quote what was refused: an id, a file's content, the daemon's words.
         print(f"mentectl: {escape_controls(message)}", file=sys.stderr)

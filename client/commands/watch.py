@@ -31,6 +31,7 @@ from mented.protocol import (
 from mented_client.commands.log import DELIVERED
 from mented_client.commands.output import CommandError, escape_controls, json_line
 from mented_client.connection import Client, ProtocolError
+from mented_client.errors import DAEMON_STOPPED, WATCH_DROPPED
 from mented_client.scope import project_option
 
 DROPPED_STATUS = 3  # the daemon dropped the watch: events were missed
@@ -82,10 +83,14 @@ def run_watch(args: argparse.Namespace) -> int:
                 raise CommandError(
                     f"mented dropped this watch: {event.message} (events were missed)",
                     DROPPED_STATUS,
+                    code=WATCH_DROPPED,
                 )
             line = json_line(body) if args.json else format_event(event)
             print(line, flush=True)
-    raise CommandError("mented closed the connection (it stopped); run `mentectl watch` again")
+    raise CommandError(
+        "mented closed the connection (it stopped); run `mentectl watch` again",
+        code=DAEMON_STOPPED,
+    )
 
 
 def format_event(event: Event) -> str:
