@@ -308,7 +308,7 @@ class HookHandler:
             why=WHY_NO_PINNED,
         )
         handed, _ = self._handed(key)
-        fresh = [rule for rule in rules if rule.id not in handed]
+        fresh = [rule for rule in rules if start.pinned_dropped or rule.id not in handed]
         rendered = render_pinned(fresh, self._config.pinned)
         out = b""
         if rules and not fresh:

@@ -1,4 +1,5 @@
-"""GitHub Copilot CLI: `PreToolUse` and `PreCompact` command hooks in a version-1 hooks file.
+"""GitHub Copilot CLI: `PreToolUse`, `SessionStart` and `PreCompact` command hooks in a
+version-1 hooks file.
 
 Settings: a file of our own, `~/.copilot/hooks/mented.json` (user; under
 `$COPILOT_HOME` when that is set), or `<repo>/.github/hooks/mented.json`.
@@ -29,6 +30,18 @@ interpreter was removed) exits 127: the installed command ends in `|| true`.
 `/clear` ends the session (a new one gets a new id); `PreCompact` (fired when a
 compaction starts) empties the context of the session.
 
+`SessionStart` (`pinned_rules`; checked with 1.0.102 against a mock model):
+stdin is `{"hook_event_name": "SessionStart", "session_id": ..., "timestamp":
+ISO, "cwd": ..., "source": "new", "initial_prompt": ...}`, `source` one of
+`startup`, `new` (a prompt, `-p`, and `/new`) and `resume` (copilot-sdk
+types.d.ts `SessionStartHookInput`). Unlike `PreToolUse`, the answer is Copilot's
+own, `{"additionalContext": TEXT}` at the top level (`SessionStartHookOutput`);
+a `hookSpecificOutput.additionalContext` is ignored here. The text becomes a
+user message of its own, first in the conversation, before the prompt. It is not
+kept in the session: a resumed session has only what its own `resume` start
+answers (the first start's message is gone from the conversation), so on
+`resume` every pinned rule is handed over again.
+
 MCP servers: `mcpServers.NAME` in `~/.copilot/mcp-config.json` (under
 `$COPILOT_HOME`), as `copilot mcp add NAME -- CMD ARGS` writes it (1.0.102):
 `{"type": "local", "command": ..., "args": [...], "tools": ["*"]}`; `copilot mcp
@@ -40,17 +53,63 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mented.agents.pretooluse import EVENT_NAME, EveryCallAgent, McpSettings, SettingsLayout
+import msgspec
+
+from mented.agents.pretooluse import (
+    EVENT_NAME,
+    SESSION_START,
+    ContextEmptied,
+    EveryCallAgent,
+    McpSettings,
+    SessionStarted,
+    SettingsLayout,
+    ToolCall,
+)
 
 PRE_COMPACT = "PreCompact"
+# The `SessionStart` sources Copilot CLI sends; on `resume` it has dropped what
+# the session's first start answered.
+SESSION_SOURCES = frozenset({"startup", "new", "resume"})
+RESUME = "resume"
 SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
 # A failing preToolUse hook denies the call: a shell that cannot start the shim must not fail.
 NEVER_FAIL = " || true"
 
 
+class _SessionStartEvent(msgspec.Struct):
+    hook_event_name: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    source: str | None = None
+
+
+_session_decoder = msgspec.json.Decoder(_SessionStartEvent)
+_encoder = msgspec.json.Encoder()
+
+
 @dataclass(frozen=True, kw_only=True)
 class CopilotAgent(EveryCallAgent):
     """Copilot CLI: the shared shape, in flat version-1 entries with `bash` and `timeoutSec`."""
+
+    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
+        try:
+            start = _session_decoder.decode(event)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        if start.hook_event_name != SESSION_START:
+            return super().decode(event)
+        if start.source not in SESSION_SOURCES:
+            return None
+        return SessionStarted(
+            session=start.session_id or None,
+            cwd=start.cwd or None,
+            source=start.source,
+            pinned_dropped=start.source == RESUME,
+        )
+
+    def render_session_context(self, text: str) -> bytes:
+        """Copilot's own `SessionStart` answer: the context at the top level."""
+        return _encoder.encode({"additionalContext": text})
 
     def hook_command(self, command: str) -> str:
         """The installed command line: the shim's, made unable to fail."""
@@ -74,10 +133,11 @@ class CopilotAgent(EveryCallAgent):
 
     @property
     def hook_events(self) -> list[str]:
-        return [EVENT_NAME, PRE_COMPACT]
+        return [EVENT_NAME, SESSION_START, PRE_COMPACT]
 
 
 AGENT = CopilotAgent(
+    pinned_rules=True,
     name="copilot-cli",
     title="GitHub Copilot CLI",
     config_dir_env="COPILOT_HOME",

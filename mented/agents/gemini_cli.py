@@ -22,6 +22,16 @@ shipped code (`packages/core/src/hooks/`, bundled in `@google/gemini-cli`):
   compaction event is `PreCompress` with trigger `manual` or `auto`. An `auto`
   one fires before every model request, before Gemini CLI knows whether it
   will compress, so only `manual` (`/compress`) is taken to empty the context.
+- A `SessionStart` answer's `hookSpecificOutput.additionalContext` reaches the
+  model on `startup` and `resume` (`pinned_rules`): with a prompt (`-p`) it is
+  put before the prompt as `<hook_context>...</hook_context>`
+  (packages/cli/src/gemini.tsx), interactively added to the history as a user
+  message of the same form (AppContainer.tsx); `<` and `>` in it become `&lt;`
+  and `&gt;` (`getAdditionalContext`). On `clear` (`/clear`,
+  ui/commands/clearCommand.ts) only the answer's `systemMessage` is shown to the
+  user and the context is dropped, so there a session start only means the
+  context was emptied. A lifecycle matcher is compared for equality, so our
+  `SessionStart` group has none: it runs for every source.
 - Hooks run only in a folder Gemini CLI trusts (folder trust is on by default),
   and only when `hooksConfig.enabled` is not false (true by default since 0.27;
   false before): `mentectl hooks install` writes it when missing.
@@ -68,11 +78,16 @@ HOOK_NAME = "mented"  # what `/hooks disable` and `hooksConfig.disabled` call ou
 _DESCRIPTIONS = {
     BEFORE_TOOL: "mented: your rules for this command",
     AFTER_TOOL: "mented: your rules for the command that ran",
-    SESSION_START: "mented: context cleared, rules will be handed over again",
+    SESSION_START: "mented: your pinned rules",
     PRE_COMPRESS: "mented: context compressed, rules will be handed over again",
 }
-# Lifecycle matchers are compared for equality with the event's trigger.
-_LIFECYCLE_MATCHERS = {SESSION_START: "clear", PRE_COMPRESS: "manual"}
+# Lifecycle matchers are compared for equality with the event's trigger; None:
+# the group has no matcher and runs for every trigger (`SessionStart`: startup,
+# resume and clear, each its own string, which one matcher cannot name).
+_LIFECYCLE_MATCHERS: dict[str, str | None] = {SESSION_START: None, PRE_COMPRESS: "manual"}
+# The `SessionStart` source whose answer Gemini CLI 0.61 drops (clearCommand.ts
+# shows only its `systemMessage`): it only says the context was emptied.
+_CONTEXT_DROPPED_SOURCE = "clear"
 
 
 class _McpContext(msgspec.Struct):
@@ -102,7 +117,7 @@ class GeminiAgent(PreToolUseAgent):
         home = os.environ.get(self.config_dir_env)
         return (Path(home) if home else paths.home()) / self.config_dir_name
 
-    def decode(self, event: bytes) -> ToolCall | ContextEmptied | None:
+    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
         try:
             extra = _decoder.decode(event)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -112,8 +127,8 @@ class GeminiAgent(PreToolUseAgent):
                 return ContextEmptied(session=extra.session_id)
             return None
         call = super().decode(event)
-        if isinstance(call, SessionStarted):  # only for an agent with `pinned_rules`
-            return None
+        if isinstance(call, SessionStarted) and call.source == _CONTEXT_DROPPED_SOURCE:
+            return ContextEmptied(session=call.session) if call.session else None
         if not isinstance(call, ToolCall) or not call.mcp_tool:
             return call
         # Gemini names an MCP tool mcp_SERVER_TOOL, which cannot be split on "_":
@@ -187,8 +202,14 @@ class GeminiAgent(PreToolUseAgent):
         tools = self._tool_matcher(needs)
         groups: dict[str, list[dict[str, Any]]] = {}
         for event in self.hook_events:
-            matcher = _LIFECYCLE_MATCHERS.get(event, tools)
-            groups[event] = [self._group(event, matcher, command, timeout_s)] if matcher else []
+            if event in _LIFECYCLE_MATCHERS:
+                matcher = _LIFECYCLE_MATCHERS[event]
+            elif not tools:
+                groups[event] = []
+                continue
+            else:
+                matcher = tools
+            groups[event] = [self._group(event, matcher, command, timeout_s)]
         return groups
 
     def _tool_matcher(self, needs: HookNeeds | None) -> str:
@@ -209,8 +230,11 @@ class GeminiAgent(PreToolUseAgent):
         server, _, tool = glob.partition("/")
         return f"{MCP_PREFIX}{sample_name(server)}_{sample_name(tool)}"
 
-    def _group(self, event: str, matcher: str, command: str, timeout_s: int) -> dict[str, Any]:
-        return {"matcher": matcher, "hooks": [self.hook_entry(command, timeout_s, event)]}
+    def _group(
+        self, event: str, matcher: str | None, command: str, timeout_s: int
+    ) -> dict[str, Any]:
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        return {**group, "hooks": [self.hook_entry(command, timeout_s, event)]}
 
     @property
     def hook_events(self) -> list[str]:
@@ -218,6 +242,7 @@ class GeminiAgent(PreToolUseAgent):
 
 
 AGENT = GeminiAgent(
+    pinned_rules=True,
     name="gemini-cli",
     title="Gemini CLI",
     shell_tools=frozenset({SHELL_TOOL}),

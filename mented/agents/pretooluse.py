@@ -180,12 +180,16 @@ class SessionStarted:
     """A session started (`source` "startup"), was resumed, or had its context emptied.
 
     Decoded for an agent that takes pinned rules at session start; `session` is
-    None when the event carried no session id.
+    None when the event carried no session id. `pinned_dropped`: the agent keeps
+    no earlier session start's answer here (Copilot CLI on resume), so every
+    pinned rule is handed over again, while the other rules the session was
+    handed stay handed.
     """
 
     session: str | None
     cwd: str | None
     source: str
+    pinned_dropped: bool = False
 
     @property
     def context_emptied(self) -> bool:
