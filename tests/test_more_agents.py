@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mented.agents import AGENTS, ContextEmptied, ToolCall
+from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
 from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.memory import MemoryType
@@ -110,13 +110,43 @@ def test_gemini_mcp_tool_is_named_by_its_context_and_edits_by_path() -> None:
         ({"hook_event_name": "PreCompress", "trigger": "manual"}, True),
         # Fired before every model request, compressing or not: not an emptied context.
         ({"hook_event_name": "PreCompress", "trigger": "auto"}, False),
+        # Gemini CLI 0.61 drops a SessionStart answer on /clear: only the context is emptied.
         ({"hook_event_name": "SessionStart", "source": "clear"}, True),
-        ({"hook_event_name": "SessionStart", "source": "startup"}, False),
     ],
 )
 def test_gemini_context_emptied(event: dict[str, Any], *, emptied: bool) -> None:
     decoded = GEMINI.decode(encode({"session_id": "g1", "cwd": "/r", **event}))
     assert decoded == (ContextEmptied("g1") if emptied else None)
+
+
+@pytest.mark.parametrize("source", ["startup", "resume"])
+def test_gemini_session_start_takes_pinned_rules(source: str) -> None:
+    decoded = GEMINI.decode(
+        encode(
+            {"session_id": "g1", "cwd": "/r", "hook_event_name": "SessionStart", "source": source}
+        )
+    )
+    assert decoded == SessionStarted("g1", "/r", source)
+
+
+def test_copilot_session_start() -> None:
+    captured = {  # as Copilot CLI 1.0.102 sent it for `copilot -p`
+        "hook_event_name": "SessionStart",
+        "session_id": "7aae1c9c-ab87-413c-8c1e-9a3548da427b",
+        "timestamp": "2026-12-01T08:01:47.971Z",
+        "cwd": "/tmp/r",
+        "source": "new",
+        "initial_prompt": "Commit the change.",
+    }
+    session = captured["session_id"]
+    assert COPILOT.decode(encode(captured)) == SessionStarted(session, "/tmp/r", "new")
+    assert COPILOT.decode(encode(captured, source="startup")) == SessionStarted(
+        session, "/tmp/r", "startup"
+    )
+    resumed = COPILOT.decode(encode(captured, source="resume"))
+    assert resumed == SessionStarted(session, "/tmp/r", "resume", pinned_dropped=True)
+    assert COPILOT.decode(encode(captured, source="clear")) is None  # not one of Copilot's
+    assert json.loads(COPILOT.render_session_context("P")) == {"additionalContext": "P"}
 
 
 def test_cursor_shell_and_mcp_events() -> None:
@@ -279,7 +309,9 @@ def test_gemini_install_is_milliseconds_and_round_trips(home: Path) -> None:
     (hook,) = group["hooks"]
     assert hook["timeout"] == 5000  # milliseconds
     assert hook["name"] == "mented"
-    assert doc["hooks"]["SessionStart"][0]["matcher"] == "clear"
+    # No matcher (Gemini compares a lifecycle matcher for equality): every source.
+    assert "matcher" not in doc["hooks"]["SessionStart"][0]
+    assert doc["hooks"]["SessionStart"][0]["hooks"][0]["description"] == "mented: your pinned rules"
     assert doc["hooksConfig"] == {"enabled": True}
     assert mentectl("hooks", "install", "gemini-cli") == 0
     assert json.loads(settings.read_text()) == doc  # nothing added twice
@@ -312,7 +344,8 @@ def test_copilot_install_writes_its_own_file_and_uninstall_removes_it(home: Path
     assert entry["matcher"] == "bash"
     assert entry["timeoutSec"] == 5
     assert entry["bash"].endswith(" || true")  # a failing hook would deny the command
-    assert list(doc["hooks"]) == ["PreToolUse", "PreCompact"]
+    assert list(doc["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact"]
+    assert "matcher" not in doc["hooks"]["SessionStart"][0]  # every source
     assert mentectl("hooks", "uninstall", "copilot-cli") == 0
     assert not path.exists()
 
@@ -340,3 +373,42 @@ def test_cursor_install_both_events_in_version_1_file(home: Path) -> None:
     assert mentectl("hooks", "status", "cursor") == 0
     assert mentectl("hooks", "uninstall", "cursor") == 0
     assert not path.exists()
+
+
+def test_an_older_gemini_install_on_clear_only_is_reported_and_widened(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".gemini" / "settings.json"
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    # What installs before pinned rules wrote: SessionStart on /clear only.
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["SessionStart"][0] = {"matcher": "clear", **doc["hooks"]["SessionStart"][0]}
+    settings.write_text(json.dumps(doc, indent=2))
+    capsys.readouterr()
+    mentectl("hooks", "status")
+    assert "runs only on clear (an older install)" in capsys.readouterr().out
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    (group,) = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert "matcher" not in group
+    capsys.readouterr()
+    mentectl("hooks", "status")
+    assert "older install" not in capsys.readouterr().out
+
+
+def test_an_older_copilot_install_without_session_start_is_completed(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = home / ".copilot" / "hooks" / "mented.json"
+    assert mentectl("hooks", "install", "copilot-cli") == 0
+    doc = json.loads(path.read_text())
+    del doc["hooks"]["SessionStart"]
+    path.write_text(json.dumps(doc, indent=2))
+    capsys.readouterr()
+    mentectl("hooks", "status")
+    assert "no SessionStart entry, so pinned rules are not handed over" in capsys.readouterr().out
+    assert mentectl("hooks", "install", "copilot-cli") == 0
+    assert list(json.loads(path.read_text())["hooks"]) == [
+        "PreToolUse",
+        "PreCompact",
+        "SessionStart",
+    ]

@@ -260,3 +260,52 @@ def test_a_store_that_fails_is_silence(store: Store, sessions: SessionMemory) ->
     hook = handler(store, sessions)
     store.close()
     assert hook.handle("claude-code", session_start("startup")) == b""
+
+
+# ------------------------------------------------------ Gemini CLI and Copilot CLI
+
+
+def test_gemini_takes_them_at_startup_and_resume_and_clear_empties_the_context(
+    store: Store, sessions: SessionMemory
+) -> None:
+    pin(store, "answer in British English")
+    rule(store, "git-commit", "single line")
+    hook = handler(store, sessions)
+    assert "British" in handed(hook.handle("gemini-cli", session_start("startup")))
+    assert hook.handle("gemini-cli", session_start("resume")) == b""  # in the history already
+
+    def commit(message: str) -> bytes:
+        return json.dumps(
+            {
+                "hook_event_name": "BeforeTool",
+                "session_id": "s1",
+                "cwd": "/home/u/repo",
+                "tool_name": "run_shell_command",
+                "tool_input": {"command": f"git commit -m {message}"},
+            }
+        ).encode()
+
+    assert "single line" in json.loads(hook.handle("gemini-cli", commit("x")))["reason"]
+    # /clear: Gemini CLI 0.61 drops a SessionStart answer there; the context is emptied.
+    assert hook.handle("gemini-cli", session_start("clear")) == b""
+    assert "single line" in json.loads(hook.handle("gemini-cli", commit("y")))["reason"]
+
+
+def test_copilot_takes_them_at_the_top_level_and_again_on_resume(
+    store: Store, sessions: SessionMemory
+) -> None:
+    pin(store, "answer in British English")
+    rule(store, "git-commit", "single line")
+    hook = handler(store, sessions)
+    first = json.loads(hook.handle("copilot-cli", session_start("new", initial_prompt="go")))
+    assert list(first) == ["additionalContext"]  # Copilot's own shape for this event
+    assert "British" in first["additionalContext"]
+    assert hook.handle("copilot-cli", session_start("new")) == b""  # the same event twice
+    assert "single line" in str(text_of_answer(hook.handle("copilot-cli", event(session="s1"))))
+    # A resumed Copilot session has lost the first start's answer: all of them again ...
+    again = json.loads(hook.handle("copilot-cli", session_start("resume")))
+    assert again == first
+    # ... while the action rules it was handed (in tool results, kept) stay handed.
+    assert "single line" not in str(text_of_answer(hook.handle("copilot-cli", event(session="s1"))))
+    assert "British" in hook.handle("copilot-cli", session_start("startup", session="s2")).decode()
+    assert hook.handle("copilot-cli", session_start("compact", session="s3")) == b""

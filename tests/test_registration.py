@@ -248,7 +248,7 @@ def test_gemini_registers_the_tools_the_table_names_and_reports_an_older_install
     for tool in ("read_file", "run_shell_command_x", "mcp_github_list_issues"):
         assert not matcher_takes(before["matcher"], tool), tool
     entries = [
-        InstalledEntry(Path("/s"), event, 0, 0, group[0]["hooks"][0], group[0]["matcher"])
+        InstalledEntry(Path("/s"), event, 0, 0, group[0]["hooks"][0], group[0].get("matcher"))
         for event, group in groups.items()
     ]
     assert agent.registration_gaps(entries, needs) == []
