@@ -265,14 +265,16 @@ def test_a_store_that_fails_is_silence(store: Store, sessions: SessionMemory) ->
 # ------------------------------------------------------ Gemini CLI and Copilot CLI
 
 
-def test_gemini_takes_them_at_startup_and_resume_and_clear_empties_the_context(
+def test_gemini_takes_them_at_startup_and_again_on_resume_and_clear_empties_the_context(
     store: Store, sessions: SessionMemory
 ) -> None:
     pin(store, "answer in British English")
     rule(store, "git-commit", "single line")
     hook = handler(store, sessions)
-    assert "British" in handed(hook.handle("gemini-cli", session_start("startup")))
-    assert hook.handle("gemini-cli", session_start("resume")) == b""  # in the history already
+    first = hook.handle("gemini-cli", session_start("startup"))
+    assert "British" in handed(first)
+    # A resumed Gemini session leaves out what the first start handed: all of them again.
+    assert hook.handle("gemini-cli", session_start("resume")) == first
 
     def commit(message: str) -> bytes:
         return json.dumps(

@@ -27,7 +27,11 @@ shipped code (`packages/core/src/hooks/`, bundled in `@google/gemini-cli`):
   put before the prompt as `<hook_context>...</hook_context>`
   (packages/cli/src/gemini.tsx), interactively added to the history as a user
   message of the same form (AppContainer.tsx); `<` and `>` in it become `&lt;`
-  and `&gt;` (`getAdditionalContext`). On `clear` (`/clear`,
+  and `&gt;` (`getAdditionalContext`). It does not outlive the process: a
+  resumed session's history leaves out every user message that starts with
+  `<hook_context>` (`convertSessionToClientHistory`, `isIgnoredUserContent`; with
+  `-p` the first prompt goes with it), so on `resume` every pinned rule is
+  handed over again. On `clear` (`/clear`,
   ui/commands/clearCommand.ts) only the answer's `systemMessage` is shown to the
   user and the context is dropped, so there a session start only means the
   context was emptied. A lifecycle matcher is compared for equality, so our
@@ -88,6 +92,10 @@ _LIFECYCLE_MATCHERS: dict[str, str | None] = {SESSION_START: None, PRE_COMPRESS:
 # The `SessionStart` source whose answer Gemini CLI 0.61 drops (clearCommand.ts
 # shows only its `systemMessage`): it only says the context was emptied.
 _CONTEXT_DROPPED_SOURCE = "clear"
+# A resumed session's history leaves out every user message that starts with
+# `<hook_context>` (`isIgnoredUserContent`, 0.61): what the first start handed is
+# gone, so a resume gets every pinned rule again.
+_RESUME = "resume"
 
 
 class _McpContext(msgspec.Struct):
@@ -127,8 +135,10 @@ class GeminiAgent(PreToolUseAgent):
                 return ContextEmptied(session=extra.session_id)
             return None
         call = super().decode(event)
-        if isinstance(call, SessionStarted) and call.source == _CONTEXT_DROPPED_SOURCE:
-            return ContextEmptied(session=call.session) if call.session else None
+        if isinstance(call, SessionStarted):
+            if call.source == _CONTEXT_DROPPED_SOURCE:
+                return ContextEmptied(session=call.session) if call.session else None
+            return replace(call, pinned_dropped=call.source == _RESUME)
         if not isinstance(call, ToolCall) or not call.mcp_tool:
             return call
         # Gemini names an MCP tool mcp_SERVER_TOOL, which cannot be split on "_":
