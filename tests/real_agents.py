@@ -271,22 +271,23 @@ class AgentSession:
             (self.config_dir / "config.toml").write_text(config, encoding="utf-8")
         return env
 
-    def run(self, server: ModelServer, prompt: str) -> AgentRun:
-        """Run the agent once, non-interactively, in the repository, until it answers."""
+    def run(self, server: ModelServer, prompt: str, *, resume: bool = False) -> AgentRun:
+        """Run the agent once, non-interactively, in the repository, until it answers.
+
+        `resume`: go on with the agent's most recent session instead of a new one.
+        """
         if self.agent is CLAUDE_CODE:
             # As root, Claude Code refuses bypassPermissions: allow the one tool instead.
             args = ["-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5"]
+            args += ["--continue"] if resume else []
         elif self.agent is COPILOT_CLI:
-            args = ["-p", prompt, "--allow-all-tools"]
+            args = ["-p", prompt, "--allow-all-tools"] + (["--continue"] if resume else [])
         elif self.agent is GEMINI_CLI:
             args = ["-p", prompt, "--approval-mode", "yolo", "--model", "gemini-2.5-flash"]
+            args += ["--resume", "latest"] if resume else []
         else:
-            args = [
-                "exec",
-                "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox",
-                prompt,
-            ]
+            args = ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+            args += ["resume", "--last", prompt] if resume else [prompt]
         started = time.monotonic()
         started_at = time.time()
         result = subprocess.run(

@@ -101,15 +101,19 @@ def run(
     commands: list[str],
     *,
     before_command: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> list[Turn]:
-    """Run the agent through `commands`; the requests it sent to the model."""
+    """Run the agent through `commands`; the requests it sent to the model.
+
+    `resume`: in the agent's most recent session (`AgentSession.run`).
+    """
     script = Script(
         commands=commands,
         probe=lambda: commit_count(session.repo),
         before_command=before_command,
     )
     with ModelServer(script) as server:
-        result = session.run(server, PROMPT)
+        result = session.run(server, PROMPT, resume=resume)
     assert result.returncode == 0, f"{session.agent.name} failed:\n{result.stdout}\n{result.stderr}"
     assert not server.recording.errors, server.recording.errors
     assert server.turns, "the agent never asked the model"
@@ -258,3 +262,16 @@ def test_pinned_rules_reach_the_model_at_session_start(session: AgentSession) ->
         pinned=1,
         chars=chars,
     )
+
+
+def test_a_resumed_session_still_has_its_pinned_rule(session: AgentSession) -> None:
+    """Resumed (`--continue`, `--resume latest`, `exec resume --last`), the session's model
+    has the pinned rule before its first turn, once: kept in the history, or handed again
+    where the agent leaves the first start's context out (Gemini CLI, Copilot CLI)."""
+    if not MENTED_AGENTS[session.agent.name].pinned_rules:
+        pytest.skip(f"{session.agent.name} takes no pinned rules at session start yet")
+    pin_rule(session.daemon, PINNED)
+    run(session, ["ls"])
+    turns = run(session, ["ls"], resume=True)
+    assert PINNED in turns[0].conversation_text(), "the resumed session lost the pinned rule"
+    assert count(PINNED, turns) == 1

@@ -29,7 +29,9 @@ and hooks/src/events/session_start.rs)::
 
     {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "..."}}
 
-Other agents' are answered with silence.
+Gemini CLI and Copilot CLI take pinned rules too, each in its own answer and
+with its own sources (their modules say how); other agents' session starts are
+answered with silence.
 """
 
 from __future__ import annotations
