@@ -35,7 +35,9 @@ Pinned rules (mented.pinned) go at `SessionStart`: on a new session, a resumed
 one and after a compaction or clear, the pinned rules the session may see and
 was not handed yet (all of them, after the session was forgotten), as context,
 recorded in the session memory like action rules. A resumed session that has
-them gets nothing.
+them gets nothing, except where the agent leaves the first start's context out
+of a resumed session (Gemini CLI, Copilot CLI: `SessionStarted.pinned_dropped`):
+there it gets all of them again.
 
 The same event delivered twice within `[hook] dedupe_seconds` (a hook
 registered both in settings and in a plugin) is answered once. Events are
