@@ -302,6 +302,7 @@ def test_copilot_takes_them_at_the_top_level_and_again_on_resume(
     first = json.loads(hook.handle("copilot-cli", session_start("new", initial_prompt="go")))
     assert list(first) == ["additionalContext"]  # Copilot's own shape for this event
     assert "British" in first["additionalContext"]
+    assert text_of_answer(json.dumps(first).encode()) == first["additionalContext"]
     assert hook.handle("copilot-cli", session_start("new")) == b""  # the same event twice
     assert "single line" in str(text_of_answer(hook.handle("copilot-cli", event(session="s1"))))
     # A resumed Copilot session has lost the first start's answer: all of them again ...

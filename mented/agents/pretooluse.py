@@ -138,7 +138,9 @@ def text_of_answer(output: bytes) -> str | None:
     benchmark and the tests; None when `output` is neither.
     """
     try:
-        specific = msgspec.json.decode(output).get("hookSpecificOutput", {})
+        answer = msgspec.json.decode(output)
+        # Copilot CLI's session-start answer has `additionalContext` at the top level.
+        specific = answer.get("hookSpecificOutput", answer)
     except (msgspec.DecodeError, AttributeError):
         return None
     if not isinstance(specific, dict):
