@@ -430,15 +430,21 @@ def test_explicit_settings_path_and_a_one_line_file(
     assert text.startswith('{"a": 1, "hooks": ')
 
 
-def test_a_symlinked_settings_file_is_written_through_the_link(
-    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def linked_settings(home: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """~/.claude/settings.json as a link into a dotfiles checkout holding `{}`: both paths."""
     dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
     dotfiles.parent.mkdir()
     dotfiles.write_text("{}\n")
     link = home / ".claude" / "settings.json"
     link.parent.mkdir()
     link.symlink_to(dotfiles)
+    return link, dotfiles
+
+
+def test_a_symlinked_settings_file_is_written_through_the_link(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link, dotfiles = linked_settings(home, tmp_path)
     mentectl(capsys, "hooks", "install", "claude-code")
     assert link.is_symlink()
     assert our_hooks(dotfiles)
@@ -827,12 +833,7 @@ def test_uninstall_keeps_a_backup_that_holds_the_users_settings(
 def test_uninstall_leaves_a_linked_file_in_place(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dotfiles = tmp_path / "dotfiles" / "claude.json"
-    dotfiles.parent.mkdir()
-    dotfiles.write_text("{}\n")
-    settings = home / ".claude" / "settings.json"
-    settings.parent.mkdir()
-    settings.symlink_to(dotfiles)
+    settings, dotfiles = linked_settings(home, tmp_path)
     mentectl(capsys, "hooks", "install", "claude-code")
     mentectl(capsys, "hooks", "uninstall", "claude-code")
     assert settings.is_symlink()
