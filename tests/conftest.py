@@ -210,11 +210,12 @@ class DaemonProcess:
         return Client(self.socket, connect_timeout=timeout, timeout=timeout)
 
     def mentectl(
-        self, *args: str, check: bool = True, stdin: str | None = None
+        self, *args: str, check: bool = True, stdin: str | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [PYTHON, "-m", "mented_client.cli", *args],
             env=self.env,
+            cwd=cwd,
             input=stdin,
             capture_output=True,
             text=True,

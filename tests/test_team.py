@@ -141,20 +141,7 @@ def test_rule_add_team_trust_and_the_hook_marks_the_projects_rules(
     daemon.mentectl("rule", "add", "git-commit", "mine: one line")
 
     def run_here(*args: str) -> str:
-        import subprocess
-
-        from tests.conftest import PYTHON
-
-        done = subprocess.run(
-            [PYTHON, "-m", "mented_client.cli", *args],
-            env=daemon.env,
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-        return done.stdout
+        return daemon.mentectl(*args, cwd=repo).stdout
 
     out = run_here("rule", "add", "--team", "git-commit", "team: conventional prefix")
     assert f"added a rule for git-commit to {repo}/.mented/rules.jsonl" in out
