@@ -58,12 +58,9 @@ import msgspec
 from mented.agents.pretooluse import (
     EVENT_NAME,
     SESSION_START,
-    ContextEmptied,
     EveryCallAgent,
     McpSettings,
-    SessionStarted,
     SettingsLayout,
-    ToolCall,
 )
 
 PRE_COMPACT = "PreCompact"
@@ -76,36 +73,12 @@ SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payloa
 NEVER_FAIL = " || true"
 
 
-class _SessionStartEvent(msgspec.Struct):
-    hook_event_name: str | None = None
-    session_id: str | None = None
-    cwd: str | None = None
-    source: str | None = None
-
-
-_session_decoder = msgspec.json.Decoder(_SessionStartEvent)
 _encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, kw_only=True)
 class CopilotAgent(EveryCallAgent):
     """Copilot CLI: the shared shape, in flat version-1 entries with `bash` and `timeoutSec`."""
-
-    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
-        try:
-            start = _session_decoder.decode(event)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-        if start.hook_event_name != SESSION_START:
-            return super().decode(event)
-        if start.source not in SESSION_SOURCES:
-            return None
-        return SessionStarted(
-            session=start.session_id or None,
-            cwd=start.cwd or None,
-            source=start.source,
-            pinned_dropped=start.source == RESUME,
-        )
 
     def render_session_context(self, text: str) -> bytes:
         """Copilot's own `SessionStart` answer: the context at the top level."""
@@ -138,6 +111,8 @@ class CopilotAgent(EveryCallAgent):
 
 AGENT = CopilotAgent(
     pinned_rules=True,
+    session_start_sources=SESSION_SOURCES,
+    pinned_dropped_sources=frozenset({RESUME}),
     name="copilot-cli",
     title="GitHub Copilot CLI",
     config_dir_env="COPILOT_HOME",

@@ -138,7 +138,7 @@ class GeminiAgent(PreToolUseAgent):
         if isinstance(call, SessionStarted):
             if call.source == _CONTEXT_DROPPED_SOURCE:
                 return ContextEmptied(session=call.session) if call.session else None
-            return replace(call, pinned_dropped=call.source == _RESUME)
+            return call
         if not isinstance(call, ToolCall) or not call.mcp_tool:
             return call
         # Gemini names an MCP tool mcp_SERVER_TOOL, which cannot be split on "_":
@@ -253,6 +253,7 @@ class GeminiAgent(PreToolUseAgent):
 
 AGENT = GeminiAgent(
     pinned_rules=True,
+    pinned_dropped_sources=frozenset({_RESUME}),
     name="gemini-cli",
     title="Gemini CLI",
     shell_tools=frozenset({SHELL_TOOL}),

@@ -310,6 +310,9 @@ class PreToolUseAgent:
             source in `CONTEXT_EMPTIED`.
         pinned_rules: whether its `SessionStart` hook hands the pinned rules over
             (`render_session_context`); checked with the real client.
+        session_start_sources: the `SessionStart` sources it hands them over on.
+        pinned_dropped_sources: the sources after which the agent no longer has
+            what an earlier session start handed over (`SessionStarted.pinned_dropped`).
         layout: how the settings file holds our entries.
         mcp: where and how mented's MCP server is registered with the agent.
     """
@@ -335,6 +338,8 @@ class PreToolUseAgent:
     after_event: str | None = None
     context_emptied_events: frozenset[str] = frozenset()
     pinned_rules: bool = False
+    session_start_sources: frozenset[str] = SESSION_START_SOURCES
+    pinned_dropped_sources: frozenset[str] = frozenset()
     layout: SettingsLayout = field(default_factory=SettingsLayout)
     mcp: McpSettings
 
@@ -364,10 +369,13 @@ class PreToolUseAgent:
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
         if self.pinned_rules and decoded.hook_event_name == SESSION_START:
-            if decoded.source not in SESSION_START_SOURCES:
+            if decoded.source not in self.session_start_sources:
                 return None
             return SessionStarted(
-                session=decoded.session_id or None, cwd=decoded.cwd or None, source=decoded.source
+                session=decoded.session_id or None,
+                cwd=decoded.cwd or None,
+                source=decoded.source,
+                pinned_dropped=decoded.source in self.pinned_dropped_sources,
             )
         if decoded.hook_event_name == SESSION_START or (
             decoded.hook_event_name in self.context_emptied_events
