@@ -67,7 +67,6 @@ from mented.agents.pretooluse import (
     ToolCall,
     pretooluse_event,
 )
-from mented.registration import glob_to_regex, sample_name
 
 if TYPE_CHECKING:
     from mented.registration import HookNeeds
@@ -149,7 +148,7 @@ class GeminiAgent(PreToolUseAgent):
         return replace(call, mcp_tool=f"{mcp.server_name}/{mcp.tool_name}")
 
     def _tool_call(self, tool: str, tool_input: msgspec.Raw) -> ToolCall | None:
-        if tool.startswith(MCP_PREFIX):  # named by `decode`, from `mcp_context`
+        if tool.startswith(self.mcp_prefix):  # named by `decode`, from `mcp_context`
             return ToolCall(mcp_tool=tool)
         return super()._tool_call(tool, tool_input)
 
@@ -231,15 +230,6 @@ class GeminiAgent(PreToolUseAgent):
         alternatives = [re.escape(name) for name in shells + names] + patterns
         return "^(" + "|".join(alternatives) + ")$" if alternatives else ""
 
-    def mcp_tool_pattern(self, glob: str) -> str:
-        """Gemini names an MCP tool mcp_SERVER_TOOL."""
-        server, _, tool = glob.partition("/")
-        return f"{MCP_PREFIX}{glob_to_regex(server)}_{glob_to_regex(tool)}"
-
-    def mcp_tool_sample(self, glob: str) -> str:
-        server, _, tool = glob.partition("/")
-        return f"{MCP_PREFIX}{sample_name(server)}_{sample_name(tool)}"
-
     def _group(
         self, event: str, matcher: str | None, command: str, timeout_s: int
     ) -> dict[str, Any]:
@@ -258,6 +248,8 @@ AGENT = GeminiAgent(
     title="Gemini CLI",
     shell_tools=frozenset({SHELL_TOOL}),
     edit_tools=frozenset({"write_file", "replace"}),
+    mcp_prefix=MCP_PREFIX,  # mcp_SERVER_TOOL
+    mcp_separator="_",
     config_dir_env="GEMINI_CLI_HOME",
     config_dir_name=".gemini",
     settings_name="settings.json",

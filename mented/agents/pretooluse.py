@@ -284,6 +284,7 @@ class PreToolUseAgent:
         patch_tools: the tool names whose `tool_input.command` is an apply_patch
             patch (Codex), which writes the files it names.
         mcp_prefix: how the agent's MCP tool names start (`mcp__SERVER__TOOL`).
+        mcp_separator: what comes between the server and the tool in such a name.
         shell_condition: the pre-filter on a shell command as the agent writes it
             on a hook handler (Claude Code's `if`: `Bash({})`, `{}` a command
             pattern); None when the agent has none and runs the hook for every one.
@@ -323,6 +324,7 @@ class PreToolUseAgent:
     edit_tools: frozenset[str] = frozenset()
     patch_tools: frozenset[str] = frozenset()
     mcp_prefix: str = _MCP_PREFIX
+    mcp_separator: str = "__"
     shell_condition: str | None = None
     config_dir_env: str
     config_dir_name: str
@@ -422,7 +424,7 @@ class PreToolUseAgent:
             files = patched_files(_shell_decoder.decode(tool_input).command or "")
             return ToolCall(edited=files) if files else None
         if tool.startswith(self.mcp_prefix):
-            server, _, name = tool[len(self.mcp_prefix) :].partition("__")
+            server, _, name = tool[len(self.mcp_prefix) :].partition(self.mcp_separator)
             return ToolCall(mcp_tool=f"{server}/{name}") if server and name else None
         return None
 
@@ -514,12 +516,12 @@ class PreToolUseAgent:
     def mcp_tool_pattern(self, glob: str) -> str:
         """The agent's tool names for the MCP tools a SERVER/TOOL glob names, as a regex."""
         server, _, tool = glob.partition("/")
-        return f"{self.mcp_prefix}{glob_to_regex(server)}__{glob_to_regex(tool)}"
+        return f"{self.mcp_prefix}{glob_to_regex(server)}{self.mcp_separator}{glob_to_regex(tool)}"
 
     def mcp_tool_sample(self, glob: str) -> str:
         """One agent tool name the SERVER/TOOL glob names (to check a matcher with)."""
         server, _, tool = glob.partition("/")
-        return f"{self.mcp_prefix}{sample_name(server)}__{sample_name(tool)}"
+        return f"{self.mcp_prefix}{sample_name(server)}{self.mcp_separator}{sample_name(tool)}"
 
     def file_edit_tools(self) -> list[str]:
         """The agent's tools that write files, sorted."""
