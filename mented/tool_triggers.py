@@ -24,9 +24,8 @@ class ToolMatcher:
     def __init__(self, table: ActionTable) -> None:
         self._globs = [(action.name, action.tools) for action in table.actions() if action.tools]
         self._patterns = [
-            (action.name, re.compile("|".join(fnmatch.translate(tool) for tool in action.tools)))
-            for action in table.actions()
-            if action.tools
+            (name, re.compile("|".join(fnmatch.translate(glob) for glob in globs)))
+            for name, globs in self._globs
         ]
 
     def __bool__(self) -> bool:
