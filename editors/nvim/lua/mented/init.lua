@@ -100,6 +100,20 @@ local function choose_scope(scope, action, dir, then_do)
   end)
 end
 
+-- The reply and error handlers of a request that writes a rule: say what
+-- `message(reply)` says, refresh the listing, and tell `done` whether it worked.
+local function on_saved(message, done)
+  return function(reply)
+    vim.notify(message(reply), vim.log.levels.INFO)
+    rules.refresh()
+    done(true)
+  end, function(err)
+    daemon.report(err)
+    done(false)
+    return true
+  end
+end
+
 local function store(action, scope, dir, text, done)
   daemon.request({
     type = "store",
@@ -107,18 +121,9 @@ local function store(action, scope, dir, text, done)
     memory_type = "procedural",
     tags = { "trigger:" .. action },
     project = scope == "project" and dir or nil,
-  }, function(reply)
-    vim.notify(
-      "mented: added [" .. daemon.handle(reply.id) .. "] for " .. action .. ", " .. scope_words(scope, dir),
-      vim.log.levels.INFO
-    )
-    rules.refresh()
-    done(true)
-  end, function(err)
-    daemon.report(err)
-    done(false)
-    return true
-  end)
+  }, on_saved(function(reply)
+    return "mented: added [" .. daemon.handle(reply.id) .. "] for " .. action .. ", " .. scope_words(scope, dir)
+  end, done))
 end
 
 local function known_action(actions, action)
@@ -206,18 +211,12 @@ end
 -- -------------------------------------------------------------- superseding
 
 local function supersede_with(memory, text, done)
-  daemon.request({ type = "supersede", id = memory.id, content = text }, function(reply)
-    vim.notify(
-      "mented: [" .. daemon.handle(memory.id) .. "] superseded by [" .. daemon.handle(reply.id) .. "]",
-      vim.log.levels.INFO
-    )
-    rules.refresh()
-    done(true)
-  end, function(err)
-    daemon.report(err)
-    done(false)
-    return true
-  end)
+  daemon.request(
+    { type = "supersede", id = memory.id, content = text },
+    on_saved(function(reply)
+      return "mented: [" .. daemon.handle(memory.id) .. "] superseded by [" .. daemon.handle(reply.id) .. "]"
+    end, done)
+  )
 end
 
 local function rewrite(memory, text)
