@@ -174,12 +174,19 @@ class HookHandler:
         return self.handle_decoded(agent, decode_event(agent, event), deadline=deadline)
 
     def handle_decoded(
-        self, agent: str, call: HookEvent | None, *, deadline: float | None = None
+        self,
+        agent: str,
+        call: HookEvent | None,
+        *,
+        deadline: float | None = None,
+        aliases: Aliases | None = None,
     ) -> bytes:
         """`handle` for an event already decoded (`decode_event`): the server decodes
-        each one first to see whether its command is slow to match. Never raises."""
+        each one first to see whether its command is slow to match. `aliases`: the
+        call's `git_aliases_for`, when the caller looked them up already (a few `stat`s
+        not made twice). Never raises."""
         try:
-            return self._handle(agent, call, deadline)
+            return self._handle(agent, call, deadline, aliases)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -211,7 +218,9 @@ class HookHandler:
             self._failures_logged.add(kind)
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
-    def _handle(self, agent: str, call: HookEvent | None, deadline: float | None) -> bytes:
+    def _handle(
+        self, agent: str, call: HookEvent | None, deadline: float | None, aliases: Aliases | None
+    ) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
         if adapter is None or call is None or _past(deadline):
@@ -221,9 +230,11 @@ class HookHandler:
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
-        actions = self._actions_of(call, deadline)
+        if aliases is None:
+            aliases = self.git_aliases_for(call)
+        actions = self._actions_of(call, deadline, aliases)
         if not actions and call.command and len(call.command) > MAX_COMMAND_CHARS:
-            self._record_not_analyzed(adapter, call, started)
+            self._record_not_analyzed(adapter, call, started, aliases)
         if not actions or _past(deadline):
             return b""
         now = time.monotonic()
@@ -245,10 +256,12 @@ class HookHandler:
         self._record(fire)
         return out
 
-    def _record_not_analyzed(self, adapter: Agent, call: ToolCall, started: float) -> None:
+    def _record_not_analyzed(
+        self, adapter: Agent, call: ToolCall, started: float, aliases: Aliases
+    ) -> None:
         """Log a command the matcher did not analyze for its length: it fired nothing."""
         assert call.command is not None  # the caller checked
-        length = self._matcher.too_long(call.command, aliases=self.git_aliases_for(call))
+        length = self._matcher.too_long(call.command, aliases=aliases)
         if length is None:  # analyzed without its heredoc bodies: nothing to say
             return
         self._record(
@@ -326,10 +339,11 @@ class HookHandler:
         self._record(fire)
         return out
 
-    def _actions_of(self, call: ToolCall, deadline: float | None = None) -> tuple[str, ...]:
+    def _actions_of(
+        self, call: ToolCall, deadline: float | None, aliases: Aliases
+    ) -> tuple[str, ...]:
         """The actions a tool call performs: by its command, MCP tool, or the files it edits."""
         if call.command:
-            aliases = self.git_aliases_for(call)
             return self._matcher.actions_in(call.command, deadline=deadline, aliases=aliases)
         if call.mcp_tool:
             return self._tools.actions_for(call.mcp_tool)

@@ -789,7 +789,7 @@ class Server:
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle_decoded(request.agent, call, deadline=deadline)
+        return self.hooks.handle_decoded(request.agent, call, deadline=deadline, aliases=aliases)
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
