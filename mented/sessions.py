@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import lmdb
@@ -56,15 +56,16 @@ _decoder = msgspec.msgpack.Decoder(_Session)
 
 @dataclass(frozen=True, slots=True)
 class SessionKey:
-    """One agent session. `digest` is what is stored."""
+    """One agent session. `digest` is what is stored (worked out once: a hook uses it
+    several times)."""
 
     agent: str
     session: str
+    digest: bytes = field(init=False, repr=False, compare=False)
 
-    @property
-    def digest(self) -> bytes:
+    def __post_init__(self) -> None:
         fields = msgspec.json.encode((self.agent, self.session))
-        return hashlib.blake2b(fields, digest_size=16).digest()
+        object.__setattr__(self, "digest", hashlib.blake2b(fields, digest_size=16).digest())
 
 
 class _CutShortError(Exception):
