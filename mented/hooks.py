@@ -390,7 +390,8 @@ class HookHandler:
                 fire.why = WHY_NO_CONTEXT.format(agent=adapter.title)
                 return b"", fire
             self._touch(key)
-            if self._stopped.get(key.digest) == _call_digest(call):
+            stopped = self._stopped.get(key.digest)  # digested only for a session stopped
+            if stopped is not None and stopped == _call_digest(call):
                 del self._stopped[key.digest]
                 fire.why = WHY_RETRY
                 return b"", fire
