@@ -234,9 +234,9 @@ def _read(path: Path) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: str | Path) -> tuple[int, int] | None:
     try:
-        info = path.stat()
+        info = os.stat(path)  # noqa: PTH116 - checked per hook: a str path, no Path method
     except (OSError, ValueError):
         return None
     return info.st_mtime_ns, info.st_size
@@ -298,7 +298,8 @@ class GitAliases:
     """The git aliases in force per working directory, cached by the files' times and sizes."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple[tuple[Path, tuple[int, int] | None], ...], Aliases]]
+        # The watched paths as strings: checked at each hook, a `stat` is faster on one.
+        self._cache: dict[str, tuple[tuple[tuple[str, tuple[int, int] | None], ...], Aliases]]
         self._cache = {}
         self._lock = threading.Lock()
 
@@ -310,7 +311,7 @@ class GitAliases:
         if cached is not None and all(_stamp(path) == stamp for path, stamp in cached[0]):
             return cached[1]
         aliases, watched = self._load(directory)
-        stamps = tuple((path, _stamp(path)) for path in watched)
+        stamps = tuple((os.fspath(path), _stamp(path)) for path in watched)
         with self._lock:
             if len(self._cache) >= MAX_CACHED_DIRECTORIES and key not in self._cache:
                 self._cache.pop(next(iter(self._cache)))
