@@ -691,8 +691,6 @@ class Server:
         """The complete reply frame for one request body (`conn`: whose, for `subscribe`)."""
         received = time.monotonic()
         request = decode_request(body)
-        if isinstance(request, SubscribeRequest):
-            return encode(self._subscribe(request, conn))
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
             # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
@@ -702,6 +700,8 @@ class Server:
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
             return answer
+        if isinstance(request, SubscribeRequest):
+            return encode(self._subscribe(request, conn))
         if isinstance(request, ErrorReply):
             if body.startswith(_HOOK_PREFIX):
                 # A hook envelope around stdin that was not JSON: the shim splices
