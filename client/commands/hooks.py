@@ -30,7 +30,7 @@ from pathlib import Path
 import msgspec
 
 from mented import paths
-from mented.actions import TableInForce, load_table_in_force
+from mented.actions import TableInForce
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import (
     EVENT_NAME,
@@ -41,7 +41,6 @@ from mented.agents.pretooluse import (
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.connection import Client, NotRunningError
 from mented_client.files import display_path, remove_file, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
@@ -60,7 +59,7 @@ from mented_client.hook_settings import (
     unchanged_except,
     without_mented,
 )
-from mented_client.scope import daemon_table
+from mented_client.scope import table_in_force
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.
@@ -227,19 +226,6 @@ def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
 
 
 # ------------------------------------------------------------- the action table
-
-# Short: a daemon that is not there should not slow an install down.
-CONNECT_TIMEOUT = 0.2
-
-
-def table_in_force(socket: str | None) -> TableInForce:
-    """The running daemon's action table (its config file's), else the config file's here."""
-    try:
-        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
-            in_force: TableInForce = daemon_table(client)
-            return in_force
-    except NotRunningError:
-        return load_table_in_force(paths.config_path(None))
 
 
 def needs_in_force(socket: str | None) -> HookNeeds:
