@@ -41,13 +41,12 @@ from mented.agents.pretooluse import (
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.files import display_path, remove_file, write_atomically
+from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
     add_hook,
     find_entries,
-    holds_nothing,
     installed_shim,
     is_native_executable,
     missing_events,
@@ -55,9 +54,7 @@ from mented_client.hook_settings import (
     read_settings,
     real_interpreter,
     remove_hooks,
-    settle_backup,
-    unchanged_except,
-    without_mented,
+    write_without_ours,
 )
 from mented_client.scope import table_in_force
 
@@ -424,15 +421,9 @@ def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Remov
     if not removed:
         return Removal()
     ours = {"hooks", *layout.top, *(layout.enable[:1] if layout.enable else ())}
-    unchanged_except(previous, text, path, ours)
-    gone = holds_nothing(text) and not path.is_symlink()
-    backup = settle_backup(
-        path, None if gone else text, lambda kept: without_mented(kept, path, agent)
-    )
-    if gone:
-        directories = remove_file(path, up_to=up_to)
+    backup, directories = write_without_ours(path, previous, text, ours, agent, up_to=up_to)
+    if directories is not None:
         return Removal(removed, backup, deleted=True, directories=tuple(directories))
-    write_atomically(path, text)
     return Removal(removed, backup)
 
 
