@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
-from mented_client.files import backup_path, remove_file, write_atomically
+from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -870,6 +870,14 @@ def settle_backup(
         saved.unlink(missing_ok=True)
         return None
     return saved
+
+
+def backup_kept(backup: Path) -> str:
+    """What to tell the user about a backup that stays after an uninstall (`settle_backup`)."""
+    return (
+        f"{display_path(backup)}, the copy saved when mented last changed the file, differs "
+        "from it (it may hold changes of yours): kept; delete it when you do not need it"
+    )
 
 
 def write_without_ours(  # noqa: PLR0913 - the file, its two texts, and what may change

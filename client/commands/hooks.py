@@ -46,6 +46,7 @@ from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
     add_hook,
+    backup_kept,
     find_entries,
     installed_shim,
     is_native_executable,
@@ -374,14 +375,6 @@ class Removal:
         return f"{self.removed} mented hook {entries} removed, nothing else changed"
 
 
-def backup_kept(backup: Path) -> str:
-    """What to tell the user about a backup that stays after an uninstall."""
-    return (
-        f"  {display_path(backup)}, the copy saved when mented last changed the file, differs "
-        "from it (it may hold changes of yours): kept; delete it when you do not need it"
-    )
-
-
 def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path | None:
     """The highest directory an uninstall may remove once it is empty, for the file `path`.
 
@@ -502,7 +495,7 @@ def uninstall_lines(
                 "changed."
             )
         if removal.backup:
-            lines.append(backup_kept(removal.backup))
+            lines.append(f"  {backup_kept(removal.backup)}")
     if not found:
         where = " or ".join(display_path(path) for path in places)
         lines.append(f"No mented hook for {agent.title} in {where}; nothing changed.")

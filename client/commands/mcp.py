@@ -61,6 +61,7 @@ from mented_client.hook_settings import (
     MCP_SERVER_NAME,
     MCP_SERVERS,
     SettingsError,
+    backup_kept,
     mcp_server,
     read_settings,
     with_mcp_server,
@@ -648,12 +649,7 @@ def _uninstall_json(agent: Agent) -> str:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc}") from exc
-    kept = (
-        f"\n{display_path(backup)}, the copy saved when mented last changed the file, differs "
-        "from it (it may hold changes of yours): kept; delete it when you do not need it"
-        if backup
-        else ""
-    )
+    kept = f"\n{backup_kept(backup)}" if backup else ""
     if directories is not None:
         return f"removed {path}: it held only mented's MCP server" + _gone(directories) + kept
     return f"removed {MCP_SERVERS}.{SERVER_NAME} from {path}; nothing else changed" + kept
