@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
-from mented_client.files import backup_path
+from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -870,6 +870,48 @@ def settle_backup(
         saved.unlink(missing_ok=True)
         return None
     return saved
+
+
+def backup_kept(backup: Path) -> str:
+    """What to tell the user about a backup that stays after an uninstall (`settle_backup`)."""
+    return (
+        f"{display_path(backup)}, the copy saved when mented last changed the file, differs "
+        "from it (it may hold changes of yours): kept; delete it when you do not need it"
+    )
+
+
+def write_without_ours(  # noqa: PLR0913 - the file, its two texts, and what may change
+    path: Path,
+    before: str,
+    after: str,
+    ours: set[str],
+    agent: PreToolUseAgent,
+    *,
+    up_to: Path | None,
+) -> tuple[Path | None, list[Path] | None]:
+    """Put `after` (the file's text `before`, mented's part taken out) in place at `path`.
+
+    Every member but `ours` must be as it was (`unchanged_except`). A file left
+    holding nothing is removed, with the directories that leaves empty up to
+    `up_to`; a symlinked file (a dotfiles checkout) is written instead. The
+    install's backup goes once it is redundant (`settle_backup`).
+
+    Returns: the backup kept (None: there is none), and the directories removed
+        with the file (None: the file stays, written).
+
+    Raises:
+        SettingsError: some other member would change; the file is left alone.
+        OSError: it cannot be written or removed.
+    """
+    unchanged_except(before, after, path, ours)
+    gone = holds_nothing(after) and not path.is_symlink()
+    backup = settle_backup(
+        path, None if gone else after, lambda kept: without_mented(kept, path, agent)
+    )
+    if gone:
+        return backup, remove_file(path, up_to=up_to)
+    write_atomically(path, after)
+    return backup, None
 
 
 def outside_link(path: Path, root: Path) -> Path | None:

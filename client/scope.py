@@ -65,6 +65,26 @@ def daemon_table(client: Client) -> TableInForce:
     return load_table_in_force(path)
 
 
+# Short: a command that asks a daemon that is not there should not be slowed down.
+CONNECT_TIMEOUT = 0.2
+
+
+def table_in_force(socket: str | None) -> TableInForce:
+    """The running daemon's action table (`daemon_table`), else the config file's here.
+
+    The config file here is the one a daemon started now would read.
+    """
+    from mented import paths  # noqa: PLC0415 - see the module docstring
+    from mented.actions import load_table_in_force  # noqa: PLC0415 - see the module docstring
+    from mented_client.connection import Client, NotRunningError  # noqa: PLC0415 - as above
+
+    try:
+        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
+            return daemon_table(client)
+    except NotRunningError:
+        return load_table_in_force(paths.config_path(None))
+
+
 def daemon_has_action(client: Client, action: str) -> str | None:
     """`action` normalized when the daemon's table in force has it; else None.
 

@@ -411,7 +411,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
         )
     rules = len(fire.rule_ids)
     what = (
-        f"{rules} rule{'s' if rules != 1 else ''} for {SAMPLE_ACTION} handed over"
+        f"{counted(rules, 'rule')} for {SAMPLE_ACTION} handed over"
         if rules
         else f"no rule for {SAMPLE_ACTION} yet"
     )
@@ -462,8 +462,7 @@ def check_rules(socket: Path, status: StatusReply) -> Check:
         live = counted(len(rules), "live rule")
         return Check("rules", "ok", f"{live}, each for an action mented knows")
     named = ", ".join(
-        f"{action} ({count} rule{'s' if count != 1 else ''})"
-        for action, count in sorted(orphans.items())
+        f"{action} ({counted(count, 'rule')})" for action, count in sorted(orphans.items())
     )
     first = min(orphans)
     return Check(
@@ -554,7 +553,7 @@ def print_checks(checks: list[Check]) -> None:
             print(f"      {'':<{width}}  fix: {escape_controls(check.fix, keep_lines=False)}")
     failed = sum(check.state == "fail" for check in checks)
     if failed:
-        print(f"{failed} link{'s' if failed != 1 else ''} broken: see the fix under each FAIL.")
+        print(f"{counted(failed, 'link')} broken: see the fix under each FAIL.")
     else:
         print("Every link works.")
 

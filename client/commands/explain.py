@@ -37,7 +37,7 @@ from mented_client.commands.output import (
     untrusted_note,
 )
 from mented_client.connection import Client, NotRunningError
-from mented_client.scope import agent_option, daemon_table, directory_option
+from mented_client.scope import agent_option, directory_option, table_in_force
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from mented.config import Config
@@ -121,14 +121,7 @@ def _load(explicit: str | None) -> TableInForce:
 
 def _load_as_the_daemon(explicit: str | None, socket: str | None) -> TableInForce:
     """`explicit`'s table, else the running daemon's (its config file's), else `_load`'s."""
-    if not explicit:
-        try:
-            with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
-                in_force: TableInForce = daemon_table(client)
-                return in_force
-        except NotRunningError:
-            pass  # the file a daemon started here would read
-    return _load(explicit)
+    return _load(explicit) if explicit else table_in_force(socket)
 
 
 def _usable(in_force: TableInForce) -> tuple[Config, ActionTable]:

@@ -30,7 +30,7 @@ from pathlib import Path
 import msgspec
 
 from mented import paths
-from mented.actions import TableInForce, load_table_in_force
+from mented.actions import TableInForce
 from mented.agents import AGENTS, Agent
 from mented.agents.pretooluse import (
     EVENT_NAME,
@@ -41,14 +41,13 @@ from mented.agents.pretooluse import (
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.connection import Client, NotRunningError
-from mented_client.files import display_path, remove_file, write_atomically
+from mented_client.files import display_path, write_atomically
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
     add_hook,
+    backup_kept,
     find_entries,
-    holds_nothing,
     installed_shim,
     is_native_executable,
     missing_events,
@@ -56,11 +55,9 @@ from mented_client.hook_settings import (
     read_settings,
     real_interpreter,
     remove_hooks,
-    settle_backup,
-    unchanged_except,
-    without_mented,
+    write_without_ours,
 )
-from mented_client.scope import daemon_table
+from mented_client.scope import table_in_force
 
 # The agent's own limit on the hook process, a backstop only: the shim gives up
 # after its budget (250 ms by default) on its own.
@@ -228,19 +225,6 @@ def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
 
 # ------------------------------------------------------------- the action table
 
-# Short: a daemon that is not there should not slow an install down.
-CONNECT_TIMEOUT = 0.2
-
-
-def table_in_force(socket: str | None) -> TableInForce:
-    """The running daemon's action table (its config file's), else the config file's here."""
-    try:
-        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
-            in_force: TableInForce = daemon_table(client)
-            return in_force
-    except NotRunningError:
-        return load_table_in_force(paths.config_path(None))
-
 
 def needs_in_force(socket: str | None) -> HookNeeds:
     """The tool calls the action table in force needs the hook for.
@@ -391,14 +375,6 @@ class Removal:
         return f"{self.removed} mented hook {entries} removed, nothing else changed"
 
 
-def backup_kept(backup: Path) -> str:
-    """What to tell the user about a backup that stays after an uninstall."""
-    return (
-        f"  {display_path(backup)}, the copy saved when mented last changed the file, differs "
-        "from it (it may hold changes of yours): kept; delete it when you do not need it"
-    )
-
-
 def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path | None:
     """The highest directory an uninstall may remove once it is empty, for the file `path`.
 
@@ -438,15 +414,9 @@ def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Remov
     if not removed:
         return Removal()
     ours = {"hooks", *layout.top, *(layout.enable[:1] if layout.enable else ())}
-    unchanged_except(previous, text, path, ours)
-    gone = holds_nothing(text) and not path.is_symlink()
-    backup = settle_backup(
-        path, None if gone else text, lambda kept: without_mented(kept, path, agent)
-    )
-    if gone:
-        directories = remove_file(path, up_to=up_to)
+    backup, directories = write_without_ours(path, previous, text, ours, agent, up_to=up_to)
+    if directories is not None:
         return Removal(removed, backup, deleted=True, directories=tuple(directories))
-    write_atomically(path, text)
     return Removal(removed, backup)
 
 
@@ -525,7 +495,7 @@ def uninstall_lines(
                 "changed."
             )
         if removal.backup:
-            lines.append(backup_kept(removal.backup))
+            lines.append(f"  {backup_kept(removal.backup)}")
     if not found:
         where = " or ".join(display_path(path) for path in places)
         lines.append(f"No mented hook for {agent.title} in {where}; nothing changed.")

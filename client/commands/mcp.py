@@ -61,14 +61,12 @@ from mented_client.hook_settings import (
     MCP_SERVER_NAME,
     MCP_SERVERS,
     SettingsError,
-    holds_nothing,
+    backup_kept,
     mcp_server,
     read_settings,
-    settle_backup,
-    unchanged_except,
     with_mcp_server,
     without_mcp_server,
-    without_mented,
+    write_without_ours,
 )
 from mented_client.scope import agent_option, check_agent
 from mented_client.service_manager import daemon_interpreter
@@ -644,26 +642,15 @@ def _uninstall_json(agent: Agent) -> str:
         if not text or not text.strip() or mcp_server(text, path, SERVER_NAME) is None:
             return f"the MCP server is not registered in {path}: nothing to do"
         new = without_mcp_server(text, path, SERVER_NAME)
-        unchanged_except(text, new, path, {MCP_SERVERS})
-        gone = holds_nothing(new) and not path.is_symlink()
-        backup = settle_backup(
-            path, None if gone else new, lambda kept: without_mented(kept, path, agent)
+        backup, directories = write_without_ours(
+            path, text, new, {MCP_SERVERS}, agent, up_to=agent.config_dir()
         )
-        if gone:
-            directories = remove_file(path, up_to=agent.config_dir())
-        else:
-            write_atomically(path, new)
     except SettingsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc}") from exc
-    kept = (
-        f"\n{display_path(backup)}, the copy saved when mented last changed the file, differs "
-        "from it (it may hold changes of yours): kept; delete it when you do not need it"
-        if backup
-        else ""
-    )
-    if gone:
+    kept = f"\n{backup_kept(backup)}" if backup else ""
+    if directories is not None:
         return f"removed {path}: it held only mented's MCP server" + _gone(directories) + kept
     return f"removed {MCP_SERVERS}.{SERVER_NAME} from {path}; nothing else changed" + kept
 

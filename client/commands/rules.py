@@ -372,11 +372,12 @@ def run_list(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
         action = daemon_has_action(client, args.action) if args.action else None
         if args.action and action is None:  # not in force: its rules, or why it is no action
-            orphans = _orphaned_rules(client, args)
+            in_force = daemon_table(client)
+            orphans = _orphaned_rules(client, args, in_force)
             if orphans is not None:
                 _print_memories(args, "rules", orphans)
                 return 0
-            action = _checked_action(daemon_table(client), args.action)
+            action = _checked_action(in_force, args.action)
         if args.pinned:
             request: RecallRequest | ListRequest = ListRequest(
                 agent=args.agent,
@@ -390,20 +391,27 @@ def run_list(args: argparse.Namespace) -> int:
                 action=action, agent=args.agent, cwd=args.cwd, k=6 if args.k is None else args.k
             )
         else:
-            request = ListRequest(
-                action=action,
-                agent=args.agent,
-                cwd=args.cwd,
-                rules_only=True,
-                include_superseded=args.all,
-                limit=args.k,
-            )
+            request = _rules_request(args, action)
         reply = client.expect(request, MemoriesReply)
     _print_memories(args, "rules", reply.memories, reply.untrusted)
     return 0
 
 
-def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | None:
+def _rules_request(args: argparse.Namespace, action: str | None) -> ListRequest:
+    """`rule list`'s request for the rules of `action` (None: of every action)."""
+    return ListRequest(
+        action=action,
+        agent=args.agent,
+        cwd=args.cwd,
+        rules_only=True,
+        include_superseded=args.all,
+        limit=args.k,
+    )
+
+
+def _orphaned_rules(
+    client: Client, args: argparse.Namespace, in_force: TableInForce
+) -> list[Memory] | None:
     """The stored rules for `--action` when it is no longer an action (None: it is one).
 
     An action removed from the config leaves its rules behind; they never fire,
@@ -411,7 +419,6 @@ def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | 
     """
     from mented.actions import check_action  # noqa: PLC0415 - see the module docstring
 
-    in_force = daemon_table(client)
     try:
         check_action(in_force.table, args.action, problem=in_force.problem)
     except InvalidInputError:
@@ -422,15 +429,7 @@ def _orphaned_rules(client: Client, args: argparse.Namespace) -> list[Memory] | 
         name = normalize_action(args.action.removeprefix(TRIGGER_PREFIX))
     except InvalidInputError as exc:
         raise CommandError(str(exc), status=2) from exc
-    request = ListRequest(
-        action=name,
-        agent=args.agent,
-        cwd=args.cwd,
-        rules_only=True,
-        include_superseded=args.all,
-        limit=args.k,
-    )
-    memories = client.expect(request, MemoriesReply).memories
+    memories = client.expect(_rules_request(args, name), MemoriesReply).memories
     if not memories:
         return None  # nothing stored either: the usual refusal, with suggestions
     print(

@@ -118,7 +118,7 @@ def _handed(status: StatusReply) -> str:
     sessions = status.hook_sessions
     return (
         f"{status.hook_chars_per_session:.0f} characters of rules per agent session on average "
-        f"({sessions} session{'' if sessions == 1 else 's'} since the daemon started)"
+        f"({counted(sessions, 'session')} since the daemon started)"
     )
 
 

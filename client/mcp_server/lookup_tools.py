@@ -15,6 +15,7 @@ from pydantic import Field
 
 from mented.memory import PINNED_TAG, TRIGGER_PREFIX, MemoryType, short_handle
 from mented.protocol import RecalledReply, RecallFactsRequest
+from mented.words import counted
 from mented_client.commands.output import describe_scope
 from mented_client.mcp_server.bridge import Bridge
 from mented_client.mcp_server.schema import (
@@ -150,7 +151,7 @@ Example: recall(query="staging database").""",
         )
         count = len(reply.hits)
         note = (
-            f"{count} fact{'s' if count != 1 else ''} for {query!r}, best first."
+            f"{counted(count, 'fact')} for {query!r}, best first."
             if count
             else f"No remembered fact matches {query!r}."
         )

@@ -26,6 +26,7 @@ from mented.protocol import (
     SupersededReply,
     SupersedeRequest,
 )
+from mented.words import counted
 from mented_client.commands.output import describe_scope
 from mented_client.mcp_server.bridge import Bridge
 from mented_client.mcp_server.schema import (
@@ -120,7 +121,7 @@ Known actions: {known_names}.""",
         )
         count = len(reply.memories)
         note = (
-            f"{count} rule{'s' if count != 1 else ''} fire for `{name}` for {bridge.agent} "
+            f"{counted(count, 'rule')} fire for `{name}` for {bridge.agent} "
             f"in {where}, newest first (the hook shows at most {k})."
             if count
             else f"No rule fires for `{name}` for {bridge.agent} in {where}."
@@ -166,7 +167,7 @@ list_rules(include_superseded=true) to see replaced versions too.""",
         more = " (the limit: there may be more)" if count >= limit else ""
         return RuleList(
             rules=[rule_view(m) for m in reply.memories],
-            note=f"{count} rule{'s' if count != 1 else ''} {what}{more}, newest first.",
+            note=f"{counted(count, 'rule')} {what}{more}, newest first.",
         )
 
 
