@@ -253,44 +253,6 @@ def visible_to(memory: Memory, agent: str | None, cwd: str | None) -> bool:
     return _sees_from(memory, agent, _places(cwd))
 
 
-def _listing_filter(  # noqa: PLR0913 - the filters of `mentectl rule list`
-    *,
-    action: str | None = None,
-    agent: str | None = None,
-    cwd: str | None = None,
-    tag: str | None = None,
-    memory_type: MemoryType | None = None,
-    rules_only: bool = False,
-    include_superseded: bool = False,
-) -> Callable[[Memory], bool] | None:
-    """The test `Store.list` applies to each memory (None: an `action` no rule can name).
-
-    Raises:
-        InvalidInputError: an unusable `tag` or `memory_type` filter.
-    """
-    wanted_tag = None if tag is None else normalize_tag(tag)
-    kind = None if memory_type is None else _check_memory_type(memory_type)
-    trigger = None
-    if action is not None:
-        try:
-            trigger = trigger_tag(action)
-        except (InvalidInputError, AttributeError):
-            return None
-    where = _places(cwd)
-
-    def keep(memory: Memory) -> bool:
-        return (
-            (include_superseded or memory.is_live)
-            and (kind is None or memory.memory_type == kind)
-            and (wanted_tag is None or wanted_tag in memory.tags)
-            and (trigger is None or trigger in memory.tags)
-            and (not rules_only or memory.is_rule)
-            and _sees_from(memory, agent, where)
-        )
-
-    return keep
-
-
 def _places(cwd: str | None) -> tuple[str, ...] | None:
     """`cwd` normalized, and resolved through its symlinks when that differs.
 
@@ -1249,22 +1211,29 @@ class Store:
         """
         if limit is not None and limit <= 0:
             return []
-        keep = _listing_filter(
-            action=action,
-            agent=agent,
-            cwd=cwd,
-            tag=tag,
-            memory_type=memory_type,
-            rules_only=rules_only,
-            include_superseded=include_superseded,
-        )
-        if keep is None:
-            return []
-        trigger = None if action is None else trigger_tag(action)
+        wanted_tag = None if tag is None else normalize_tag(tag)
+        kind = None if memory_type is None else _check_memory_type(memory_type)
+        trigger = None
+        if action is not None:
+            try:
+                trigger = trigger_tag(action)
+            except (InvalidInputError, AttributeError):
+                return []
         where = _places(cwd)
+
+        def keep(memory: Memory) -> bool:
+            return (
+                (include_superseded or memory.is_live)
+                and (kind is None or memory.memory_type == kind)
+                and (wanted_tag is None or wanted_tag in memory.tags)
+                and (trigger is None or trigger in memory.tags)
+                and (not rules_only or memory.is_rule)
+                and _sees_from(memory, agent, where)
+            )
+
         if trigger is not None and not include_superseded:
             name = trigger[len(TRIGGER_PREFIX) :]
-            filters = memory_type is not None or tag is not None
+            filters = kind is not None or wanted_tag is not None
             found = self._read(
                 lambda txn: self._rules(
                     txn, name, agent=agent, cwd=where, limit=limit, keep=keep if filters else None
@@ -1276,7 +1245,7 @@ class Store:
         if not elsewhere:
             return found
         found += elsewhere
-        found.sort(key=lambda memory: (memory.created_at, memory.id), reverse=True)
+        found.sort(key=_newest_first, reverse=True)
         return found if limit is None else found[:limit]
 
     def _scan(
