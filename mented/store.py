@@ -291,16 +291,11 @@ def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
 
 
 def _trigger_key(action: str, memory: Memory) -> bytes:
-    micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
-    return (
-        action.encode()
-        + b"\0"
-        + (_MICROS_MAX - micros).to_bytes(8, "big")
-        + memory.id.encode().translate(_INVERT)
-    )
+    return action.encode() + b"\0" + _newest_first_key(memory)
 
 
-def _pinned_key(memory: Memory) -> bytes:
+def _newest_first_key(memory: Memory) -> bytes:
+    """~created_at µs (8 bytes BE) | ~id: keys that put the newest memory first."""
     micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
     return (_MICROS_MAX - micros).to_bytes(8, "big") + memory.id.encode().translate(_INVERT)
 
@@ -752,7 +747,7 @@ class Store:
         for raw in txn.cursor(self._memories).iternext(keys=False):
             memory = _decode(raw)
             if memory.is_live and memory.is_pinned:
-                txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+                txn.put(_newest_first_key(memory), memory.id.encode(), db=self._pinned)
                 count += 1
         return count
 
@@ -1064,14 +1059,14 @@ class Store:
     def _index_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
         """`memory` became live: into the pinned index, or the fact change log."""
         if memory.is_pinned:
-            txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+            txn.put(_newest_first_key(memory), memory.id.encode(), db=self._pinned)
         elif not memory.is_rule:
             self._log_fact_change(txn, memory.id)
 
     def _unindex_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
         """`memory` stopped being live (superseded, forgotten)."""
         if memory.is_pinned:
-            txn.delete(_pinned_key(memory), db=self._pinned)
+            txn.delete(_newest_first_key(memory), db=self._pinned)
         elif not memory.is_rule:
             self._log_fact_change(txn, memory.id)
 
