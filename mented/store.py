@@ -1168,15 +1168,10 @@ class Store:
 
         def family(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
             start = self._resolve(txn, memory_id)
-            root = self._family_root(txn, start)
-            members = {root.id: root, start.id: start}
-            waiting = [root, start]
-            while waiting:
-                for after_id in self._successor_ids(txn, waiting.pop().id):
-                    if after_id not in members and (after := self._load(txn, after_id)):
-                        members[after_id] = after
-                        waiting.append(after)
-            return _replaced_first([*members.values()])
+            members = self._family(txn, start)
+            if all(member.id != start.id for member in members):  # only in a damaged store
+                members.append(start)
+            return _replaced_first(members)
 
         return self._read(family)
 
@@ -1630,22 +1625,24 @@ class Store:
             memory = before
         return memory
 
-    def _family_tips(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
-        """The current (live) versions of the rule `memory` is a version of."""
+    def _family(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
+        """Every stored version of the rule `memory` is a version of, from its root on."""
         root = self._family_root(txn, memory)
-        tips: builtins.list[Memory] = []
+        members: builtins.list[Memory] = []
         seen = {root.id}
         waiting = [root]
         while waiting:
             current = waiting.pop()
-            if current.is_live:
-                tips.append(current)
+            members.append(current)
             for after_id in self._successor_ids(txn, current.id):
-                after = self._load(txn, after_id)
-                if after is not None and after.id not in seen:
-                    seen.add(after.id)
+                if after_id not in seen and (after := self._load(txn, after_id)) is not None:
+                    seen.add(after_id)
                     waiting.append(after)
-        return tips
+        return members
+
+    def _family_tips(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
+        """The current (live) versions of the rule `memory` is a version of."""
+        return [version for version in self._family(txn, memory) if version.is_live]
 
     def _remove(self, txn: lmdb.Transaction[bytes], memory: Memory, tomb: Forgotten) -> None:
         """Forget `memory`: drop it and its index entries, keep `tomb`, link past it."""
