@@ -215,8 +215,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
             sections[name] = msgspec.convert(section, kind)
         except msgspec.ValidationError as exc:
             key = _key_in_error(str(exc))
-            line = line_of_key(text, name, key) if key else None
-            where = f"{path}:{line}" if line else _where(path, text, f"[{name}]")
+            where = _key_where(path, text, name, key) if key else _where(path, text, f"[{name}]")
             raise ConfigError(f"{where}: bad [{name}] section: {exc}") from exc
     actions = doc.get("actions", {})
     if not isinstance(actions, dict):

@@ -44,7 +44,7 @@ FOOTER = (
     '`mentectl rule supersede HANDLE "new text"`.'
 )
 LEFT_OUT = (
-    "({n} more pinned {noun} left out by the cap of {rules} and {chars} characters; "
+    "({more} left out by the cap of {rules} and {chars} characters; "
     "`mentectl rule list --pinned` shows them.)"
 )
 _OTHER_AGENT = "\0another agent"  # a viewpoint standing for every agent no rule names
@@ -192,8 +192,7 @@ def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHa
     if (left_out := len(rules) - len(shown)) > 0:
         lines.append(
             LEFT_OUT.format(
-                n=left_out,
-                noun="rule" if left_out == 1 else "rules",
+                more=counted(left_out, "more pinned rule"),
                 rules=counted(settings.max_rules, "rule"),
                 chars=settings.max_chars,
             )

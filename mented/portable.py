@@ -32,7 +32,7 @@ from mented.memory import Forgotten, InvalidInputError, Memory, MemoryType
 from mented.store import ImportSummary, Store, check_forgotten, check_imported
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
     from pathlib import Path
     from typing import BinaryIO
 
@@ -301,14 +301,6 @@ def _check_header(line: bytes, where: str) -> None:
         )
     if header.format not in READABLE_VERSIONS:
         raise FormatError(f"{where}: format {header.format} is not one this mented reads")
-
-
-def iter_lines(records: Records) -> Iterator[bytes]:
-    """The lines of `records` (no header), memories then forgets."""
-    for memory in records.memories:
-        yield memory_line(memory)
-    for tomb in records.forgotten:
-        yield forgotten_line(tomb)
 
 
 def export_store(store: Store, path: Path) -> tuple[int, int]:

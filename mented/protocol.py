@@ -28,7 +28,7 @@ See docs/protocol.md for an example of every message.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 import msgspec
 
@@ -203,7 +203,7 @@ class ActionsRequest(_Request, tag="actions", kw_only=True):
 
 # What a subscriber may ask for; `dropped` is sent to every subscriber that falls behind.
 EventKind = Literal["fire", "rule", "config"]
-EVENT_KINDS: tuple[EventKind, ...] = ("fire", "rule", "config")
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 
 
 class SubscribeRequest(_Request, tag="subscribe", kw_only=True):

@@ -188,9 +188,7 @@ class RecallIndex:
     def close(self) -> None:
         """Let go of the writer (and its lock on the directory); a rebuild stops first."""
         self._closing = True
-        with self._lock:
-            self._drop_writer()
-            self._open_index = None
+        self.release()
 
     def __len__(self) -> int:
         """The facts in the index."""

@@ -1140,14 +1140,7 @@ class Server:
         if not any(_is_pinned_tag(tag) for tag in request.tags):
             return store()
         with self._pinned_lock:
-            new = Memory(
-                id="",
-                content=request.content,
-                tags=(PINNED_TAG,),
-                agent=request.agent,
-                project=_normalized(request.project),
-                created_at=0.0,
-            )
+            new = _pinned_stand_in(request.content, request.agent, request.project)
             check_cap(self.store.pinned_rules(), new, self.config.pinned)
             return store()
 
@@ -1169,13 +1162,10 @@ class Server:
         if not any(_is_pinned_tag(tag) for tag in tags):
             return supersede()
         with self._pinned_lock:
-            new = Memory(
-                id="",
-                content=request.content,
-                tags=(PINNED_TAG,),
-                agent=old.agent if request.agent is None else request.agent,
-                project=old.project if request.project is None else _normalized(request.project),
-                created_at=0.0,
+            new = _pinned_stand_in(
+                request.content,
+                old.agent if request.agent is None else request.agent,
+                old.project if request.project is None else request.project,
             )
             # It replaces `old` and, when `old` is one side of a fork, the other sides too.
             replaced = {version.id for version in self.store.history(old.id) if version.is_live}
@@ -1522,9 +1512,17 @@ def _stop_writing_to_the_terminal() -> None:
         os.close(null)
 
 
-def _normalized(project: str | None) -> str | None:
-    """A project path as the store keeps it (the store refuses a relative one itself)."""
-    return None if project is None else os.path.normpath(project)
+def _pinned_stand_in(content: str, agent: str | None, project: str | None) -> Memory:
+    """The pinned rule a store or supersede would write, for the cap check before it
+    (`project` normalized as the store keeps it; the store refuses a relative one itself)."""
+    return Memory(
+        id="",
+        content=content,
+        tags=(PINNED_TAG,),
+        agent=agent,
+        project=None if project is None else os.path.normpath(project),
+        created_at=0.0,
+    )
 
 
 def _open_sessions(data_dir: Path, config: Config) -> SessionMemory | None:

@@ -253,44 +253,6 @@ def visible_to(memory: Memory, agent: str | None, cwd: str | None) -> bool:
     return _sees_from(memory, agent, _places(cwd))
 
 
-def _listing_filter(  # noqa: PLR0913 - the filters of `mentectl rule list`
-    *,
-    action: str | None = None,
-    agent: str | None = None,
-    cwd: str | None = None,
-    tag: str | None = None,
-    memory_type: MemoryType | None = None,
-    rules_only: bool = False,
-    include_superseded: bool = False,
-) -> Callable[[Memory], bool] | None:
-    """The test `Store.list` applies to each memory (None: an `action` no rule can name).
-
-    Raises:
-        InvalidInputError: an unusable `tag` or `memory_type` filter.
-    """
-    wanted_tag = None if tag is None else normalize_tag(tag)
-    kind = None if memory_type is None else _check_memory_type(memory_type)
-    trigger = None
-    if action is not None:
-        try:
-            trigger = trigger_tag(action)
-        except (InvalidInputError, AttributeError):
-            return None
-    where = _places(cwd)
-
-    def keep(memory: Memory) -> bool:
-        return (
-            (include_superseded or memory.is_live)
-            and (kind is None or memory.memory_type == kind)
-            and (wanted_tag is None or wanted_tag in memory.tags)
-            and (trigger is None or trigger in memory.tags)
-            and (not rules_only or memory.is_rule)
-            and _sees_from(memory, agent, where)
-        )
-
-    return keep
-
-
 def _places(cwd: str | None) -> tuple[str, ...] | None:
     """`cwd` normalized, and resolved through its symlinks when that differs.
 
@@ -329,16 +291,11 @@ def _sees(memory: Memory, agent: str | None, cwd: str | None) -> bool:
 
 
 def _trigger_key(action: str, memory: Memory) -> bytes:
-    micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
-    return (
-        action.encode()
-        + b"\0"
-        + (_MICROS_MAX - micros).to_bytes(8, "big")
-        + memory.id.encode().translate(_INVERT)
-    )
+    return action.encode() + b"\0" + _newest_first_key(memory)
 
 
-def _pinned_key(memory: Memory) -> bytes:
+def _newest_first_key(memory: Memory) -> bytes:
+    """~created_at µs (8 bytes BE) | ~id: keys that put the newest memory first."""
     micros = min(max(int(memory.created_at * 1_000_000), 0), _MICROS_MAX)
     return (_MICROS_MAX - micros).to_bytes(8, "big") + memory.id.encode().translate(_INVERT)
 
@@ -790,7 +747,7 @@ class Store:
         for raw in txn.cursor(self._memories).iternext(keys=False):
             memory = _decode(raw)
             if memory.is_live and memory.is_pinned:
-                txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+                txn.put(_newest_first_key(memory), memory.id.encode(), db=self._pinned)
                 count += 1
         return count
 
@@ -1102,14 +1059,14 @@ class Store:
     def _index_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
         """`memory` became live: into the pinned index, or the fact change log."""
         if memory.is_pinned:
-            txn.put(_pinned_key(memory), memory.id.encode(), db=self._pinned)
+            txn.put(_newest_first_key(memory), memory.id.encode(), db=self._pinned)
         elif not memory.is_rule:
             self._log_fact_change(txn, memory.id)
 
     def _unindex_lookups(self, txn: lmdb.Transaction[bytes], memory: Memory) -> None:
         """`memory` stopped being live (superseded, forgotten)."""
         if memory.is_pinned:
-            txn.delete(_pinned_key(memory), db=self._pinned)
+            txn.delete(_newest_first_key(memory), db=self._pinned)
         elif not memory.is_rule:
             self._log_fact_change(txn, memory.id)
 
@@ -1211,15 +1168,10 @@ class Store:
 
         def family(txn: lmdb.Transaction[bytes]) -> builtins.list[Memory]:
             start = self._resolve(txn, memory_id)
-            root = self._family_root(txn, start)
-            members = {root.id: root, start.id: start}
-            waiting = [root, start]
-            while waiting:
-                for after_id in self._successor_ids(txn, waiting.pop().id):
-                    if after_id not in members and (after := self._load(txn, after_id)):
-                        members[after_id] = after
-                        waiting.append(after)
-            return _replaced_first([*members.values()])
+            members = self._family(txn, start)
+            if all(member.id != start.id for member in members):  # only in a damaged store
+                members.append(start)
+            return _replaced_first(members)
 
         return self._read(family)
 
@@ -1249,22 +1201,29 @@ class Store:
         """
         if limit is not None and limit <= 0:
             return []
-        keep = _listing_filter(
-            action=action,
-            agent=agent,
-            cwd=cwd,
-            tag=tag,
-            memory_type=memory_type,
-            rules_only=rules_only,
-            include_superseded=include_superseded,
-        )
-        if keep is None:
-            return []
-        trigger = None if action is None else trigger_tag(action)
+        wanted_tag = None if tag is None else normalize_tag(tag)
+        kind = None if memory_type is None else _check_memory_type(memory_type)
+        trigger = None
+        if action is not None:
+            try:
+                trigger = trigger_tag(action)
+            except (InvalidInputError, AttributeError):
+                return []
         where = _places(cwd)
+
+        def keep(memory: Memory) -> bool:
+            return (
+                (include_superseded or memory.is_live)
+                and (kind is None or memory.memory_type == kind)
+                and (wanted_tag is None or wanted_tag in memory.tags)
+                and (trigger is None or trigger in memory.tags)
+                and (not rules_only or memory.is_rule)
+                and _sees_from(memory, agent, where)
+            )
+
         if trigger is not None and not include_superseded:
             name = trigger[len(TRIGGER_PREFIX) :]
-            filters = memory_type is not None or tag is not None
+            filters = kind is not None or wanted_tag is not None
             found = self._read(
                 lambda txn: self._rules(
                     txn, name, agent=agent, cwd=where, limit=limit, keep=keep if filters else None
@@ -1276,7 +1235,7 @@ class Store:
         if not elsewhere:
             return found
         found += elsewhere
-        found.sort(key=lambda memory: (memory.created_at, memory.id), reverse=True)
+        found.sort(key=_newest_first, reverse=True)
         return found if limit is None else found[:limit]
 
     def _scan(
@@ -1666,22 +1625,24 @@ class Store:
             memory = before
         return memory
 
-    def _family_tips(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
-        """The current (live) versions of the rule `memory` is a version of."""
+    def _family(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
+        """Every stored version of the rule `memory` is a version of, from its root on."""
         root = self._family_root(txn, memory)
-        tips: builtins.list[Memory] = []
+        members: builtins.list[Memory] = []
         seen = {root.id}
         waiting = [root]
         while waiting:
             current = waiting.pop()
-            if current.is_live:
-                tips.append(current)
+            members.append(current)
             for after_id in self._successor_ids(txn, current.id):
-                after = self._load(txn, after_id)
-                if after is not None and after.id not in seen:
-                    seen.add(after.id)
+                if after_id not in seen and (after := self._load(txn, after_id)) is not None:
+                    seen.add(after_id)
                     waiting.append(after)
-        return tips
+        return members
+
+    def _family_tips(self, txn: lmdb.Transaction[bytes], memory: Memory) -> builtins.list[Memory]:
+        """The current (live) versions of the rule `memory` is a version of."""
+        return [version for version in self._family(txn, memory) if version.is_live]
 
     def _remove(self, txn: lmdb.Transaction[bytes], memory: Memory, tomb: Forgotten) -> None:
         """Forget `memory`: drop it and its index entries, keep `tomb`, link past it."""

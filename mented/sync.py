@@ -348,17 +348,15 @@ class GitSync:
         head = self._head()
         if head is None or head == state.imported:
             return
-        if state.imported is None:
-            listing = self._run("ls-files", "--", RECORDS, FORGOTTEN).stdout.splitlines()
-        else:
+        changes = None
+        if state.imported is not None:
             changes = self._run(
                 "diff", "--name-only", "--no-renames", "--diff-filter=A",
                 state.imported, head, "--", RECORDS, FORGOTTEN, check=False,
             )  # fmt: skip
-            if changes.returncode:  # the imported commit is gone (history rewritten)
-                listing = self._run("ls-files", "--", RECORDS, FORGOTTEN).stdout.splitlines()
-            else:
-                listing = changes.stdout.splitlines()
+        if changes is None or changes.returncode:  # none imported yet, or that commit is gone
+            changes = self._run("ls-files", "--", RECORDS, FORGOTTEN)
+        listing = changes.stdout.splitlines()
         memories: list[Memory] = []
         forgotten: list[Forgotten] = []
         for name in listing:
@@ -385,9 +383,7 @@ class GitSync:
         return done.stdout.strip() or None
 
     def _save(self, state: SyncState) -> None:
-        partial = self._state_path.with_name(self._state_path.name + ".partial")
-        partial.write_bytes(msgspec.json.encode(state))
-        partial.replace(self._state_path)
+        _write_once(self._state_path, msgspec.json.encode(state))
 
     def _run(
         self,
