@@ -81,9 +81,19 @@ def activate(
     with (root / "activate.log").open("ab") as log:
         process = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
     processes.append(process)
-    _wait_for(lambda: socket_path.exists() or process.poll() is not None)
+    # Listening, not only bound: a connection between its bind and its listen is refused.
+    _wait_for(lambda: _listening(socket_path) or process.poll() is not None)
     assert process.poll() is None, (root / "activate.log").read_text()
     return process
+
+
+def _listening(path: Path) -> bool:
+    """Whether a socket listens at `path` (Linux's /proc/net/unix: the __SO_ACCEPTCON flag)."""
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) == 8 and fields[7] == str(path) and int(fields[3], 16) & 0x10000:
+            return True
+    return False
 
 
 def _wait_for(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
