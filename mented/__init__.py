@@ -4,6 +4,7 @@ General layout (imports point downward; nothing imports upward):
 
 - `memory.py`    the memory record, ids, trigger-tag rules. Imports nothing of ours.
 - `paths.py`     where the socket, data, config and logs live.
+- `untrusted.py` the one reader of places mented does not own (no link, bounded).
 - `config.py`    the user's config file (hook settings, delivery modes, actions).
 - `log.py`       structlog set-up: JSON lines on stderr, readable on a terminal.
 - `store.py`     the LMDB store: records, the trigger index, supersession,
