@@ -1626,7 +1626,7 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
     with_value = (sub.options_with_value if sub else frozenset()) | extra
     if not shape.subcommand:
         with_value |= spec.options_with_value
-    flags, positionals, values = _parse_arguments(argv, index, with_value)
+    flags, positionals, values, paths = _parse_arguments(argv, index, with_value)
     if flags & spec.help_flags:
         return "!asks for help"
     if shape.any_flag and not flags.intersection(shape.any_flag):
@@ -1649,6 +1649,16 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
         fnmatch.fnmatchcase(word, shape.positional_matches) for word in positionals
     ):
         return f"!needs an argument like {shape.positional_matches!r}"
+    if shape.no_positional_matches is not None:
+        unwanted = [w for w in positionals if fnmatch.fnmatchcase(w, shape.no_positional_matches)]
+        if unwanted:
+            return f"!has the argument {unwanted[0]!r}"
+    if shape.last_positional_matches is not None and not (
+        positionals and fnmatch.fnmatchcase(positionals[-1], shape.last_positional_matches)
+    ):
+        return f"!needs a last argument like {shape.last_positional_matches!r}"
+    if shape.paths_after_double_dash and not paths:
+        return "!needs paths after --"
     if shape.any_value and not values.intersection(shape.any_value):
         return f"!needs one of {', '.join(shape.any_value)}"
     if shape.no_value:
@@ -1660,9 +1670,9 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
 
 def _parse_arguments(
     argv: Sequence[str], index: int, with_value: frozenset[str]
-) -> tuple[set[str], list[str], set[str]]:
-    """The options present (by name), the positional arguments, and `OPTION=VALUE` of
-    each option given a value, from `index` on."""
+) -> tuple[set[str], list[str], set[str], int]:
+    """The options present (by name), the positional arguments, `OPTION=VALUE` of
+    each option given a value, from `index` on, and how many arguments follow `--`."""
     flags: set[str] = set()
     positionals: list[str] = []
     values: set[str] = set()
@@ -1670,7 +1680,7 @@ def _parse_arguments(
         word = argv[index]
         if word == "--":
             positionals.extend(argv[index + 1 :])
-            break
+            return flags, positionals, values, len(argv) - index - 1
         if _is_option(word):
             index, seen = _read_option(argv, index, with_value)
             flags.update(option for option, _ in seen)
@@ -1678,4 +1688,4 @@ def _parse_arguments(
         else:
             positionals.append(word)
             index += 1
-    return flags, positionals, values
+    return flags, positionals, values, 0
