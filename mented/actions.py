@@ -421,6 +421,8 @@ def _runs_as(shapes: Iterable[Shape], programs: Mapping[str, ProgramSpec]) -> tu
     result: list[Shape] = []
     for shape in given:
         result.append(shape)
+        if shape.add_on is not None:
+            continue  # `hub sync` is hub's own command, not git-extras' one
         result.extend(
             msgspec.structs.replace(shape, program=runner)
             for runner in runners.get(shape.program, ())

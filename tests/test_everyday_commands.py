@@ -48,7 +48,7 @@ def test_explain_says_which_add_on_a_command_belongs_to(matcher: Matcher) -> Non
     explanation = matcher.explain("git create-branch feature-x")
     (command,) = explanation.commands
     assert [match.shape for match in command.matches] == [
-        "git create-branch (with 1 positional argument; git-extras add-on)"
+        "git create-branch|fresh-branch (with 1 positional argument; git-extras add-on)"
     ]
 
 
@@ -78,3 +78,27 @@ def test_the_agents_hook_filter_lets_every_new_command_through() -> None:
     # The filter stays narrow: a test run or a build starts no hook.
     for quiet in ("npm test", "pytest -q", "make", "cargo build", "ls -la"):
         assert not passes(quiet), quiet
+
+
+def test_the_corpus_measure_labels_from_descriptions_and_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mented_client.bench import command_corpus
+
+    pages = tmp_path / "pages" / "common"
+    pages.mkdir(parents=True)
+    (pages / "git-push.md").write_text(
+        "# git push\n\n> Push commits.\n\n"
+        "- Send local changes to the default remote:\n\n`git push --quiet`\n\n"
+        "- Push to a specific remote and branch:\n\n`git push {{origin}} {{main}}`\n\n"
+        "- Show what would be pushed, without pushing (dry run):\n\n"
+        "`git push {{[-n|--dry-run]}} origin`\n",
+        encoding="utf-8",
+    )
+    (pages / "ls.md").write_text("# ls\n\n- List files:\n\n`ls`\n", encoding="utf-8")
+    assert command_corpus.main([str(tmp_path), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures) == {"git", "all"}  # ls is no program of the table
+    assert figures["git"]["examples"] == 3
+    assert figures["git"]["perform"] == 1  # "Push to ..." (the first says "Send", unlabelled)
+    assert figures["git"]["named"] == 2  # `git push --quiet` and `git push origin main`
