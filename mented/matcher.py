@@ -1364,11 +1364,19 @@ class _Analysis:
         if not rules:
             return (), f"no action involves {program!r}"
         spec = self.table.program(program)
+        first = _first_word(spec, argv)
         found: list[ShapeMatch] = []
         near = ""
         for action, shape in rules:
             if any(match.action == action for match in found):
                 continue
+            if (
+                first is not None
+                and shape.subcommand
+                and not shape.options_with_value
+                and not _word_matches(shape.subcommand[0], first)
+            ):
+                continue  # what `_shape_failure` would say, "subcommand X", at a fraction of it
             failure = _shape_failure(spec, shape, argv)
             if failure is None:
                 found.append(ShapeMatch(action=action, shape=shape.describe()))
@@ -1596,6 +1604,20 @@ def _word_matches(expected: str | tuple[str, ...], word: str) -> bool:
     if isinstance(expected, str):
         return expected in (word, ANY_WORD)
     return word in expected or ANY_WORD in expected
+
+
+def _first_word(spec: ProgramSpec, argv: list[str]) -> str | None:
+    """The subcommand's first word as `_shape_failure` finds it for a shape with no
+    options of its own; None when it would stop before (help asked, no word)."""
+    index = 0
+    while True:
+        index, seen = _scan_options(argv, index, spec.options_with_value)
+        if any(option in spec.help_flags for option, _ in seen):
+            return None
+        if index < len(argv) and any(argv[index].startswith(p) for p in spec.skip_prefixes):
+            index += 1
+            continue
+        return argv[index] if index < len(argv) else None
 
 
 def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | None:
