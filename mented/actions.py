@@ -71,9 +71,15 @@ class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     max_positionals: int | None = None
     positional_starts_with: str | None = None
     positional_matches: str | None = None
+    no_positional_matches: str | None = None
+    last_positional_matches: str | None = None
+    paths_after_double_dash: bool = False
     any_value: tuple[str, ...] = ()
     no_value: tuple[str, ...] = ()
     options_with_value: tuple[str, ...] = ()
+    # The add-on package that installs the command (`git create-branch`: git-extras);
+    # such shapes are left out with `[matching] git_add_ons = false`.
+    add_on: str | None = None
 
     def describe(self) -> str:
         """The shape as a person would write it: `git push (with one of -f, --force)`."""
@@ -95,10 +101,18 @@ class Shape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
             conditions.append(f"with an argument starting with {self.positional_starts_with!r}")
         if self.positional_matches:
             conditions.append(f"with an argument like {self.positional_matches!r}")
+        if self.no_positional_matches:
+            conditions.append(f"with no argument like {self.no_positional_matches!r}")
+        if self.last_positional_matches:
+            conditions.append(f"with a last argument like {self.last_positional_matches!r}")
+        if self.paths_after_double_dash:
+            conditions.append("with paths after --")
         if self.any_value:
             conditions.append(f"with one of {', '.join(self.any_value)}")
         if self.no_value:
             conditions.append(f"without {', '.join(self.no_value)}")
+        if self.add_on:
+            conditions.append(f"{self.add_on} add-on")
         text = " ".join(words)
         return f"{text} ({'; '.join(conditions)})" if conditions else text
 
@@ -135,6 +149,9 @@ class ProgramSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     help_flags: frozenset[str] = frozenset()
     skip_prefixes: tuple[str, ...] = ()
     subcommands: dict[str, SubcommandSpec] = {}
+    # A program that runs another's commands (hub runs git's): it performs that
+    # program's actions too, with its shapes and options (see `_runs_as`).
+    runs_as: str | None = None
 
 
 WrapperKind = Literal["wrapper", "shell", "eval", "interpreter"]
@@ -363,9 +380,55 @@ def load_action_table(config: Config) -> ActionTable:
             merged, disabled, name=name, entry=entry, source=source, where=where, raw_name=raw_name
         )
     _check_delivery_actions(config, merged, disabled)
+    actions: Iterable[Action] = merged.values()
+    if not config.matching.git_add_ons:
+        actions = [_without_add_ons(action) for action in actions]
     return ActionTable(
-        merged.values(), programs=builtin.programs, wrappers=builtin.wrappers, disabled=disabled
+        actions,
+        programs=builtin.programs,
+        wrappers=builtin.wrappers,
+        disabled=disabled,
     )
+
+
+def _without_add_ons(action: Action) -> Action:
+    kept = [
+        (shape, source)
+        for shape, source in zip(action.shapes, action.shape_sources, strict=True)
+        if shape.add_on is None
+    ]
+    return msgspec.structs.replace(
+        action,
+        shapes=tuple(shape for shape, _ in kept),
+        shape_sources=tuple(source for _, source in kept),
+    )
+
+
+def _runs_as(shapes: Iterable[Shape], programs: Mapping[str, ProgramSpec]) -> tuple[Shape, ...]:
+    """`shapes` with, after each shape of a program that another runs (`runs_as`: hub
+    runs git's commands), its copy for that other program: `hub push` is a `git push`.
+
+    Copies in the built-in table, not a lookup at match time, so that everything
+    that reads the shapes (the matcher, `mentectl actions`, the agents' hook
+    filters) sees them. A user's own shapes are theirs: they are not copied.
+    """
+    runners: dict[str, list[str]] = {}
+    for name, spec in programs.items():
+        if spec.runs_as:
+            runners.setdefault(spec.runs_as, []).append(name)
+    given = tuple(shapes)
+    own = {(shape.program, shape.subcommand) for shape in given}
+    result: list[Shape] = []
+    for shape in given:
+        result.append(shape)
+        if shape.add_on is not None:
+            continue  # `hub sync` is hub's own command, not git-extras' one
+        result.extend(
+            msgspec.structs.replace(shape, program=runner)
+            for runner in runners.get(shape.program, ())
+            if (runner, shape.subcommand) not in own
+        )
+    return tuple(result)
 
 
 def _check_delivery_actions(
@@ -546,8 +609,9 @@ def _shape_problem(shape: Shape) -> str | None:
         return "min_positionals cannot be negative"
     if shape.max_positionals is not None and shape.max_positionals < shape.min_positionals:
         return "max_positionals cannot be below min_positionals (nor negative)"
-    if shape.positional_matches is not None and not shape.positional_matches:
-        return "positional_matches cannot be empty"
+    for field in ("positional_matches", "no_positional_matches", "last_positional_matches"):
+        if getattr(shape, field) == "":
+            return f"{field} cannot be empty"
     if shape.positional_starts_with is not None and not shape.positional_starts_with:
         return "positional_starts_with cannot be empty"
     return None
@@ -590,21 +654,40 @@ def _builtin() -> _BuiltinTable:
         problem = _trigger_problem(entry.tools, entry.paths)
         if problem:
             raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
+        shapes = _runs_as(entry.shapes, document.programs)
         actions.append(
             Action(
                 name=name,
                 description=entry.description or "",
                 phrase=entry.phrase or "",
                 source=BUILTIN,
-                shapes=tuple(entry.shapes),
-                shape_sources=(BUILTIN,) * len(entry.shapes),
+                shapes=shapes,
+                shape_sources=(BUILTIN,) * len(shapes),
                 tools=tuple(entry.tools),
                 paths=tuple(entry.paths),
             )
         )
     return _BuiltinTable(
-        actions=tuple(actions), programs=document.programs, wrappers=document.wrappers
+        actions=tuple(actions),
+        programs=_with_runs_as(document.programs),
+        wrappers=document.wrappers,
     )
+
+
+def _with_runs_as(programs: dict[str, ProgramSpec]) -> dict[str, ProgramSpec]:
+    """Each program that runs another's commands takes that program's options too."""
+    result = dict(programs)
+    for name, spec in programs.items():
+        target = programs.get(spec.runs_as) if spec.runs_as else None
+        if target is None:
+            continue
+        result[name] = msgspec.structs.replace(
+            spec,
+            options_with_value=spec.options_with_value | target.options_with_value,
+            help_flags=spec.help_flags | target.help_flags,
+            subcommands={**target.subcommands, **spec.subcommands},
+        )
+    return result
 
 
 def _builtin_names() -> list[str]:

@@ -37,6 +37,9 @@ after the command ran. `gate`, the old name of `before`, is still read.
     after_change = false       # sync a few seconds after a rule is added, superseded, forgotten
     timeout_s = 60             # each git command (fetch, push) is stopped after this long
 
+    [matching]
+    git_add_ons = true         # name the commands of git add-ons (git-extras, git-flow, git-town)
+
     [actions.my-deploy]        # see docs/actions.md (mented.actions owns this part)
     ...
 
@@ -122,6 +125,14 @@ class SyncSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 MIN_SYNC_INTERVAL_S = 10.0
 
 
+class MatchingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """How commands are read: which optional parts of the action table are in force."""
+
+    # `git create-branch`, `git flow feature finish`, ...: commands that add-on packages
+    # (git-extras, git-flow, git-town) install; docs/actions.md lists them.
+    git_add_ons: bool = True
+
+
 class DeliverySettings(msgspec.Struct, kw_only=True):
     """How rules reach the model: a mode for every action, and per-action overrides."""
 
@@ -141,6 +152,7 @@ class Config(msgspec.Struct, kw_only=True):
     sync: SyncSettings = msgspec.field(default_factory=SyncSettings)
     pinned: PinnedSettings = msgspec.field(default_factory=PinnedSettings)
     recall: RecallSettings = msgspec.field(default_factory=RecallSettings)
+    matching: MatchingSettings = msgspec.field(default_factory=MatchingSettings)
     delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
     actions: dict[str, Any] = msgspec.field(default_factory=dict)
     text: str = ""
@@ -206,6 +218,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         ("sync", SyncSettings),
         ("pinned", PinnedSettings),
         ("recall", RecallSettings),
+        ("matching", MatchingSettings),
     )
     for name, kind in kinds:
         section = doc.get(name, {})
@@ -227,13 +240,15 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         sync=sections["sync"],
         pinned=sections["pinned"],
         recall=sections["recall"],
+        matching=sections["matching"],
         delivery=_delivery(doc.get("delivery", {}), path, text),
         actions=actions,
         text=text,
     )
 
 
-SECTIONS = ("hook", "delivery", "daemon", "sync", "pinned", "recall", "actions")  # every table
+# Every table the file may hold.
+SECTIONS = ("hook", "delivery", "daemon", "sync", "pinned", "recall", "matching", "actions")
 
 
 def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:

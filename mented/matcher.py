@@ -1364,11 +1364,19 @@ class _Analysis:
         if not rules:
             return (), f"no action involves {program!r}"
         spec = self.table.program(program)
+        first = _first_word(spec, argv)
         found: list[ShapeMatch] = []
         near = ""
         for action, shape in rules:
             if any(match.action == action for match in found):
                 continue
+            if (
+                first is not None
+                and shape.subcommand
+                and not shape.options_with_value
+                and not _word_matches(shape.subcommand[0], first)
+            ):
+                continue  # what `_shape_failure` would say, "subcommand X", at a fraction of it
             failure = _shape_failure(spec, shape, argv)
             if failure is None:
                 found.append(ShapeMatch(action=action, shape=shape.describe()))
@@ -1598,6 +1606,20 @@ def _word_matches(expected: str | tuple[str, ...], word: str) -> bool:
     return word in expected or ANY_WORD in expected
 
 
+def _first_word(spec: ProgramSpec, argv: list[str]) -> str | None:
+    """The subcommand's first word as `_shape_failure` finds it for a shape with no
+    options of its own; None when it would stop before (help asked, no word)."""
+    index = 0
+    while True:
+        index, seen = _scan_options(argv, index, spec.options_with_value)
+        if any(option in spec.help_flags for option, _ in seen):
+            return None
+        if index < len(argv) and any(argv[index].startswith(p) for p in spec.skip_prefixes):
+            index += 1
+            continue
+        return argv[index] if index < len(argv) else None
+
+
 def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | None:
     """None when `argv` (the words after the program) has this shape, else why not.
 
@@ -1626,7 +1648,7 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
     with_value = (sub.options_with_value if sub else frozenset()) | extra
     if not shape.subcommand:
         with_value |= spec.options_with_value
-    flags, positionals, values = _parse_arguments(argv, index, with_value)
+    flags, positionals, values, paths = _parse_arguments(argv, index, with_value)
     if flags & spec.help_flags:
         return "!asks for help"
     if shape.any_flag and not flags.intersection(shape.any_flag):
@@ -1649,6 +1671,16 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
         fnmatch.fnmatchcase(word, shape.positional_matches) for word in positionals
     ):
         return f"!needs an argument like {shape.positional_matches!r}"
+    if shape.no_positional_matches is not None:
+        unwanted = [w for w in positionals if fnmatch.fnmatchcase(w, shape.no_positional_matches)]
+        if unwanted:
+            return f"!has the argument {unwanted[0]!r}"
+    if shape.last_positional_matches is not None and not (
+        positionals and fnmatch.fnmatchcase(positionals[-1], shape.last_positional_matches)
+    ):
+        return f"!needs a last argument like {shape.last_positional_matches!r}"
+    if shape.paths_after_double_dash and not paths:
+        return "!needs paths after --"
     if shape.any_value and not values.intersection(shape.any_value):
         return f"!needs one of {', '.join(shape.any_value)}"
     if shape.no_value:
@@ -1660,9 +1692,9 @@ def _shape_failure(spec: ProgramSpec, shape: Shape, argv: list[str]) -> str | No
 
 def _parse_arguments(
     argv: Sequence[str], index: int, with_value: frozenset[str]
-) -> tuple[set[str], list[str], set[str]]:
-    """The options present (by name), the positional arguments, and `OPTION=VALUE` of
-    each option given a value, from `index` on."""
+) -> tuple[set[str], list[str], set[str], int]:
+    """The options present (by name), the positional arguments, `OPTION=VALUE` of
+    each option given a value, from `index` on, and how many arguments follow `--`."""
     flags: set[str] = set()
     positionals: list[str] = []
     values: set[str] = set()
@@ -1670,7 +1702,7 @@ def _parse_arguments(
         word = argv[index]
         if word == "--":
             positionals.extend(argv[index + 1 :])
-            break
+            return flags, positionals, values, len(argv) - index - 1
         if _is_option(word):
             index, seen = _read_option(argv, index, with_value)
             flags.update(option for option, _ in seen)
@@ -1678,4 +1710,4 @@ def _parse_arguments(
         else:
             positionals.append(word)
             index += 1
-    return flags, positionals, values
+    return flags, positionals, values, 0

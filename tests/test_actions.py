@@ -288,7 +288,7 @@ def test_actions_can_be_performed_by_mcp_tools_and_file_edits(tmp_path: Path) ->
     pr = next(a for a in table.actions() if a.name == "pr-create")
     assert pr.tools == ("*/create_pull_request", "*/create_merge_request", "forge/open_change")
     assert "MCP tool forge/open_change" in pr.triggers()
-    assert "gh pr create" in pr.triggers()
+    assert "gh pr create|new" in pr.triggers()
 
 
 @pytest.mark.parametrize(
