@@ -175,7 +175,7 @@ def _append(folder_fd: int, path: Path, line: bytes) -> None:
                 1,
             ) from None
         raise CommandError(f"not written: {shown_as}: {exc.strerror or exc}", 1) from None
-    with os.fdopen(fd, "r+b") as out:
+    try:
         info = os.fstat(fd)
         problem = None
         if not stat.S_ISREG(info.st_mode):
@@ -186,11 +186,11 @@ def _append(folder_fd: int, path: Path, line: bytes) -> None:
             problem = "not yours or others may write it, so mented ignores it"
         if problem:
             raise CommandError(f"not written: {shown_as} is {problem}: replace it", 1)
-        if info.st_size:
-            out.seek(info.st_size - 1)
-            if out.read(1) != b"\n":
-                line = b"\n" + line
-        out.write(line)
+        if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+            line = b"\n" + line
+        os.write(fd, line)
+    finally:
+        os.close(fd)
 
 
 def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
