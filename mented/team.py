@@ -357,8 +357,8 @@ class ProjectRules:
 def fix_of_problem(root: str) -> str:
     """What to do about a project whose `.mented/` has a problem (trusting it is refused)."""
     return (
-        f"fix or remove what it names in {shown(root)}/{FOLDER}/ (it is the repository's: "
-        f"ask its maintainers), then run `mentectl trust {shown(shlex.quote(root))}`"
+        "fix that in the repository (or ask its maintainers to), then run "
+        f"`mentectl trust {shown(shlex.quote(root))}`"
     )
 
 

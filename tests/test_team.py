@@ -122,7 +122,7 @@ def test_a_malformed_file_is_told_to_the_user_by_the_hook(
     answer = handler.handle("claude-code", event)
     notice = json.loads(answer)["systemMessage"]
     assert f"the project rules in {repo}/.mented/ are not used (.mented/more.jsonl:1: " in notice
-    assert "fix or remove what it names" in notice
+    assert "fix that in the repository (or ask its maintainers to)" in notice
     assert "mine: one line" in (text_of_answer(answer) or "")
 
 
