@@ -162,6 +162,8 @@ class ProjectRules:
         self._roots: dict[str, tuple[tuple[str, ...], float]] = {}
         self._projects: OrderedDict[str, Project] = OrderedDict()  # least recently used first
         self._cached_bytes = 0
+        # The daemon looks up on its event loop, and a large recall in a worker thread.
+        self._cache_lock = threading.RLock()
         self._lock = threading.Lock()  # `trust` runs in a worker thread
         self.read_inline = read_inline
 
@@ -227,24 +229,27 @@ class ProjectRules:
     def install(self, project: Project) -> Project | None:
         """Keep a project read by `read_project` (None: its folder is gone), dropping the
         least recently used ones past `MAX_CACHED_BYTES`. On the thread that looks up."""
-        old = self._projects.pop(project.root, None)
-        if old is not None:
-            self._cached_bytes -= _cost(old)
-        if not project.stamp:
-            return None
-        self._projects[project.root] = project
-        self._cached_bytes += _cost(project)
-        while self._cached_bytes > MAX_CACHED_BYTES and len(self._projects) > 1:
-            _, dropped = self._projects.popitem(last=False)
-            self._cached_bytes -= _cost(dropped)
-        return project
+        with self._cache_lock:
+            old = self._projects.pop(project.root, None)
+            if old is not None:
+                self._cached_bytes -= _cost(old)
+            if not project.stamp:
+                return None
+            self._projects[project.root] = project
+            self._cached_bytes += _cost(project)
+            while self._cached_bytes > MAX_CACHED_BYTES and len(self._projects) > 1:
+                _, dropped = self._projects.popitem(last=False)
+                self._cached_bytes -= _cost(dropped)
+            return project
 
     def _cached(self, root: str) -> tuple[Project | None, bool]:
         """The kept project at `root` if still current, and whether it must be read."""
         project = self._projects.get(root)
         stamp = _stamp(root, project.stamp if project is not None else ())
         if project is not None and project.stamp == stamp:
-            self._projects.move_to_end(root)
+            with self._cache_lock:
+                if root in self._projects:
+                    self._projects.move_to_end(root)
             return project, False
         if not stamp:  # the folder went away
             if project is not None:
@@ -265,7 +270,9 @@ class ProjectRules:
         wanted = memory_id.strip().strip("[]").strip().upper()
         if len(wanted) < MIN_HANDLE_LENGTH:
             return None
-        for root in dict.fromkeys([*self._projects, *self._trusted]):
+        with self._cache_lock:
+            roots = list(dict.fromkeys([*self._projects, *self._trusted]))
+        for root in roots:
             project, unread = self._cached(root)
             if unread:
                 project = self.install(read_project(root))
@@ -290,7 +297,9 @@ class ProjectRules:
         """The projects met whose rules are not trusted (or not readable), with why and what
         to do; safe to print (controls escaped)."""
         found = []
-        for project in self._projects.values():
+        with self._cache_lock:
+            kept = list(self._projects.values())
+        for project in kept:
             root = shown(project.root)
             if project.problem:
                 found.append(f"{root}: {project.problem}; {fix_of_problem(project.root)}")
@@ -723,7 +732,7 @@ class RuleLookup:
     def trusted_rules(self, cwd: str | None) -> list[Memory]:
         """The rules of the trusted projects `cwd` is in (none outside one, or untrusted).
 
-        Called on the event loop: `ProjectRules` keeps its caches unlocked.
+        Called on the event loop (a project not read yet is left out, see `ProjectReads`).
         """
         return [rule for project in self.projects.trusted_projects(cwd) for rule in project.rules]
 
