@@ -16,6 +16,8 @@ General layout (imports point downward; nothing imports upward):
 - `agent_names.py` the agents' names alone, for clients that check `--agent`.
 - `sessions.py`  what each agent session was handed (kept across restarts).
 - `handover.py`  the words the model reads: rules in full, or a one-line pointer.
+- `team.py`      a project's committed rules (`.mented/`): found, read untrusted, trusted.
+- `team_reads.py` the daemon's reads of those off its event loop, within a deadline.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
 - `events.py`    the event hub: hook fires, rule changes, reloads pushed to subscribers.
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.

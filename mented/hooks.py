@@ -67,7 +67,7 @@ from mented.memory import short_handle
 from mented.pinned import render_pinned
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
-from mented.team import RuleLookup
+from mented.team import RuleLookup, untrusted_notice
 from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
@@ -284,19 +284,15 @@ class HookHandler:
         project whose committed rules are not trusted yet: they are never handed over."""
         if not isinstance(self._store, RuleLookup) or not call.session:
             return out
-        project = self._store.untrusted_project(call.cwd)
-        if project is None:
+        for project in self._store.untrusted_projects(call.cwd):  # the nearest first
+            key = hashlib.blake2b(
+                msgspec.json.encode((adapter.name, call.session, project.root)), digest_size=16
+            ).digest()
+            if key not in self._noticed:
+                break
+        else:
             return out
-        key = hashlib.blake2b(
-            msgspec.json.encode((adapter.name, call.session, project.root)), digest_size=16
-        ).digest()
-        if key in self._noticed:
-            return out
-        why = project.problem or "not trusted yet"
-        notice = (
-            f"mented: the project rules in {project.root}/.mented/ are not used ({why}); "
-            f"review them, then run `mentectl trust {project.root}`"
-        )
+        notice = untrusted_notice(project.root, project.problem)
         noticed = adapter.with_notice(out, notice)
         if noticed is None:
             return out

@@ -129,6 +129,7 @@ from mented.store import (
 )
 from mented.sync import GitSync, SyncError
 from mented.team import ProjectRuleError, ProjectRules, RuleLookup
+from mented.team_reads import ProjectReads
 
 T = TypeVar("T")
 
@@ -170,6 +171,8 @@ _BUSY_SENDING = ErrorReply(
 )
 _BUSY_SENDING_FRAME = encode(_BUSY_SENDING)
 _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
+# How long a request from mentectl (`rule list --cwd`, `explain`) waits for a project read.
+_PROJECT_READ_S = 5.0
 # CPU a command may take to match on the event loop; a slower one goes to a worker.
 # Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
 _QUICK_MATCH_S = 0.005
@@ -320,7 +323,9 @@ class Server:
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config)
         self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
-        self.projects = ProjectRules(opts.data_dir)
+        # A project's files are read off the event loop, before the lookups that need them.
+        self.projects = ProjectRules(opts.data_dir, read_inline=False)
+        self.project_reads = ProjectReads(self.projects)
         self.rules = RuleLookup(self.store, self.projects)
         self._open_recall()
         self.hooks = HookHandler(
@@ -776,6 +781,8 @@ class Server:
         `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
         """
         call = decode_event(request.agent, bytes(request.event))
+        if isinstance(call, ToolCall):  # its project's rules, read by half the budget at most
+            await self.project_reads.ready(call.cwd, (time.monotonic() + deadline) / 2)
         command = call.command if isinstance(call, ToolCall) else None
         matcher = self.matcher
         aliases = self.hooks.git_aliases_for(call) if isinstance(call, ToolCall) else NO_ALIASES
@@ -797,6 +804,7 @@ class Server:
             self._note_recall_use()
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
+                await self.project_reads.ready(cwd, time.monotonic() + _PROJECT_READ_S)
                 recall = functools.partial(
                     self.rules.recall_for_action, action, agent=agent, cwd=cwd, k=k
                 )
@@ -885,6 +893,7 @@ class Server:
         if not self.held.has_room(MAX_FRAME):
             # The answer may be up to MAX_FRAME and could not be held: spare the scan.
             return _BUSY_SENDING
+        await self.project_reads.ready(request.cwd, time.monotonic() + _PROJECT_READ_S)
         listing = functools.partial(
             self.store.list,
             action=request.action,

@@ -14,7 +14,7 @@ from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.config import Config
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
-from mented.portable import FormatError
+from mented.portable import FormatError, parse_line
 from mented.store import Store
 from mented.team import ProjectRules, RuleLookup, TrustError
 from tests.conftest import DaemonProcess
@@ -100,7 +100,46 @@ def test_a_malformed_file_is_named_and_never_served(repo: Path, tmp_path: Path) 
     assert projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6) == []
     assert projects.untrusted()[0].startswith(f"{repo}: .mented/more.jsonl:1:")
     assert issubclass(TrustError, ValueError)
-    assert FormatError  # the same kind of message as an import's
+    # The same kind of message as an import's: the file and line, then what is wrong.
+    with pytest.raises(FormatError) as imported:
+        parse_line(b'{"kind": "memory", "id": "x"}', "rules.jsonl:1")
+    assert str(imported.value).startswith("rules.jsonl:1: ")
+
+
+def test_a_malformed_file_is_told_to_the_user_by_the_hook(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    (repo / ".mented" / "more.jsonl").write_text('{"action": "git-commit"}\n')
+    store.store("mine: one line", tags=["trigger:git-commit"])
+    config = Config()
+    handler = HookHandler(
+        RuleLookup(store, ProjectRules(tmp_path / "data")),
+        Matcher(load_action_table(config)),
+        config,
+        None,
+    )
+    event = pretooluse_event("git commit -m x", cwd=str(repo), session="s1")
+    answer = handler.handle("claude-code", event)
+    notice = json.loads(answer)["systemMessage"]
+    assert f"the project rules in {repo}/.mented/ are not used (.mented/more.jsonl:1: " in notice
+    assert "fix that in the repository (or ask its maintainers to)" in notice
+    assert "mine: one line" in (text_of_answer(answer) or "")
+
+
+def test_a_project_fills_only_the_places_your_rules_leave(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    (repo / ".mented" / "rules.jsonl").write_text(
+        "".join(f'{{"action": "git-commit", "text": "team {n}"}}\n' for n in range(10))
+    )
+    projects = ProjectRules(tmp_path / "data")
+    projects.trust(str(repo))
+    lookup = RuleLookup(store, projects)
+    store.store("mine: one line", tags=["trigger:git-commit"])
+
+    for k in (1, 2, 3, 6):
+        rules = lookup.recall_for_action("git-commit", cwd=str(repo), k=k)
+        assert texts(rules) == ["mine: one line"] + [f"team {n}" for n in range(k - 1)]
 
 
 def test_nothing_to_trust_outside_a_project(tmp_path: Path) -> None:

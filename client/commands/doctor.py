@@ -493,6 +493,12 @@ def check_pinned(status: StatusReply) -> list[Check]:
     ]
 
 
+PROJECT_FIX = (
+    "read the project's .mented/ files; if one is named above as broken, fix or remove it "
+    "(ask the repository's maintainers); then `mentectl trust DIR`"
+)
+
+
 def check_sync(status: StatusReply) -> list[Check]:
     """Sync over git (when set up), and each fork: a rule superseded on two machines apart."""
     checks = []
@@ -510,7 +516,8 @@ def check_sync(status: StatusReply) -> list[Check]:
         else:
             checks.append(Check("sync", "ok", f"with {status.sync_remote}"))
     checks.extend(
-        Check("project", "warn", f"rules not handed to agents: {why}", fix="`mentectl trust`")
+        # A broken file is refused by `trust` until it is fixed: the fix says both steps.
+        Check("project", "warn", f"rules not handed to agents: {why}", fix=PROJECT_FIX)
         for why in status.untrusted_projects
     )
     for tips in status.forks:
