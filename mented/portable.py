@@ -22,6 +22,7 @@ ignored (a newer mented may add them); a newer major `format` is refused.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ import msgspec
 from mented import __version__
 from mented.memory import Forgotten, InvalidInputError, Memory, MemoryType
 from mented.store import ImportSummary, Store, check_forgotten, check_imported
+from mented.untrusted import MAX_NESTING, Refused, check_nesting
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -41,6 +43,9 @@ FORMAT_NAME = "rules"
 # Older versions this reader still reads, each with what must be done to its records.
 # Only version 1 exists so far; a version 2 adds its reader and keeps this one.
 READABLE_VERSIONS = frozenset({1})
+# How far in the future a record's time may be (another machine's clock runs ahead):
+# past it the record is refused, else it would stay "newest" for ever.
+FUTURE_SKEW_S = 24 * 3600.0
 
 
 class FormatError(InvalidInputError):
@@ -231,11 +236,19 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
     """
     item: MemoryLine | ForgottenLine | None
     try:
+        check_nesting(line, limit=MAX_NESTING)
+    except Refused:
+        raise FormatError(
+            f"{where}: nested more than {MAX_NESTING} levels deep; a record is one flat "
+            "JSON object"
+        ) from None
+    try:
         item = _line_decoder.decode(line)
     except (msgspec.ValidationError, msgspec.DecodeError):
         item = _slow_parse(line, where)  # says what is wrong, or finds a kind to skip
     if item is None:
         return None
+    _check_not_future(item, where)
     try:
         if isinstance(item, MemoryLine):
             return check_imported(
@@ -263,6 +276,24 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
         raise FormatError(f"{where}: {exc}") from None
 
 
+def _check_not_future(item: MemoryLine | ForgottenLine, where: str) -> None:
+    """Refuse a time later than now (plus `FUTURE_SKEW_S`).
+
+    Raises:
+        FormatError: naming `where` and the field.
+    """
+    latest = time.time() + FUTURE_SKEW_S
+    times = {"created_at": item.created_at}
+    if isinstance(item, ForgottenLine):
+        times["forgotten_at"] = item.forgotten_at
+    for name, value in times.items():
+        if isinstance(value, int | float) and value > latest:
+            raise FormatError(
+                f"{where}: {name} {value!r} is in the future (later than now plus "
+                f"{FUTURE_SKEW_S / 3600:g} h); a record's time is when it was written"
+            )
+
+
 def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
     """A line the typed decoder refused: the reason, or None for an unknown kind."""
     try:
@@ -286,8 +317,9 @@ def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
 
 def _check_header(line: bytes, where: str) -> None:
     try:
+        check_nesting(line, limit=MAX_NESTING)
         header = msgspec.json.decode(line, type=Header)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, Refused):
         header = None
     if header is None or header.mented != FORMAT_NAME:
         raise FormatError(
