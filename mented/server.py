@@ -187,6 +187,10 @@ class RecallUnavailableError(Exception):
 
 
 # Requests that write to the store or read the recall index: they open Tantivy.
+# Requests long by design (they walk the store or run git): their time is not the
+# latency `status` reports, which is what a hook waits for (issue 23: a 60 s sync
+# timeout once read as "p99 60184078 µs").
+_UNTIMED = (SyncRequest, ImportRequest, ExportRequest, ReindexRequest)
 _USES_RECALL = (
     StoreRequest,
     SupersedeRequest,
@@ -533,10 +537,12 @@ class Server:
                 if body is None:
                     return
                 started = time.perf_counter()
+                conn.untimed = False
                 reply = await self._dispatch(body, conn)
                 del body  # not held while the client takes its time reading the answer
                 self.stats.requests += 1
-                self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
+                if not conn.untimed:
+                    self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
                 if len(reply) > _SMALL_REPLY:
                     reply = self._hold_reply(conn, reply)
                 if not await self._send_reply(conn, reply):
@@ -691,6 +697,7 @@ class Server:
         """The complete reply frame for one request body (`conn`: whose, for `subscribe`)."""
         received = time.monotonic()
         request = decode_request(body)
+        conn.untimed = isinstance(request, _UNTIMED)
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
             # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
@@ -842,6 +849,11 @@ class Server:
             case TrustRequest(dir=directory):
                 project = await _in_thread(functools.partial(self.projects.trust, directory))
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
+            case SyncRequest(set_remote=new_remote) if new_remote is not None:
+                await _in_thread(functools.partial(self.syncer.set_remote, new_remote))
+                return self.status()
+            case SyncRequest(status=True):
+                return self.status()
             case SyncRequest(init_remote=remote):
                 synced = await _in_thread(functools.partial(self._indexed, self._sync, remote))
                 self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
@@ -1292,6 +1304,8 @@ class Server:
             sync_remote=sync_state.remote if sync_state else None,
             sync_last_ok=sync_state.last_ok if sync_state else None,
             sync_error=sync_state.last_error if sync_state else None,
+            sync_skipped=sync_state.skipped if sync_state else [],
+            sync_skipped_total=sync_state.skipped_total if sync_state else 0,
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
             untrusted_projects=self.projects.untrusted(),
             recall_error=self.recall_error,
@@ -1312,13 +1326,14 @@ class _Connection:
     peer that goes away raises OSError, which `_serve_connection` handles.
     """
 
-    __slots__ = ("held", "pending", "sock", "subscription")
+    __slots__ = ("held", "pending", "sock", "subscription", "untimed")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
         self.pending = b""  # bytes received past the last frame (pipelined requests)
         self.held = 0  # bytes counted for it in `_HeldBytes`
         self.subscription: Subscription | None = None  # set by `subscribe`
+        self.untimed = False  # the request being answered is long by design (`_UNTIMED`)
 
 
 class _HeldBytes:

@@ -205,58 +205,69 @@ class GitSync:
                     f"sync is already set up with {current}; to use another remote run "
                     f"`mentectl sync remote {remote}`"
                 )
-            _refuse_working_repository(remote)
-            self.repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            partial = self.repo.with_name("sync.partial")
+            self._clone(remote).rename(self.repo)
+            self._save(SyncState(remote=remote))
+
+    def set_remote(self, remote: str) -> None:
+        """Sync with another remote from now on (`mentectl sync remote URL`).
+
+        The new remote is cloned and checked as `init` checks one (empty, or
+        mented's), then takes the old clone's place. Nothing of the store changes: the
+        next sync writes every record the new remote lacks and pushes them.
+
+        Raises:
+            SyncError: sync is not set up, or `remote` is blank, a working repository,
+                one that holds other files, or one git cannot clone.
+        """
+        with self._lock:
+            _refuse_blank(remote)
+            if not self.configured:
+                raise SyncError("sync is not set up: run `mentectl sync init REMOTE` first")
+            partial = self._clone(remote)
+            old = self.repo.with_name("sync.old")
+            shutil.rmtree(old, ignore_errors=True)
+            self.repo.rename(old)
+            partial.rename(self.repo)
+            shutil.rmtree(old, ignore_errors=True)
+            self._unsaved = None
+            self._save(SyncState(remote=remote))
+
+    def _clone(self, remote: str) -> Path:
+        """Clone `remote` into `sync.partial`, checked; its path.
+
+        Raises:
+            SyncError: a working repository, one holding other files, a tree too big,
+                or git cannot clone it (with git's own words).
+        """
+        _refuse_working_repository(remote)
+        self.repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial = self.repo.with_name("sync.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        cloned = self._run(
+            "clone", "--quiet", "--no-checkout", "--", remote, str(partial),
+            cwd=self.repo.parent, network=True, check=False,
+        )  # fmt: skip
+        if cloned.returncode:
             shutil.rmtree(partial, ignore_errors=True)
-            cloned = self._run(
-                "clone", "--quiet", "--no-checkout", "--", remote, str(partial),
-                cwd=self.repo.parent, network=True, check=False,
-            )  # fmt: skip
-            if cloned.returncode:
-                shutil.rmtree(partial, ignore_errors=True)
-                raise SyncError(f"git clone of {remote} failed: {_git_message(cloned.stderr)}")
-            try:
-                self._check_remote_holds_rules(partial, remote)
-                empty = self._run("rev-parse", "--verify", "-q", "HEAD", cwd=partial, check=False)
-                if not empty.returncode:
-                    self._check_incoming("HEAD", cwd=partial)
-                    self._harden(partial)
-                    self._run("reset", "--quiet", "--hard", "HEAD", cwd=partial)
-            except SyncError:
-                shutil.rmtree(partial, ignore_errors=True)
-                raise
+            raise SyncError(f"git clone of {remote} failed: {_git_message(cloned.stderr)}")
+        try:
+            self._check_remote_holds_rules(partial, remote)
             self._harden(partial)
-            if empty.returncode:
+            empty = self._run("rev-parse", "--verify", "-q", "HEAD", cwd=partial, check=False)
+            if not empty.returncode:
+                self._check_incoming("HEAD", cwd=partial)
+                self._run("reset", "--quiet", "--hard", "HEAD", cwd=partial)
+            else:
                 # An empty remote: the first machine names the branch.
                 self._run("symbolic-ref", "HEAD", f"refs/heads/{_BRANCH}", cwd=partial)
             if not self._run("config", "user.email", cwd=partial, check=False).stdout.strip():
                 # No identity in the user's git config: commits need one.
                 self._run("config", "user.name", "mented", cwd=partial)
                 self._run("config", "user.email", f"mented@{socket.gethostname()}", cwd=partial)
-            partial.rename(self.repo)
-            self._save(SyncState(remote=remote))
-
-    def set_remote(self, remote: str) -> None:
-        """Point sync at another remote (`mentectl sync remote URL`); the next sync uses it.
-
-        The records already imported stay; the new remote is checked as `init` checks
-        one (it must be empty or mented's) when the next sync fetches it.
-
-        Raises:
-            SyncError: sync is not set up, or `remote` is blank or a working repository.
-        """
-        with self._lock:
-            _refuse_blank(remote)
-            if not self.configured:
-                raise SyncError("sync is not set up: run `mentectl sync init REMOTE` first")
-            _refuse_working_repository(remote)
-            self._run("remote", "set-url", "origin", "--", remote)
-            state = self.state()
-            state.remote = remote
-            state.imported = None  # the new remote's history is another one
-            state.last_error = None
-            self._save(state)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        return partial
 
     def _check_remote_holds_rules(self, clone: Path, remote: str) -> None:
         """Refuse a remote that holds something else than mented's records.
@@ -329,8 +340,10 @@ class GitSync:
                 raise SyncError(message) from exc
             state.last_ok = time.time()
             state.last_error = None
-            state.skipped = result.skipped[:_KEPT_SKIPPED]
-            state.skipped_total = len(result.skipped)
+            if result.skipped:  # a skipped file stays skipped: kept until the remote changes
+                state.skipped = list(dict.fromkeys([*result.skipped, *state.skipped]))
+                state.skipped_total += len(result.skipped)
+                state.skipped = state.skipped[:_KEPT_SKIPPED]
             self._save(state)
             return result
 

@@ -318,3 +318,39 @@ def test_a_filter_chosen_by_the_remote_never_runs(
         os.environ["HOME"] = old_home
     assert "from the desk" in laptop.rules()
     assert not marker.exists()
+
+
+def processes_naming(text: str) -> list[str]:
+    """The command lines of live processes that mention `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_a_timeout_kills_git_and_its_helpers(laptop: Machine) -> None:
+    import socket
+
+    silent = socket.socket()  # accepts the connection (the kernel does) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/rules.git"
+    try:
+        git(laptop.sync.repo, "config", "remote.origin.url", url)
+        laptop.sync.timeout_s = 1.5
+        with pytest.raises(SyncError, match=r"the remote did not answer within 1.5 s \(git fetch\)"):
+            laptop.sync.sync(laptop.store)
+        deadline = time.monotonic() + 10  # killed processes go once init reaps them
+        while processes_naming(url) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_naming(url) == []  # no `git remote-http` left behind
+    finally:
+        silent.close()
