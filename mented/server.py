@@ -132,6 +132,7 @@ from mented.team import ProjectRuleError, ProjectRules, RuleLookup
 
 T = TypeVar("T")
 
+_NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
 # The first read of a request: the whole of most (a hook's event is a few KiB). A
@@ -736,6 +737,8 @@ class Server:
             reply = ErrorReply(code=ErrorCode.RECALL_UNAVAILABLE, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
+        except OSError as exc:
+            reply = self._os_error_reply(request, exc)
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
             log.exception("request_failed", request=type(request).__name__)
             reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
@@ -753,6 +756,21 @@ class Server:
                 )
             )
         return answer
+
+    def _os_error_reply(self, request: Request, exc: OSError) -> ErrorReply:
+        """A file the request wrote beside the store (a trust record, an export, the
+        recall index) failed: a full disk is `store_full`, as for the store itself."""
+        if exc.errno not in _NO_ROOM_ERRNOS:
+            log.exception("request_failed", request=type(request).__name__)
+            return ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
+        where = exc.filename or self.options.data_dir
+        message = (
+            f"cannot write {where}: {os.strerror(exc.errno).lower()}. Nothing acknowledged "
+            f"was lost; free some space on the disk of {self.options.data_dir} and try again"
+        )
+        if isinstance(request, RecallFactsRequest):
+            return ErrorReply(code=ErrorCode.RECALL_UNAVAILABLE, message=message)
+        return ErrorReply(code=ErrorCode.STORE_FULL, message=message)
 
     def _subscribe(self, request: SubscribeRequest, conn: _Connection) -> Reply:
         """Make `conn` a subscriber (its events follow the answer: `_stream_events`)."""
@@ -1188,7 +1206,14 @@ class Server:
         """Rebuild the recall index (opening it again if it could not be) and the pinned index."""
         if self.recall is None:
             self._open_recall()
-        return self._recall_index().rebuild()
+        index = self._recall_index()
+        try:
+            return index.rebuild()
+        except ValueError as exc:  # Tantivy's errors (a full disk among them)
+            raise RecallUnavailableError(
+                f"the recall index could not be rebuilt: {exc}. Rules work as before; "
+                "`mentectl reindex` tries again (free some space first if the disk is full)"
+            ) from exc
 
     def reload(self) -> str | None:
         """Re-read the config file; keep the current settings when it is bad.
