@@ -22,6 +22,7 @@ ignored (a newer mented may add them); a newer major `format` is refused.
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,10 +32,10 @@ import msgspec
 from mented import __version__
 from mented.memory import Forgotten, InvalidInputError, Memory, MemoryType
 from mented.store import ImportSummary, Store, check_forgotten, check_imported
-from mented.untrusted import MAX_NESTING, Refused, check_nesting
+from mented.untrusted import MAX_NESTING, Refused, check_nesting, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
     from pathlib import Path
     from typing import BinaryIO
 
@@ -356,3 +357,29 @@ def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> Imp
     """
     records = read_export(path, shown_as=shown_as)
     return store.import_records(records.memories, records.forgotten)
+
+
+def unknown_actions(
+    memories: Iterable[Memory], known: Collection[str], *, where: str
+) -> list[str]:
+    """A warning for each action the rules in `memories` name that is not in `known`.
+
+    `rule add` refuses such an action (a rule for it never fires); an import takes the
+    rules whole, as written, and says so, with the closest known names.
+    """
+    counts: dict[str, int] = {}
+    for memory in memories:
+        for action in memory.actions:
+            if action not in known:
+                counts[action] = counts.get(action, 0) + 1
+    warnings = []
+    for action, count in sorted(counts.items()):
+        close = difflib.get_close_matches(action, list(known), n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        rules = "1 rule" if count == 1 else f"{count} rules"
+        warnings.append(
+            f"{where}: {rules} for {shown(action)!r}, which is not an action mented knows, "
+            f"so {'it never fires' if count == 1 else 'they never fire'}.{hint} `mentectl rule list --all` shows them, "
+            "`mentectl actions` the actions there are"
+        )
+    return warnings

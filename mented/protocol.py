@@ -420,6 +420,9 @@ class ImportedReply(_Reply, tag="imported", kw_only=True):
     added: int
     forgotten: int
     unchanged: int
+    # Rules in the file for actions this daemon does not know (they would never fire),
+    # each a sentence with the closest known names.
+    warnings: list[str] = []
 
 
 class SyncedReply(_Reply, tag="synced", kw_only=True):

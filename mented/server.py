@@ -64,7 +64,7 @@ from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
 from mented.pinned import check_cap, over_cap
-from mented.portable import export_store, import_file
+from mented.portable import export_store, read_export, unknown_actions
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -1012,11 +1012,16 @@ class Server:
                 f"an import must be a file in {transfer} (mentectl import copies it there)"
             )
         try:
-            summary = import_file(self.store, source, shown_as=shown_as)
+            records = read_export(source, shown_as=shown_as)
+            summary = self.store.import_records(records.memories, records.forgotten)
         finally:
             source.unlink(missing_ok=True)
+        known = self.matcher.table.descriptions()
         return ImportedReply(
-            added=summary.added, forgotten=summary.forgotten, unchanged=summary.unchanged
+            added=summary.added,
+            forgotten=summary.forgotten,
+            unchanged=summary.unchanged,
+            warnings=unknown_actions(records.memories, known, where=shown_as or str(source)),
         )
 
     def _sync(self, init_remote: str | None) -> SyncedReply:

@@ -227,3 +227,23 @@ def test_import_of_an_empty_or_blank_file_is_not_a_mented_export(
     refused = daemon.mentectl("import", str(empty), check=False)
     assert refused.returncode == 1
     assert f"{empty}: empty, not a mented export" in refused.stderr
+
+
+def test_import_of_rules_for_an_unknown_action_says_so_with_did_you_mean(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(
+        '{"mented":"rules","format":1}\n'
+        '{"kind":"memory","id":"01JDQ8Z5K3M4N5P6Q7R8S9T0E1","created_at":1,'
+        '"type":"procedural","tags":["trigger:git-comit"],"text":"single line"}\n'
+        '{"kind":"memory","id":"01JDQ8Z5K3M4N5P6Q7R8S9T0E2","created_at":2,'
+        '"type":"procedural","tags":["trigger:git-commit"],"text":"no emojis"}\n'
+    )
+    imported = daemon.mentectl("import", str(typo))
+    assert "2 added" in imported.stdout
+    assert (
+        f"mentectl: warning: {typo}: 1 rule for 'git-comit', which is not an action mented "
+        "knows, so it never fires. Did you mean: git-commit"
+    ) in imported.stderr
+    assert "git-commit'" not in imported.stderr  # the known action is not named as unknown

@@ -33,7 +33,7 @@ from mented.protocol import (
     SyncRequest,
 )
 from mented.words import counted
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.status import sync_rows
 from mented_client.connection import Client
 from mented_client.progress import Progress
@@ -150,6 +150,8 @@ def run_import(args: argparse.Namespace) -> int:
             raise CommandError(f"cannot copy {source} for mented to read: {exc}") from exc
         finally:
             copy.unlink(missing_ok=True)
+    for warning in reply.warnings:
+        print(f"mentectl: warning: {escape_controls(warning)}", file=sys.stderr)
     if args.json:
         print_json(
             {"added": reply.added, "forgotten": reply.forgotten, "unchanged": reply.unchanged}
