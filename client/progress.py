@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Self, TextIO
 
 
 class Progress:
@@ -27,7 +27,7 @@ class Progress:
         self._thread: threading.Thread | None = None
         self._shown = False
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Self:
         if self.show:
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()

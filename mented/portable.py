@@ -240,8 +240,7 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
         check_nesting(line, limit=MAX_NESTING)
     except Refused:
         raise FormatError(
-            f"{where}: nested more than {MAX_NESTING} levels deep; a record is one flat "
-            "JSON object"
+            f"{where}: nested more than {MAX_NESTING} levels deep; a record is one flat JSON object"
         ) from None
     try:
         item = _line_decoder.decode(line)
@@ -359,9 +358,7 @@ def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> Imp
     return store.import_records(records.memories, records.forgotten)
 
 
-def unknown_actions(
-    memories: Iterable[Memory], known: Collection[str], *, where: str
-) -> list[str]:
+def unknown_actions(memories: Iterable[Memory], known: Collection[str], *, where: str) -> list[str]:
     """A warning for each action the rules in `memories` name that is not in `known`.
 
     `rule add` refuses such an action (a rule for it never fires); an import takes the
@@ -376,10 +373,12 @@ def unknown_actions(
     for action, count in sorted(counts.items()):
         close = difflib.get_close_matches(action, list(known), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        rules = "1 rule" if count == 1 else f"{count} rules"
+        rules, fire = (
+            ("1 rule", "it never fires") if count == 1 else (f"{count} rules", "they never fire")
+        )
         warnings.append(
             f"{where}: {rules} for {shown(action)!r}, which is not an action mented knows, "
-            f"so {'it never fires' if count == 1 else 'they never fire'}.{hint} `mentectl rule list --all` shows them, "
+            f"so {fire}.{hint} `mentectl rule list --all` shows them, "
             "`mentectl actions` the actions there are"
         )
     return warnings

@@ -867,15 +867,8 @@ class Server:
             case TrustRequest(dir=directory):
                 project = await _in_thread(functools.partial(self.projects.trust, directory))
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
-            case SyncRequest(set_remote=new_remote) if new_remote is not None:
-                await _in_thread(functools.partial(self.syncer.set_remote, new_remote))
-                return self.status()
-            case SyncRequest(status=True):
-                return self.status()
-            case SyncRequest(init_remote=remote):
-                synced = await _in_thread(functools.partial(self._indexed, self._sync, remote))
-                self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
-                return synced
+            case SyncRequest():
+                return await self._answer_sync(request)
             case ActionsRequest():
                 descriptions = self.matcher.table.descriptions()
                 return ActionsReply(
@@ -909,6 +902,17 @@ class Server:
                 return OkReply(message="shutting down")
             case _:  # HookRequest is answered before; kept for exhaustiveness
                 return ErrorReply(code=ErrorCode.UNKNOWN_REQUEST, message="unsupported request")
+
+    async def _answer_sync(self, request: SyncRequest) -> Reply:
+        """Sync now (set up first with `init_remote`), or change the remote, or say how it is."""
+        if request.set_remote is not None:
+            await _in_thread(functools.partial(self.syncer.set_remote, request.set_remote))
+            return self.status()
+        if request.status:
+            return self.status()
+        synced = await _in_thread(functools.partial(self._indexed, self._sync, request.init_remote))
+        self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
+        return synced
 
     async def _list(self, request: ListRequest) -> Reply:
         """A listing (a scan, off the event loop), saying when a project's rules are not served."""

@@ -38,8 +38,8 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from mented.untrusted import Refused, open_directory, read_file, shown
 
@@ -46,7 +46,7 @@ class CloneFiles:
         self.root = root
         self._fds: dict[str, int] = {}
 
-    def __enter__(self) -> CloneFiles:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

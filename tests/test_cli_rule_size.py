@@ -20,4 +20,3 @@ def test_a_rule_file_too_big_is_refused_with_its_size(
     assert f"the rule in {big} is {size} bytes; the limit is 65536 bytes" in refused.stderr
     assert "not running" not in refused.stderr
     assert daemon.mentectl("rule", "list", "--json").stdout.count('"id"') == 0
-

@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Self
 
 import pytest
 
@@ -37,7 +38,7 @@ class BystanderHook:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> BystanderHook:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -73,9 +73,7 @@ def test_a_full_disk_answers_documented_codes_and_loses_nothing(
     daemon.mentectl("sync", "init", str(remote))
     project = tmp_path / "project"
     (project / ".mented").mkdir(parents=True)
-    (project / ".mented" / "rules.jsonl").write_text(
-        '{"action":"git-push","text":"never force"}\n'
-    )
+    (project / ".mented" / "rules.jsonl").write_text('{"action":"git-push","text":"never force"}\n')
     subprocess.run(["git", "init", "--quiet", str(project)], check=True)
     daemon.mentectl("rule", "add", "git-commit", "one more, to sync")
 

@@ -282,7 +282,7 @@ def test_a_clone_config_that_would_run_a_program_is_refused(
     git(laptop.sync.repo, "config", "core.fsmonitor", f"touch {marker}; false")
     git(laptop.sync.repo, "config", "core.hooksPath", str(tmp_path))
     laptop.store.store("single line", tags=["trigger:git-commit"])
-    with pytest.raises(SyncError, match="sets core.fsmonitor, core.hookspath"):
+    with pytest.raises(SyncError, match=r"sets core\.fsmonitor, core\.hookspath"):
         laptop.sync.sync(laptop.store)
     assert not marker.exists()
 
@@ -346,7 +346,8 @@ def test_a_timeout_kills_git_and_its_helpers(laptop: Machine) -> None:
     try:
         git(laptop.sync.repo, "config", "remote.origin.url", url)
         laptop.sync.timeout_s = 1.5
-        with pytest.raises(SyncError, match=r"the remote did not answer within 1.5 s \(git fetch\)"):
+        did_not_answer = r"the remote did not answer within 1.5 s \(git fetch\)"
+        with pytest.raises(SyncError, match=did_not_answer):
             laptop.sync.sync(laptop.store)
         deadline = time.monotonic() + 10  # killed processes go once init reaps them
         while processes_naming(url) and time.monotonic() < deadline:
