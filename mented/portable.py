@@ -23,6 +23,7 @@ ignored (a newer mented may add them); a newer major `format` is refused.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -197,6 +198,7 @@ def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Rec
         FormatError: as for `read_export`.
     """
     records = Records()
+    # Each id's line number and a digest of its line (not the line: a copy of the file).
     seen: dict[str, tuple[int, bytes]] = {}
     expect_header = header
     for number, raw in enumerate(lines, start=1):
@@ -211,15 +213,16 @@ def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Rec
         record = parse_line(line, where)
         if record is None:
             continue
+        digest = hashlib.blake2b(line, digest_size=16).digest()
         first = seen.get(record.id)
-        if first is not None and first[1] != line:
+        if first is not None and first[1] != digest:
             raise FormatError(
                 f"{where}: id {record.id} is on line {first[0]} too, with other content; "
                 "a record never changes: give the new version its own id"
             )
         if first is not None:
             continue
-        seen[record.id] = (number, line)
+        seen[record.id] = (number, digest)
         if isinstance(record, Memory):
             records.memories.append(record)
         else:
