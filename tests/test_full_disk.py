@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     ErrorCode,
     ExportRequest,
@@ -97,6 +98,9 @@ def test_a_full_disk_answers_documented_codes_and_loses_nothing(
             else:
                 codes[name] = "ok"
         status = client.expect(StatusRequest(), StatusReply)
+        # a bystander's hook still gets the user's rules on the full disk
+        event = pretooluse_event("git commit -m x", cwd="/tmp", session="bystander")
+        assert b"rule 19" in client.hook("claude-code", event)
     record_figures("full_disk_codes", **{k: str(v) for k, v in codes.items()})
     assert status.sync_error  # the failed sync is shown
     assert status.memories >= 21  # nothing acknowledged lost

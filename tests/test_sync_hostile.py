@@ -355,3 +355,25 @@ def test_a_timeout_kills_git_and_its_helpers(laptop: Machine) -> None:
         assert processes_naming(url) == []  # no `git remote-http` left behind
     finally:
         silent.close()
+
+
+def test_an_unexpected_failure_is_kept_for_status_not_lost(
+    laptop: Machine, monkeypatch: pytest.MonkeyPatch, remote: Path, tmp_path: Path
+) -> None:
+    attacker = Attacker(tmp_path, remote)
+    name, data = a_record("from the desk", "01JDQ8Z5K3M4N5P6Q7R8S9T0F1")
+    (attacker.work / name).parent.mkdir(parents=True, exist_ok=True)
+    (attacker.work / name).write_bytes(data)
+    attacker.push()
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug nobody foresaw")
+
+    monkeypatch.setattr(laptop.store, "import_records", broken)
+    with pytest.raises(SyncError, match="sync failed: RuntimeError: a bug nobody foresaw"):
+        laptop.sync.sync(laptop.store)
+    assert "a bug nobody foresaw" in (laptop.sync.state().last_error or "")
+    monkeypatch.undo()
+    laptop.sync.sync(laptop.store)  # and the record is imported once it works
+    assert laptop.rules() == ["from the desk"]
+    assert laptop.sync.state().last_error is None
