@@ -411,23 +411,21 @@ class GitSync:
         written = 0
         try:
             with CloneFiles(self.repo) as files:
+                # Both walks are in id order: git's listing is merged in, never held as a set.
+                records, forgets = self._tracked_ids(RECORDS), self._tracked_ids(FORGOTTEN)
                 for batch in store.export_records(batch=_WRITE_BATCH):
-                    tracked = self._tracked(
-                        [record_path(kind, m.id) for m in batch for kind in (RECORDS, FORGOTTEN)]
-                    )
                     for memory in batch:
-                        path = record_path(RECORDS, memory.id)
-                        if path in tracked or record_path(FORGOTTEN, memory.id) in tracked:
+                        if records.has(memory.id) or forgets.has(memory.id):
                             continue
-                        files.write(path, memory_line(memory))
+                        files.write(record_path(RECORDS, memory.id), memory_line(memory))
                         written += 1
+                del records, forgets
+                forgets = self._tracked_ids(FORGOTTEN)
                 for tombs in store.export_forgotten(batch=_WRITE_BATCH):
-                    tracked = self._tracked([record_path(FORGOTTEN, tomb.id) for tomb in tombs])
                     for tomb in tombs:
-                        path = record_path(FORGOTTEN, tomb.id)
-                        if path in tracked:
+                        if forgets.has(tomb.id):
                             continue
-                        files.write(path, forgotten_line(tomb))
+                        files.write(record_path(FORGOTTEN, tomb.id), forgotten_line(tomb))
                         files.remove(record_path(RECORDS, tomb.id))
                         written += 1
         except Refused as exc:
@@ -438,6 +436,11 @@ class GitSync:
                 "`mentectl sync remote URL`; until then this machine's rules are not pushed"
             ) from None
         return written
+
+    def _tracked_ids(self, kind: str) -> _SortedIds:
+        """The ids of the record files of `kind` git tracks, to look up in id order."""
+        listed = self._run("ls-files", "-z", "--", kind, literal=True).stdout
+        return _SortedIds(listed, kind)
 
     def _tracked(self, paths: list[str]) -> set[str]:
         """Which of `paths` (relative to the clone) git tracks."""
@@ -683,6 +686,31 @@ _BOILERPLATE = (
     "please make sure you have the correct access rights",
     "and the repository exists.",
 )
+
+
+class _SortedIds:
+    """The ids in a `git ls-files -z` listing, asked for in ascending order (`has`).
+
+    git lists paths sorted, and `records/<first 4 of the id>/<id>.json` sorts as its id
+    does: the listing is walked once beside the store's walk, nothing collected.
+    A name that is not a well-formed record file's is passed over.
+    """
+
+    def __init__(self, listed: str, kind: str) -> None:
+        self._names = (
+            matched.group(3)
+            for entry in re.finditer(r"[^\0]+", listed)
+            if (matched := _RECORD_NAME.fullmatch(entry.group())) is not None
+            and matched.group(1) == kind
+            and matched.group(2) == matched.group(3)[:4]
+        )
+        self._current = next(self._names, None)
+
+    def has(self, memory_id: str) -> bool:
+        """Whether `memory_id` is listed; each call's id no smaller than the last one's."""
+        while self._current is not None and self._current < memory_id:
+            self._current = next(self._names, None)
+        return self._current == memory_id
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
