@@ -187,11 +187,11 @@ class RecallUnavailableError(Exception):
     """Facts cannot be recalled: the index could not be opened (the message says why)."""
 
 
-# Requests that write to the store or read the recall index: they open Tantivy.
 # Requests long by design (they walk the store or run git): their time is not the
 # latency `status` reports, which is what a hook waits for (issue 23: a 60 s sync
 # timeout once read as "p99 60184078 µs").
 _UNTIMED = (SyncRequest, ImportRequest, ExportRequest, ReindexRequest)
+# Requests that write to the store or read the recall index: they open Tantivy.
 _USES_RECALL = (
     StoreRequest,
     SupersedeRequest,
