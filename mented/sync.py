@@ -23,8 +23,16 @@ which merges cleanly with a copy that was left unchanged, and the forget wins.
 
 git runs as the user, with their config, credentials and SSH agent, with
 `GIT_TERMINAL_PROMPT=0` (a sync never waits for a password) and a timeout per
-command. The commits mented makes are not signed and run no hooks: they are
-machine-made, in a clone only mented uses. Nothing here touches the user's own
+command (at which its whole process group is killed). The commits mented makes
+are not signed and run no hooks: they are machine-made, in a clone only mented uses.
+
+What the remote sends is untrusted (anyone who can push chose it), as
+docs/security.md ("Sync and import") details: no git run here may launch a
+program the clone could choose (`_SAFE_GIT`, `.git/info/attributes`, the clone's
+config checked), a remote commit too big is refused before it is checked out
+(`_check_incoming`), files are written and read without following a link
+(mented/sync_files.py), each record is checked and a bad one skipped and named,
+and any failure is kept for `status`. Nothing here touches the user's own
 repositories. Local writes are committed to the clone before anything is
 fetched, so a remote that is down or a rejected push loses nothing: the next
 sync pushes it.
