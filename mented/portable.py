@@ -22,6 +22,9 @@ ignored (a newer mented may add them); a newer major `format` is refused.
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +33,10 @@ import msgspec
 from mented import __version__
 from mented.memory import Forgotten, InvalidInputError, Memory, MemoryType
 from mented.store import ImportSummary, Store, check_forgotten, check_imported
+from mented.untrusted import MAX_NESTING, Refused, check_nesting, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
     from pathlib import Path
     from typing import BinaryIO
 
@@ -41,6 +45,9 @@ FORMAT_NAME = "rules"
 # Older versions this reader still reads, each with what must be done to its records.
 # Only version 1 exists so far; a version 2 adds its reader and keeps this one.
 READABLE_VERSIONS = frozenset({1})
+# How far in the future a record's time may be (another machine's clock runs ahead):
+# past it the record is refused, else it would stay "newest" for ever.
+FUTURE_SKEW_S = 24 * 3600.0
 
 
 class FormatError(InvalidInputError):
@@ -191,6 +198,7 @@ def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Rec
         FormatError: as for `read_export`.
     """
     records = Records()
+    # Each id's line number and a digest of its line (not the line: a copy of the file).
     seen: dict[str, tuple[int, bytes]] = {}
     expect_header = header
     for number, raw in enumerate(lines, start=1):
@@ -205,15 +213,16 @@ def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Rec
         record = parse_line(line, where)
         if record is None:
             continue
+        digest = hashlib.blake2b(line, digest_size=16).digest()
         first = seen.get(record.id)
-        if first is not None and first[1] != line:
+        if first is not None and first[1] != digest:
             raise FormatError(
                 f"{where}: id {record.id} is on line {first[0]} too, with other content; "
                 "a record never changes: give the new version its own id"
             )
         if first is not None:
             continue
-        seen[record.id] = (number, line)
+        seen[record.id] = (number, digest)
         if isinstance(record, Memory):
             records.memories.append(record)
         else:
@@ -231,11 +240,18 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
     """
     item: MemoryLine | ForgottenLine | None
     try:
+        check_nesting(line, limit=MAX_NESTING)
+    except Refused:
+        raise FormatError(
+            f"{where}: nested more than {MAX_NESTING} levels deep; a record is one flat JSON object"
+        ) from None
+    try:
         item = _line_decoder.decode(line)
     except (msgspec.ValidationError, msgspec.DecodeError):
         item = _slow_parse(line, where)  # says what is wrong, or finds a kind to skip
     if item is None:
         return None
+    _check_not_future(item, where)
     try:
         if isinstance(item, MemoryLine):
             return check_imported(
@@ -263,6 +279,24 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
         raise FormatError(f"{where}: {exc}") from None
 
 
+def _check_not_future(item: MemoryLine | ForgottenLine, where: str) -> None:
+    """Refuse a time later than now (plus `FUTURE_SKEW_S`).
+
+    Raises:
+        FormatError: naming `where` and the field.
+    """
+    latest = time.time() + FUTURE_SKEW_S
+    times = {"created_at": item.created_at}
+    if isinstance(item, ForgottenLine):
+        times["forgotten_at"] = item.forgotten_at
+    for name, value in times.items():
+        if isinstance(value, int | float) and value > latest:
+            raise FormatError(
+                f"{where}: {name} {value!r} is in the future (later than now plus "
+                f"{FUTURE_SKEW_S / 3600:g} h); a record's time is when it was written"
+            )
+
+
 def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
     """A line the typed decoder refused: the reason, or None for an unknown kind."""
     try:
@@ -286,8 +320,9 @@ def _slow_parse(line: bytes, where: str) -> MemoryLine | ForgottenLine | None:
 
 def _check_header(line: bytes, where: str) -> None:
     try:
+        check_nesting(line, limit=MAX_NESTING)
         header = msgspec.json.decode(line, type=Header)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, Refused):
         header = None
     if header is None or header.mented != FORMAT_NAME:
         raise FormatError(
@@ -324,3 +359,29 @@ def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> Imp
     """
     records = read_export(path, shown_as=shown_as)
     return store.import_records(records.memories, records.forgotten)
+
+
+def unknown_actions(memories: Iterable[Memory], known: Collection[str], *, where: str) -> list[str]:
+    """A warning for each action the rules in `memories` name that is not in `known`.
+
+    `rule add` refuses such an action (a rule for it never fires); an import takes the
+    rules whole, as written, and says so, with the closest known names.
+    """
+    counts: dict[str, int] = {}
+    for memory in memories:
+        for action in memory.actions:
+            if action not in known:
+                counts[action] = counts.get(action, 0) + 1
+    warnings = []
+    for action, count in sorted(counts.items()):
+        close = difflib.get_close_matches(action, list(known), n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        rules, fire = (
+            ("1 rule", "it never fires") if count == 1 else (f"{count} rules", "they never fire")
+        )
+        warnings.append(
+            f"{where}: {rules} for {shown(action)!r}, which is not an action mented knows, "
+            f"so {fire}.{hint} `mentectl rule list --all` shows them, "
+            "`mentectl actions` the actions there are"
+        )
+    return warnings

@@ -185,6 +185,11 @@ class SyncRequest(_Request, tag="sync", kw_only=True):
     """
 
     init_remote: str | None = None
+    # Point sync at another remote instead of syncing (`mentectl sync remote URL`);
+    # answered with `status`, which names the new remote.
+    set_remote: str | None = None
+    # Only answer with `status` (`mentectl sync status`): nothing is synced.
+    status: bool = False
 
 
 class TrustRequest(_Request, tag="trust", kw_only=True):
@@ -322,6 +327,10 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     sync_remote: str | None = None
     sync_last_ok: float | None = None
     sync_error: str | None = None
+    # Files from the remote the last sync skipped (the first few, each with its
+    # problem), and how many in all.
+    sync_skipped: list[str] = []
+    sync_skipped_total: int = 0
     # Rules with more than one current version (superseded on two machines while
     # apart): the ids of each one's current versions, newest first.
     forks: list[list[str]] = []
@@ -411,6 +420,9 @@ class ImportedReply(_Reply, tag="imported", kw_only=True):
     added: int
     forgotten: int
     unchanged: int
+    # Rules in the file for actions this daemon does not know (they would never fire),
+    # each a sentence with the closest known names.
+    warnings: list[str] = []
 
 
 class SyncedReply(_Reply, tag="synced", kw_only=True):

@@ -64,7 +64,7 @@ from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
 from mented.pinned import check_cap, over_cap
-from mented.portable import export_store, import_file
+from mented.portable import export_store, read_export, unknown_actions
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -133,6 +133,7 @@ from mented.team_reads import ProjectReads
 
 T = TypeVar("T")
 
+_NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
 # The first read of a request: the whole of most (a hook's event is a few KiB). A
@@ -189,6 +190,10 @@ class RecallUnavailableError(Exception):
     """Facts cannot be recalled: the index could not be opened (the message says why)."""
 
 
+# Requests long by design (they walk the store or run git): their time is not the
+# latency `status` reports, which is what a hook waits for (issue 23: a 60 s sync
+# timeout once read as "p99 60184078 µs").
+_UNTIMED = (SyncRequest, ImportRequest, ExportRequest, ReindexRequest)
 # Requests that write to the store or read the recall index: they open Tantivy.
 _USES_RECALL = (
     StoreRequest,
@@ -538,10 +543,12 @@ class Server:
                 if body is None:
                     return
                 started = time.perf_counter()
+                conn.untimed = False
                 reply = await self._dispatch(body, conn)
                 del body  # not held while the client takes its time reading the answer
                 self.stats.requests += 1
-                self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
+                if not conn.untimed:
+                    self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
                 if len(reply) > _SMALL_REPLY:
                     reply = self._hold_reply(conn, reply)
                 if not await self._send_reply(conn, reply):
@@ -696,6 +703,7 @@ class Server:
         """The complete reply frame for one request body (`conn`: whose, for `subscribe`)."""
         received = time.monotonic()
         request = decode_request(body)
+        conn.untimed = isinstance(request, _UNTIMED)
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
             # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
@@ -734,6 +742,8 @@ class Server:
             reply = ErrorReply(code=ErrorCode.RECALL_UNAVAILABLE, message=str(exc))
         except (InvalidInputError, StoreError) as exc:
             reply = ErrorReply(code=ErrorCode.INVALID, message=str(exc))
+        except OSError as exc:
+            reply = self._os_error_reply(request, exc)
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
             log.exception("request_failed", request=type(request).__name__)
             reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
@@ -751,6 +761,21 @@ class Server:
                 )
             )
         return answer
+
+    def _os_error_reply(self, request: Request, exc: OSError) -> ErrorReply:
+        """A file the request wrote beside the store (a trust record, an export, the
+        recall index) failed: a full disk is `store_full`, as for the store itself."""
+        if exc.errno not in _NO_ROOM_ERRNOS:
+            log.exception("request_failed", request=type(request).__name__)
+            return ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
+        where = exc.filename or self.options.data_dir
+        message = (
+            f"cannot write {where}: {os.strerror(exc.errno).lower()}. Nothing acknowledged "
+            f"was lost; free some space on the disk of {self.options.data_dir} and try again"
+        )
+        if isinstance(request, RecallFactsRequest):
+            return ErrorReply(code=ErrorCode.RECALL_UNAVAILABLE, message=message)
+        return ErrorReply(code=ErrorCode.STORE_FULL, message=message)
 
     def _subscribe(self, request: SubscribeRequest, conn: _Connection) -> Reply:
         """Make `conn` a subscriber (its events follow the answer: `_stream_events`)."""
@@ -850,10 +875,8 @@ class Server:
             case TrustRequest(dir=directory):
                 project = await _in_thread(functools.partial(self.projects.trust, directory))
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
-            case SyncRequest(init_remote=remote):
-                synced = await _in_thread(functools.partial(self._indexed, self._sync, remote))
-                self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
-                return synced
+            case SyncRequest():
+                return await self._answer_sync(request)
             case ActionsRequest():
                 descriptions = self.matcher.table.descriptions()
                 return ActionsReply(
@@ -887,6 +910,17 @@ class Server:
                 return OkReply(message="shutting down")
             case _:  # HookRequest is answered before; kept for exhaustiveness
                 return ErrorReply(code=ErrorCode.UNKNOWN_REQUEST, message="unsupported request")
+
+    async def _answer_sync(self, request: SyncRequest) -> Reply:
+        """Sync now (set up first with `init_remote`), or change the remote, or say how it is."""
+        if request.set_remote is not None:
+            await _in_thread(functools.partial(self.syncer.set_remote, request.set_remote))
+            return self.status()
+        if request.status:
+            return self.status()
+        synced = await _in_thread(functools.partial(self._indexed, self._sync, request.init_remote))
+        self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
+        return synced
 
     async def _list(self, request: ListRequest) -> Reply:
         """A listing (a scan, off the event loop), saying when a project's rules are not served."""
@@ -991,11 +1025,16 @@ class Server:
                 f"an import must be a file in {transfer} (mentectl import copies it there)"
             )
         try:
-            summary = import_file(self.store, source, shown_as=shown_as)
+            records = read_export(source, shown_as=shown_as)
+            summary = self.store.import_records(records.memories, records.forgotten)
         finally:
             source.unlink(missing_ok=True)
+        known = self.matcher.table.descriptions()
         return ImportedReply(
-            added=summary.added, forgotten=summary.forgotten, unchanged=summary.unchanged
+            added=summary.added,
+            forgotten=summary.forgotten,
+            unchanged=summary.unchanged,
+            warnings=unknown_actions(records.memories, known, where=shown_as or str(source)),
         )
 
     def _sync(self, init_remote: str | None) -> SyncedReply:
@@ -1185,7 +1224,14 @@ class Server:
         """Rebuild the recall index (opening it again if it could not be) and the pinned index."""
         if self.recall is None:
             self._open_recall()
-        return self._recall_index().rebuild()
+        index = self._recall_index()
+        try:
+            return index.rebuild()
+        except ValueError as exc:  # Tantivy's errors (a full disk among them)
+            raise RecallUnavailableError(
+                f"the recall index could not be rebuilt: {exc}. Rules work as before; "
+                "`mentectl reindex` tries again (free some space first if the disk is full)"
+            ) from exc
 
     def reload(self) -> str | None:
         """Re-read the config file; keep the current settings when it is bad.
@@ -1301,6 +1347,8 @@ class Server:
             sync_remote=sync_state.remote if sync_state else None,
             sync_last_ok=sync_state.last_ok if sync_state else None,
             sync_error=sync_state.last_error if sync_state else None,
+            sync_skipped=sync_state.skipped if sync_state else [],
+            sync_skipped_total=sync_state.skipped_total if sync_state else 0,
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
             untrusted_projects=self.projects.untrusted(),
             recall_error=self.recall_error,
@@ -1321,13 +1369,14 @@ class _Connection:
     peer that goes away raises OSError, which `_serve_connection` handles.
     """
 
-    __slots__ = ("held", "pending", "sock", "subscription")
+    __slots__ = ("held", "pending", "sock", "subscription", "untimed")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
         self.pending = b""  # bytes received past the last frame (pipelined requests)
         self.held = 0  # bytes counted for it in `_HeldBytes`
         self.subscription: Subscription | None = None  # set by `subscribe`
+        self.untimed = False  # the request being answered is long by design (`_UNTIMED`)
 
 
 class _HeldBytes:

@@ -50,6 +50,7 @@ from mented_client.commands.status import (
     OVER_CAP_FIX,
     describe_fork,
     describe_over_cap,
+    skipped_summary,
     started_by,
 )
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
@@ -515,6 +516,15 @@ def check_sync(status: StatusReply) -> list[Check]:
             )
         else:
             checks.append(Check("sync", "ok", f"with {status.sync_remote}"))
+        if status.sync_skipped_total:
+            checks.append(
+                Check(
+                    "sync",
+                    "warn",
+                    skipped_summary(status),
+                    fix="remove those files from the remote (they were not written by mented)",
+                )
+            )
     checks.extend(
         # A broken file is refused by `trust` until it is fixed: the fix says both steps.
         Check("project", "warn", f"rules not handed to agents: {why}", fix=PROJECT_FIX)

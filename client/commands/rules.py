@@ -19,6 +19,7 @@ never load it.
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ import msgspec
 
 from mented.agent_names import AGENT_NAMES
 from mented.memory import (
+    MAX_CONTENT_BYTES,
     PINNED_TAG,
     TRIGGER_PREFIX,
     InvalidInputError,
@@ -217,19 +219,30 @@ def rule_text(args: argparse.Namespace) -> str:
             "give the rule as an argument, as `-` (standard input) or with --file PATH, once",
             status=2,
         )
+    # Read at most one byte past the limit: a file of 5 MiB (or /dev/zero) is refused
+    # here with its size, never sent (over the frame limit it read as "not running").
     if args.file is not None:
         source = args.file
         try:
-            data = Path(args.file).read_bytes()
+            with Path(args.file).open("rb") as file:
+                data = file.read(MAX_CONTENT_BYTES + 1)
         except OSError as exc:
             raise CommandError(
                 f"cannot read the rule from {args.file}: {exc.strerror}", status=2
             ) from exc
     elif args.text == "-":
         source = "standard input"
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
     else:
         return str(args.text)
+    if len(data) > MAX_CONTENT_BYTES:
+        size = _size_of(args.file)
+        raise CommandError(
+            f"the rule in {source} is {size or 'more than ' + str(MAX_CONTENT_BYTES)} bytes; "
+            f"the limit is {MAX_CONTENT_BYTES} bytes. Keep a rule short, or split it into "
+            "several rules.",
+            status=2,
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -240,6 +253,17 @@ def rule_text(args: argparse.Namespace) -> str:
     if not text:
         raise CommandError(f"the rule in {source} is empty", status=2)
     return text
+
+
+def _size_of(path: str | None) -> int | None:
+    """The size of the regular file `path`, or None (standard input, a device)."""
+    if path is None:
+        return None
+    try:
+        info = Path(path).stat()
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def _checked_action(in_force: TableInForce, action: str) -> str:

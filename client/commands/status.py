@@ -206,9 +206,20 @@ def sync_rows(status: StatusReply) -> list[tuple[str, str]]:
         last = format_time(status.sync_last_ok) if status.sync_last_ok else "never"
         state = f"FAILING ({status.sync_error}), retried" if status.sync_error else "ok"
         rows.append(("sync", f"{status.sync_remote}: last synced {last}, {state}"))
+        if status.sync_skipped_total:
+            rows.append(("sync", skipped_summary(status)))
     rows.extend(("fork", describe_fork(tips)) for tips in status.forks)
     rows.extend(("project", f"NOT SERVED: {why}") for why in status.untrusted_projects)
     return rows
+
+
+def skipped_summary(status: StatusReply) -> str:
+    """The files from the remote the last sync skipped, the first named."""
+    first = status.sync_skipped[0] if status.sync_skipped else ""
+    return (
+        f"SKIPPED {status.sync_skipped_total} file(s) from the remote that mented would not "
+        f"read (first: {first}); `mentectl log` and `mentectl sync` name them all"
+    )
 
 
 def describe_fork(tips: list[str]) -> str:

@@ -33,8 +33,10 @@ from mented.protocol import (
     SyncRequest,
 )
 from mented.words import counted
-from mented_client.commands.output import CommandError, print_json
+from mented_client.commands.output import CommandError, escape_controls, print_json
+from mented_client.commands.status import sync_rows
 from mented_client.connection import Client
+from mented_client.progress import Progress
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -84,6 +86,21 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="a git URL, or the path of a bare repository: empty, or one mented synced before",
     )
     init.set_defaults(handler=run_sync)
+    remote = verbs.add_parser(
+        "remote",
+        parents=[common],
+        help="sync with another git remote from now on",
+        description=(
+            "The next sync fetches from and pushes to URL (checked as `sync init` checks "
+            "one); the rules already here stay."
+        ),
+    )
+    remote.add_argument("url", help="a git URL, or the path of a bare repository")
+    remote.set_defaults(handler=run_sync_remote)
+    status = verbs.add_parser(
+        "status", parents=[common], help="the remote, the last sync and its problems"
+    )
+    status.set_defaults(handler=run_sync_status)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -125,13 +142,16 @@ def run_import(args: argparse.Namespace) -> int:
         copy = transfer / f"import-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
         try:
             shutil.copyfile(source, copy)
-            reply = client.expect(
-                ImportRequest(path=str(copy), shown_as=str(source)), ImportedReply
-            )
+            with Progress(f"importing {source}", show=not args.json):
+                reply = client.expect(
+                    ImportRequest(path=str(copy), shown_as=str(source)), ImportedReply
+                )
         except OSError as exc:
             raise CommandError(f"cannot copy {source} for mented to read: {exc}") from exc
         finally:
             copy.unlink(missing_ok=True)
+    for warning in reply.warnings:
+        print(f"mentectl: warning: {escape_controls(warning)}", file=sys.stderr)
     if args.json:
         print_json(
             {"added": reply.added, "forgotten": reply.forgotten, "unchanged": reply.unchanged}
@@ -144,13 +164,26 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sync(args: argparse.Namespace) -> int:
-    remote = args.remote
-    if remote is not None and Path(remote).expanduser().exists():
+def _remote_argument(remote: str) -> str:
+    """A remote as the daemon must see it: a local path made absolute, a blank refused."""
+    if not remote.strip():
+        raise CommandError(
+            "the remote is empty: give a git URL or the path of a bare repository, "
+            "e.g. `mentectl sync init git@example.com:me/rules.git`",
+            status=2,
+        )
+    if Path(remote).expanduser().exists():
         # A local path: the daemon runs elsewhere (its working directory is not ours).
-        remote = str(Path(remote).expanduser().resolve())
+        return str(Path(remote).expanduser().resolve())
+    return remote
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    remote = None if args.remote is None else _remote_argument(args.remote)
     with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
-        reply = client.expect(SyncRequest(init_remote=remote), SyncedReply)
+        what = f"cloning {remote}" if remote else "syncing"
+        with Progress(what, show=not args.json):
+            reply = client.expect(SyncRequest(init_remote=remote), SyncedReply)
     if args.json:
         print_json(msgspec.to_builtins(reply))
         return 0
@@ -162,3 +195,39 @@ def run_sync(args: argparse.Namespace) -> int:
     for problem in reply.skipped:
         print(f"skipped a file from the remote: {problem}", file=sys.stderr)
     return 0
+
+
+def run_sync_remote(args: argparse.Namespace) -> int:
+    url = _remote_argument(args.url)
+    with Client(args.socket) as client:
+        status = client.expect(SyncRequest(set_remote=url), StatusReply)
+    if args.json:
+        print_json({"remote": status.sync_remote})
+    else:
+        print(f"sync now uses {status.sync_remote}; `mentectl sync` syncs with it now")
+    return 0
+
+
+def run_sync_status(args: argparse.Namespace) -> int:
+    with Client(args.socket) as client:
+        status = client.expect(SyncRequest(status=True), StatusReply)
+    if args.json:
+        print_json(
+            {
+                "remote": status.sync_remote,
+                "last_ok": status.sync_last_ok,
+                "error": status.sync_error,
+                "skipped": status.sync_skipped,
+                "skipped_total": status.sync_skipped_total,
+            }
+        )
+        return 0
+    if status.sync_remote is None:
+        print("sync is not set up: `mentectl sync init REMOTE` sets it up")
+        return 0
+    for label, text in sync_rows(status):
+        if label == "sync":
+            print(text)
+    for problem in status.sync_skipped:
+        print(f"skipped a file from the remote: {problem}")
+    return 1 if status.sync_error else 0
