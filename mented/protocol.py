@@ -62,6 +62,7 @@ class StoreRequest(_Request, tag="store", kw_only=True):
     tags: list[str] = []
     agent: str | None = None
     project: str | None = None
+    checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
 class GetRequest(_Request, tag="get", kw_only=True):
@@ -104,6 +105,7 @@ class SupersedeRequest(_Request, tag="supersede", kw_only=True):
     tags: list[str] | None = None
     agent: str | None = None
     project: str | None = None
+    checks: list[str] | None = None  # the new version's checks; None: the old one's
 
 
 class HistoryRequest(_Request, tag="history", kw_only=True):

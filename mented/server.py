@@ -48,6 +48,7 @@ import trio
 from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import ToolCall
+from mented.checks import rule_checks
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
@@ -1126,6 +1127,7 @@ class Server:
 
     def _store_memory(self, request: StoreRequest) -> Memory:
         """Store a memory; a pinned rule only within the cap (`mented.pinned`)."""
+        checks = rule_checks(request.checks, request.tags)
         store = functools.partial(
             self._indexed,
             functools.partial(
@@ -1135,6 +1137,7 @@ class Server:
                 tags=request.tags,
                 agent=request.agent,
                 project=request.project,
+                checks=checks,
             ),
         )
         if not any(_is_pinned_tag(tag) for tag in request.tags):
@@ -1146,6 +1149,11 @@ class Server:
 
     def _supersede(self, request: SupersedeRequest) -> tuple[Memory, Memory]:
         """Supersede a memory; a pinned rule's new version only within the cap."""
+        old = self.store.get(request.id)
+        tags = old.tags if request.tags is None else tuple(request.tags)
+        checks = None if request.checks is None else rule_checks(request.checks, tags)
+        if checks is None and request.tags is not None and old.checks:
+            rule_checks(old.checks, tags)  # the old checks must fit the new actions too
         supersede = functools.partial(
             self._indexed,
             functools.partial(
@@ -1155,10 +1163,9 @@ class Server:
                 tags=request.tags,
                 agent=request.agent,
                 project=request.project,
+                checks=checks,
             ),
         )
-        old = self.store.get(request.id)
-        tags = old.tags if request.tags is None else tuple(request.tags)
         if not any(_is_pinned_tag(tag) for tag in tags):
             return supersede()
         with self._pinned_lock:

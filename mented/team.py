@@ -42,6 +42,7 @@ from mented.memory import (
     InvalidInputError,
     Memory,
     MemoryType,
+    check_checks_shape,
     normalize_action,
     short_handle,
     trigger_tag,
@@ -69,6 +70,7 @@ class AuthoredRule(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     actions: list[str] = []
     agent: str | None = None
     type: MemoryType = MemoryType.PROCEDURAL
+    checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
 @dataclass
@@ -347,6 +349,7 @@ def _authored(line: bytes, where: str, root: str, *, mtime: float) -> Memory:
         raise FormatError(f"{where}: a rule needs a `text`")
     try:
         tags = tuple(trigger_tag(normalize_action(name)) for name in names)
+        checks = check_checks_shape(rule.checks)
     except InvalidInputError as exc:
         raise FormatError(f"{where}: {exc}") from None
     return Memory(
@@ -358,6 +361,7 @@ def _authored(line: bytes, where: str, root: str, *, mtime: float) -> Memory:
         project=root,
         created_at=mtime,
         origin=ORIGIN_PROJECT,
+        checks=checks,
     )
 
 

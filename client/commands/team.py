@@ -67,7 +67,9 @@ def project_root(start: Path) -> Path:
     )
 
 
-def add_team_rule(action: str, text: str, agent: str | None) -> Path:
+def add_team_rule(
+    action: str, text: str, agent: str | None, checks: list[str] | None = None
+) -> Path:
     """Append the rule to `<project>/.mented/rules.jsonl`; the file it wrote."""
     if not text.strip():
         raise CommandError("a rule needs a text", status=2)
@@ -75,9 +77,11 @@ def add_team_rule(action: str, text: str, agent: str | None) -> Path:
     folder = root / FOLDER
     folder.mkdir(exist_ok=True)
     path = folder / RULES_FILE
-    line: dict[str, str] = {"action": action, "text": text}
+    line: dict[str, str | list[str]] = {"action": action, "text": text}
     if agent:
         line["agent"] = agent
+    if checks:
+        line["checks"] = checks
     existing = path.read_bytes() if path.exists() else b""
     with path.open("ab") as out:
         if existing and not existing.endswith(b"\n"):
