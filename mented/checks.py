@@ -150,7 +150,8 @@ def _parse_cached(text: str, actions: tuple[str, ...]) -> Check:
         )
     if not text.isprintable():
         raise CheckError(f"check {text!r} holds a control character (a newline?); give one line")
-    stripped = text.strip()
+    # Only leading blanks go: a regex may end with one (`^feat: `).
+    stripped = text.lstrip()
     field, _, rest = stripped.partition(" ")
     rest = rest.lstrip(" ")
     kind_word, _, argument = rest.partition(" ")
@@ -262,7 +263,7 @@ def _backtracking_problem(tree: Any) -> str | None:  # noqa: ANN401 - re's own p
 
 
 def parse_checks(texts: Iterable[str], actions: Sequence[str]) -> tuple[str, ...]:
-    """`texts` checked as a rule's checks for `actions`, each stripped.
+    """`texts` checked as a rule's checks for `actions`, leading blanks cut.
 
     Raises:
         CheckError: the first check that cannot be used (named by its number), or too many.

@@ -111,7 +111,7 @@ MAX_CHECK_CHARS = 1000  # characters of one check
 
 
 def check_checks_shape(checks: object) -> tuple[str, ...]:
-    """A rule's checks as stored: a list of at most `MAX_CHECKS` one-line texts, stripped.
+    """A rule's checks as stored: at most `MAX_CHECKS` one-line texts, leading blanks cut.
 
     What each one means is `mented.checks`'s to say (the daemon asks it first);
     this is the shape every record must have, wherever it comes from.
@@ -131,7 +131,7 @@ def check_checks_shape(checks: object) -> tuple[str, ...]:
                 f"check {check[:80]!r} is not a usable check: one line of at most "
                 f"{MAX_CHECK_CHARS} characters, e.g. 'subject max 72'"
             )
-    return tuple(check.strip() for check in checks)
+    return tuple(check.lstrip() for check in checks)  # a regex may end with a blank
 
 
 # Crockford's base32: no I, L, O, U, so ids survive being read aloud or retyped.

@@ -118,7 +118,11 @@ def test_checks_need_an_action_with_fields() -> None:
         rule_checks(["subject max 3"], ["pinned"])
     with pytest.raises(CheckError, match="at most 16 checks"):
         rule_checks(["subject max 3"] * 17, [trigger_tag("git-commit")])
-    assert rule_checks(["  subject max 3 "], [trigger_tag("git-commit")]) == ("subject max 3",)
+    assert rule_checks(["  subject max 3"], [trigger_tag("git-commit")]) == ("subject max 3",)
+    # A regex keeps its trailing blank: `^feat: ` is not `^feat:`.
+    kept = rule_checks(["subject matches ^feat: "], [trigger_tag("git-commit")])
+    assert kept == ("subject matches ^feat: ",)
+    assert outcome(kept[0], commit("feat:x"))[0] is False
 
 
 def test_the_store_keeps_checks_and_a_new_version_replaces_or_keeps_them(store: Store) -> None:
@@ -171,7 +175,7 @@ def test_rule_add_check_show_list_and_supersede(daemon: DaemonProcess) -> None:
     listed = daemon.mentectl("rule", "list", "--action", "git-commit").stdout
     assert "    check: message no-emoji" in listed
     document = json.loads(daemon.mentectl("rule", "show", rule_id, "--json").stdout)
-    assert document["checks"][1] == CONVENTIONAL.strip()
+    assert document["checks"][1] == CONVENTIONAL
 
     new = json.loads(
         daemon.mentectl(
