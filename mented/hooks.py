@@ -578,6 +578,10 @@ class HookHandler:
 
     def _record(self, fire: FireRecord) -> None:
         self._fires.append(fire)
+        compliance = self.prechecks.compliance
+        if compliance is not None:  # the record of whether rules are kept
+            for rule_id in fire.full_ids:
+                compliance.note(rule_id, fire.agent, "handed")
         if fire.delivery != "none":
             self._last_fire = fire
         if self._on_fire is not None:

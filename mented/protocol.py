@@ -219,6 +219,13 @@ class SubscribeRequest(_Request, tag="subscribe", kw_only=True):
     project: str | None = None
 
 
+class ReportRequest(_Request, tag="report", kw_only=True):
+    """The record of whether rules are kept (mented.compliance), since `since_s` ago."""
+
+    since_s: float = 7 * 86_400
+    agent: str | None = None
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -243,6 +250,7 @@ Request = (
     | TrustRequest
     | ActionsRequest
     | SubscribeRequest
+    | ReportRequest
     | ShutdownRequest
 )
 
@@ -340,6 +348,8 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     pinned_max_rules: int = 0
     pinned_max_chars: int = 0
     pinned_over_cap: list[PinnedOverCap] = []
+    # The record of whether rules are kept, over the last 7 days (mented.compliance).
+    checks_7d: ReportRow | None = None
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -456,6 +466,32 @@ class SubscribedReply(_Reply, tag="subscribed", kw_only=True):
     project: str | None = None
 
 
+class ReportRow(msgspec.Struct, kw_only=True):
+    """The counts of one rule version (or one agent) in the record of whether rules are kept.
+
+    `share_passed_first`: of the commands checked, those that passed at the first attempt.
+    """
+
+    key: str  # the rule's id, or the agent's name
+    content: str = ""  # the rule's text (for a rule mented still has)
+    actions: list[str] = []
+    handed: int = 0
+    checked: int = 0
+    passed_first: int = 0
+    passed: int = 0
+    stopped: int = 0
+    let_through: int = 0
+    told: int = 0
+    share_passed_first: float | None = None
+
+
+class ReportReply(_Reply, tag="report", kw_only=True):
+    since: float  # Unix time of the window's start
+    rules: list[ReportRow] = []
+    agents: list[ReportRow] = []
+    total: ReportRow
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -483,6 +519,7 @@ Reply = (
     | TrustedReply
     | ActionsReply
     | SubscribedReply
+    | ReportReply
     | OkReply
     | ErrorReply
 )

@@ -49,6 +49,8 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import ToolCall
 from mented.checks import rule_checks
+from mented.compliance import ComplianceRecord, report_row
+from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
@@ -97,6 +99,7 @@ from mented.protocol import (
     ReindexRequest,
     ReloadRequest,
     Reply,
+    ReportRequest,
     Request,
     ShutdownRequest,
     StatusReply,
@@ -327,6 +330,8 @@ class Server:
         self.hooks = HookHandler(
             self.rules, self.matcher, self.config, self.sessions, on_fire=self.events.publish_fire
         )
+        self.compliance = ComplianceRecord(opts.data_dir)
+        self.hooks.prechecks.compliance = self.compliance
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -354,6 +359,8 @@ class Server:
         if self.sessions is not None:
             self.sessions.close()
             self.sessions = None
+        if hasattr(self, "compliance"):
+            self.compliance.close()
         self._release_lock()
 
     def _release_lock(self) -> None:
@@ -847,6 +854,13 @@ class Server:
                 synced = await _in_thread(functools.partial(self._indexed, self._sync, remote))
                 self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
                 return synced
+            case ReportRequest(since_s=since_s, agent=agent):
+                return compliance_report(
+                    self.compliance,
+                    since=time.time() - max(0.0, since_s),
+                    agent=agent,
+                    rule_of=self._rule_or_none,
+                )
             case ActionsRequest():
                 descriptions = self.matcher.table.descriptions()
                 return ActionsReply(
@@ -1268,13 +1282,23 @@ class Server:
         log.info("reloaded", config=str(self.options.config_path))
         return None
 
+    def _rule_or_none(self, rule_id: str) -> Memory | None:
+        """A rule version for the report: yours, or a trusted project's; None when gone."""
+        try:
+            return self.store.get(rule_id)
+        except (StoreError, InvalidInputError):
+            found = self.projects.find_rule(rule_id)
+            return found[1] if found is not None else None
+
     def status(self) -> StatusReply:
         self._check_config_on_disk()
         stats = self.store.stats()
         sync_state = self.syncer.state() if self.syncer.configured else None
         chars_per_session, sessions = self.hooks.chars_per_session()
         pinned = self.store.pinned_rules()
+        week = self.compliance.summary(since=time.time() - 7 * 86_400).total
         return StatusReply(
+            checks_7d=report_row("7d", week),
             version=__version__,
             pid=os.getpid(),
             uptime_s=time.time() - self.stats.started,
