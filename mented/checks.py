@@ -80,7 +80,7 @@ _EMOJI = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """One parsed check: the field it tests, its kind and argument, and its text."""
 
@@ -114,7 +114,7 @@ class Check:
         return self.text  # pragma: no cover - every kind is above
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every check of every command
 class Outcome:
     """A check tested on one command's fields: passed (True), failed (False) or unknown (None).
 

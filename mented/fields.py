@@ -102,6 +102,7 @@ class Fields:
     action: str
     values: dict[str, FieldValue] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)
+    from_file: bool = False  # a field was read from a file (it may change: not cached)
 
     def known(self, name: str, value: FieldValue) -> None:
         self.values[name] = value
@@ -139,6 +140,7 @@ def fields_of(
     reader = _Reader(cwd, parsed.global_options, command.stdin)
     extract = _EXTRACTORS[action]
     extract(fields, command.program, parsed, reader)
+    fields.from_file = reader.used
     for name in names:
         if name not in fields.values and name not in fields.unknown:
             fields.not_known("the command does not say", name)
@@ -236,6 +238,7 @@ class _Reader:
         self, cwd: str | None, global_options: list[tuple[str, str | None]], stdin: str | None
     ) -> None:
         self.stdin = stdin
+        self.used = False  # a file was looked at
         directory = cwd if cwd and os.path.isabs(cwd) else None
         for option, value in global_options:  # `git -C DIR`: its files are relative to DIR
             if option == "-C" and directory is not None:
@@ -254,6 +257,7 @@ class _Reader:
             return self.stdin, ""
         if self.directory is None:
             return None, "the command's directory is not known"
+        self.used = True
         full = os.path.normpath(os.path.join(self.directory, path))
         tree = _working_tree(self.directory)
         if tree is None:

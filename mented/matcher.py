@@ -113,6 +113,8 @@ _CHECK_EVERY = 32
 # Bytes the hook's cache (command digest -> actions) may hold, each entry weighed by
 # `_CACHE_ENTRY_BYTES` and 8 bytes an action (the names are the table's own strings).
 CACHE_BYTES = 1 << 20
+# Characters of words `matched_commands` keeps (for the checks of rules, mented.prechecks).
+MATCHED_CACHE_CHARS = 1 << 20
 _CACHE_ENTRY_BYTES = 240  # measured: the dict slot and list node, a 16-byte digest, a tuple
 
 Parser = Literal["bashlex", "fallback", "none"]
@@ -290,6 +292,12 @@ class Matcher:
         # The daemon matches slow commands in a worker thread, the rest on its own.
         self._cache_lock = threading.Lock()
         self._too_long: OrderedDict[bytes, int] = OrderedDict()  # under the cache's lock
+        # `matched_commands`' answers (under the cache's lock). With `keep_matched` set
+        # (a rule with checks exists), every match fills it as it goes: the hook's one
+        # parse of a command also serves its checks.
+        self.keep_matched = False
+        self._matched: OrderedDict[bytes, tuple[tuple[MatchedCommand, ...], int]] = OrderedDict()
+        self._matched_used = 0
 
     @property
     def cache_bytes(self) -> int:
@@ -380,12 +388,40 @@ class Matcher:
     ) -> tuple[MatchedCommand, ...]:
         """Each simple command in `command` that performs an action, with its words.
 
-        For `mented.fields` (what a commit's message is): not cached, within the same
-        time budget as `actions_in`. Never raises.
+        For `mented.fields` (what a commit's message is), within the same time budget
+        as `actions_in`; kept by the command's digest in an LRU bounded by the characters
+        of its words (`MATCHED_CACHE_CHARS`), unless cut short. Never raises.
         """
+        if not isinstance(command, str) or len(command) > MAX_HEREDOC_SCAN_CHARS:
+            return ()
+        key = _cache_key(command, aliases)
+        with self._cache_lock:
+            kept = self._matched.get(key)
+            if kept is not None:
+                self._matched.move_to_end(key)
+                return kept[0]
         seen: list[MatchedCommand] = []
-        self._explain(command, deadline, aliases=aliases, on_match=seen.append)
+        _, clock = self._explain(command, deadline, aliases=aliases, on_match=seen.append)
+        self._keep_matched(key, seen, clock)
         return tuple(seen)
+
+    def _keep_matched(self, key: bytes, seen: list[MatchedCommand], clock: _Clock | None) -> None:
+        """Keep what `matched_commands` answers for `key`, unless cut short."""
+        if clock is not None and (clock.late or clock.out_of_time or clock.bashlex_cut):
+            return
+        weight = _CACHE_ENTRY_BYTES + sum(
+            len(word or "") + 8 for found in seen for word in (*found.args, found.stdin)
+        )
+        if weight > MATCHED_CACHE_CHARS:
+            return
+        with self._cache_lock:
+            if key in self._matched:
+                return
+            self._matched[key] = (tuple(seen), weight)
+            self._matched_used += weight
+            while self._matched_used > MATCHED_CACHE_CHARS:
+                _, (_, dropped) = self._matched.popitem(last=False)
+                self._matched_used -= dropped
 
     def _remember(self, key: bytes, explanation: Explanation) -> None:
         actions = explanation.actions
@@ -425,6 +461,7 @@ class Matcher:
         if not isinstance(command, str):
             return Explanation(actions=(), parser="none", notes=("not a string",)), None
         clock = _Clock(deadline, cpu_budget_s)
+        given_command = command
         stripped_note = None
         if len(command) > MAX_COMMAND_CHARS:
             # Heredoc bodies are data: without them, a long commit message still commits.
@@ -456,6 +493,10 @@ class Matcher:
             command = stripped
         if not command.strip():
             return Explanation(actions=(), parser="none", notes=("empty command",)), None
+        kept: list[MatchedCommand] | None = None
+        if on_match is None and self.keep_matched and not as_given:
+            kept = []
+            on_match = kept.append
         analysis = _Analysis(self.table, clock, aliases)
         analysis.as_given = as_given
         analysis.on_match = on_match
@@ -476,6 +517,8 @@ class Matcher:
                 f"matching stopped at its time budget ({MATCH_CPU_BUDGET_S * 1000:.0f} ms of "
                 "CPU): the rest of the command was not analyzed"
             )
+        if kept is not None:
+            self._keep_matched(_cache_key(given_command, aliases), kept, clock)
         return Explanation(
             actions=tuple(analysis.actions),
             commands=tuple(analysis.commands),

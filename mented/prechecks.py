@@ -24,6 +24,7 @@ when the daemon keeps one.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from mented.memory import Memory
 
 MAX_COUNTED = 4096  # (agent, session, action) whose stops in a row are counted
+MAX_JUDGED = 1024  # outcomes kept for a command judged again (a retry) in the same place
 MAX_FAILURES_SAID = 6  # failed checks named in one answer; the rest are counted
 
 Answer = Literal["stop", "tell", "let-through"]
@@ -86,10 +88,14 @@ class PreChecks:
         self._config = config
         self.compliance = compliance
         self._stops: OrderedDict[bytes, int] = OrderedDict()
+        # (command, aliases, cwd, rule versions) -> what their checks found, for a
+        # command whose fields came from its words alone (no file: a file may change).
+        self._judged: OrderedDict[bytes, Verdict] = OrderedDict()
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         self._matcher = matcher
         self._config = config
+        self._judged.clear()  # another action table may read the command differently
 
     def judge(
         self,
@@ -110,6 +116,35 @@ class PreChecks:
         ]
         if not wanted or call.ran or not call.command:
             return None
+        key = _judged_key(call, aliases, wanted)
+        judged = self._judged.get(key)
+        if judged is not None:
+            self._judged.move_to_end(key)
+            verdict = Verdict(
+                failures=judged.failures, checked=judged.checked, outcomes=judged.outcomes
+            )
+        else:
+            verdict, from_file = self._test(call, wanted, aliases=aliases, deadline=deadline)
+            cut = deadline is not None and time.monotonic() >= deadline  # perhaps partial
+            if not (from_file or cut):
+                self._judged[key] = verdict
+                while len(self._judged) > MAX_JUDGED:
+                    self._judged.popitem(last=False)
+        self._decide(agent, call, verdict)
+        return verdict
+
+    def _test(
+        self,
+        call: ToolCall,
+        wanted: list[tuple[str, Memory]],
+        *,
+        aliases: Aliases,
+        deadline: float | None,
+    ) -> tuple[Verdict, bool]:
+        """The outcome of each check on the command, and whether a field came from a file."""
+        assert call.command
+        # From now on every match keeps its words: the next command's one parse serves both.
+        self._matcher.keep_matched = True
         commands = self._matcher.matched_commands(call.command, deadline=deadline, aliases=aliases)
         found = fields_in(
             self._matcher.table, commands, list(dict.fromkeys(a for a, _ in wanted)), call.cwd
@@ -118,6 +153,7 @@ class PreChecks:
         for fields in found:
             by_action.setdefault(fields.action, []).append(fields)
         verdict = Verdict()
+        from_file = any(fields.from_file for fields in found)
         for action, rule in wanted:
             told = False
             for check in _checks_of(rule, action):
@@ -130,8 +166,7 @@ class PreChecks:
                         verdict.failures.append(Failure(action, rule, outcome))
             if told:
                 verdict.checked.setdefault(action, []).append(rule)
-        self._decide(agent, call, verdict)
-        return verdict
+        return verdict, from_file
 
     def _decide(self, agent: str, call: ToolCall, verdict: Verdict) -> None:
         failed_actions = list(dict.fromkeys(failure.action for failure in verdict.failures))
@@ -186,6 +221,17 @@ def _checks_of(rule: Memory, action: str) -> list[Check]:
         except CheckError:
             continue
     return usable
+
+
+def _judged_key(call: ToolCall, aliases: Aliases, wanted: list[tuple[str, Memory]]) -> bytes:
+    """What makes a command's checks come out the same: its text, git aliases, directory,
+    and the rule versions tested (a new version is a new id)."""
+    digest = hashlib.blake2b(call.command.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(aliases.digest)
+    digest.update(f"\0{call.cwd}\0".encode("utf-8", "surrogatepass"))
+    for action, rule in wanted:
+        digest.update(f"{action}:{rule.id};".encode())
+    return digest.digest()
 
 
 def _count_key(agent: str, call: ToolCall, action: str) -> bytes:
