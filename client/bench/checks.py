@@ -25,11 +25,19 @@ from mented.sessions import SessionMemory
 from mented.store import Store
 from mented_client.bench.corpus import CORPUS, hook_event
 
-CHECKS = (
-    "message single-line",
-    r"subject matches ^(feat|fix|docs|chore|refactor|test)(\(.+\))?!?: ",
-    "message no-emoji",
-)
+
+def checks_of(number: int) -> tuple[str, ...]:
+    """Three checks for rule `number`, each its own (the same three on every rule would be
+    the post's rule six times over)."""
+    return (
+        "message single-line" if number == 0 else f"message lines-max {number + 1}",
+        r"subject matches ^(feat|fix|docs|chore|refactor|test)(\(.+\))?!?: "
+        if number == 0
+        else f"subject max {60 + number}",
+        "message no-emoji" if number == 0 else f"message not-matches WIP{number}",
+    )
+
+
 ROUNDS = 2000
 
 
@@ -39,7 +47,7 @@ def _handler(root: Path, *, checks: bool) -> HookHandler:
         store.store(
             f"commit rule {number}: single line, conventional prefix, no emojis",
             tags=["trigger:git-commit"],
-            checks=CHECKS if checks else (),
+            checks=checks_of(number) if checks else (),
         )
     config = Config(delivery=DeliverySettings(default="context"))
     return HookHandler(
