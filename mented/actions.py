@@ -438,18 +438,20 @@ def _check_delivery_actions(
 
     A switched-off built-in may keep its line: it applies again once switched on.
     """
-    for name in config.delivery.actions:
+    named = [("delivery", name) for name in config.delivery.actions]
+    named += [("checks", name) for name in config.checks.actions]  # `[checks]` likewise
+    for section, name in named:
         if name in merged or name in disabled:
             continue
         # `default` is a [delivery] key too (`defualt = "context"` is one mistyped).
-        known = [DEFAULT_DELIVERY_KEY, *merged]
+        known = [DEFAULT_DELIVERY_KEY if section == "delivery" else "mode", *merged]
         close = difflib.get_close_matches(name, known, n=SUGGESTIONS, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}?" if close else ""
-        line = line_of_key(config.text, "delivery", name)
+        line = line_of_key(config.text, section, name)
         path = str(config.path) if config.path is not None else "config"
         where = f"{path}:{line}" if line else path
         raise ConfigError(
-            f"{where}: [delivery] names {name!r}, which is not an action{hint} "
+            f"{where}: [{section}] names {name!r}, which is not an action{hint} "
             "(`mentectl actions` lists them)"
         )
 

@@ -143,6 +143,26 @@ class DeliverySettings(msgspec.Struct, kw_only=True):
         return self.actions.get(action, self.default)
 
 
+CheckMode = Literal["stop", "tell"]
+_CHECK_MODES: tuple[CheckMode, ...] = ("stop", "tell")
+MAX_STOPS_LIMIT = 100
+
+
+class CheckSettings(msgspec.Struct, kw_only=True):
+    """What a failed check does (mented.prechecks): stop the command, or tell the model.
+
+    `max_stops`: stops of one action in one session for failed checks, after which the
+    next attempt is let through (and recorded so), so that nothing loops.
+    """
+
+    mode: CheckMode = "stop"
+    actions: dict[str, CheckMode] = msgspec.field(default_factory=dict)
+    max_stops: int = 3
+
+    def mode_of(self, action: str) -> CheckMode:
+        return self.actions.get(action, self.mode)
+
+
 class Config(msgspec.Struct, kw_only=True):
     """The settings in force. `actions` is the raw `[actions]` table for mented.actions."""
 
@@ -154,6 +174,7 @@ class Config(msgspec.Struct, kw_only=True):
     recall: RecallSettings = msgspec.field(default_factory=RecallSettings)
     matching: MatchingSettings = msgspec.field(default_factory=MatchingSettings)
     delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
+    checks: CheckSettings = msgspec.field(default_factory=CheckSettings)
     actions: dict[str, Any] = msgspec.field(default_factory=dict)
     text: str = ""
 
@@ -242,13 +263,24 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         recall=sections["recall"],
         matching=sections["matching"],
         delivery=_delivery(doc.get("delivery", {}), path, text),
+        checks=_checks(doc.get("checks", {}), path, text),
         actions=actions,
         text=text,
     )
 
 
 # Every table the file may hold.
-SECTIONS = ("hook", "delivery", "daemon", "sync", "pinned", "recall", "matching", "actions")
+SECTIONS = (
+    "hook",
+    "delivery",
+    "checks",
+    "daemon",
+    "sync",
+    "pinned",
+    "recall",
+    "matching",
+    "actions",
+)
 
 
 def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:
@@ -344,4 +376,36 @@ def _delivery(section: object, path: Path, text: str) -> DeliverySettings:
             settings.default = mode
         else:
             settings.actions[name] = mode
+    return settings
+
+
+def _checks(section: object, path: Path, text: str) -> CheckSettings:
+    """`[checks]`: `mode = MODE`, `max_stops = N` and `ACTION = MODE` lines."""
+    where = _where(path, text, "[checks]")
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: `checks` must be a table (mode, max_stops, ACTION = MODE)")
+    settings = CheckSettings()
+    for key, value in section.items():
+        where = _key_where(path, text, "checks", key)
+        if key == "max_stops":
+            number = None if isinstance(value, bool) or not isinstance(value, int) else value
+            if number is None or not 1 <= number <= MAX_STOPS_LIMIT:
+                raise ConfigError(
+                    f"{where}: bad [checks] max_stops = {value!r}; give a whole number "
+                    f"from 1 to {MAX_STOPS_LIMIT} (stops of one action in a session, then the "
+                    "command is let through)"
+                )
+            settings.max_stops = number
+            continue
+        if value not in _CHECK_MODES:
+            raise ConfigError(
+                f"{where}: bad [checks] value {key} = {value!r}; `mode` and each action "
+                'take "stop" (a failed check stops the command) or "tell" (the model is told, '
+                "the command runs)"
+            )
+        name = key.strip().lower()
+        if name == "mode":
+            settings.mode = value
+        else:
+            settings.actions[name] = value
     return settings

@@ -65,6 +65,7 @@ from mented.log import log
 from mented.matcher import MAX_COMMAND_CHARS
 from mented.memory import short_handle
 from mented.pinned import render_pinned
+from mented.prechecks import PreChecks, Verdict, render_failures
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
 from mented.team import RuleLookup, untrusted_notice
@@ -104,6 +105,9 @@ WHY_TOO_LONG = "not even the headings fit `max_context_chars`"
 WHY_NO_CONTEXT = "{agent} reads no hook context at this point"
 WHY_NO_PINNED = "no pinned rule visible to this agent here"
 WHY_PINNED_HANDED = "this session already has its pinned rules"
+WHY_CHECK_FAILED = "a check of its rules failed"
+WHY_CHECK_TOLD = "a check of its rules failed ([checks] mode is `tell`)"
+WHY_CHECK_LET_THROUGH = "a check failed again after [checks] max_stops stops: let through"
 WHY_NOT_ANALYZED = (
     "not analyzed: {length} characters (without heredoc bodies), over the cap of {cap}: "
     "no action could be named"
@@ -145,6 +149,8 @@ class HookHandler:
         self._noticed: OrderedDict[bytes, None] = OrderedDict()  # (agent, session, project)
         self._failures_logged: set[str] = set()
         self._git_aliases = GitAliases()
+        # Rules' checks, tested before the command (`mented.prechecks`).
+        self.prechecks = PreChecks(matcher, config)
 
     def git_aliases_for(self, call: ToolCall) -> Aliases:
         """The user's git aliases where `call` runs, for a command that may run git.
@@ -162,6 +168,7 @@ class HookHandler:
         self._tools = ToolMatcher(matcher.table)
         self._edits = EditMatcher(matcher.table)
         self._config = config
+        self.prechecks.reconfigure(matcher, config)
         if self._sessions is not None:
             self._sessions.ttl_s = config.hook.session_ttl_s
 
@@ -247,7 +254,11 @@ class HookHandler:
             for action in actions
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
-        out, fire = self._deliver(adapter, call, visible)
+        verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
+        if verdict is not None and verdict.answer is not None:
+            out, fire = self._deliver_failed_checks(adapter, call, visible, verdict)
+        else:
+            out, fire = self._deliver(adapter, call, visible)
         out = self._with_untrusted_notice(adapter, call, out)
         if out:
             self._remember(event_key, now)
@@ -448,6 +459,49 @@ class HookHandler:
             return adapter.render_deny(rendered.text), fire
         return adapter.render_context(rendered.text), fire
 
+    def _deliver_failed_checks(
+        self,
+        adapter: Agent,
+        call: ToolCall,
+        visible: list[tuple[str, list[Memory]]],
+        verdict: Verdict,
+    ) -> tuple[bytes, FireRecord]:
+        """The answer for a command that fails its rules' checks (`mented.prechecks`):
+        the failures, then the rules the session was not handed yet, in full."""
+        _, fire = self._deliver(adapter, call, [])  # the log record, nothing delivered
+        fire.rule_ids = [rule.id for _, rules in visible for rule in rules]
+        stop = verdict.answer == "stop"
+        text = render_failures(verdict, self._config.checks.max_stops)
+        key = SessionKey(adapter.name, call.session) if call.session else None
+        handed, unremembered = self._handed(key)
+        new = [
+            Section(action, fresh, {})
+            for action, rules in visible
+            if (fresh := [rule for rule in rules if rule.id not in handed])
+        ]
+        if new:
+            earlier = any(rule.id in handed for _, rules in visible for rule in rules)
+            rendered = self._render(adapter, call, new, stop=stop, earlier=earlier)
+            if rendered.text:
+                text = f"{text}\n\n{rendered.text}"
+                fire.full_ids = rendered.shown_ids
+                if key is not None and unremembered is None:
+                    self._hand_over(key, rendered.shown_ids)
+        if not stop and not adapter.takes_context(call):
+            fire.why = WHY_NO_CONTEXT.format(agent=adapter.title)
+            return b"", fire
+        fire.mode = "stop" if stop else "context"
+        fire.delivery = "full"
+        fire.chars = len(text)
+        fire.why = {
+            "stop": WHY_CHECK_FAILED,
+            "tell": WHY_CHECK_TOLD,
+            "let-through": WHY_CHECK_LET_THROUGH,
+        }[verdict.answer or "tell"]
+        if key is not None:
+            self._count_chars(key, len(text))
+        return (adapter.render_deny(text) if stop else adapter.render_context(text)), fire
+
     def _remember_stop(self, key: SessionKey, call: ToolCall) -> None:
         self._stopped[key.digest] = _call_digest(call)
         self._stopped.move_to_end(key.digest)
@@ -520,6 +574,10 @@ class HookHandler:
 
     def _record(self, fire: FireRecord) -> None:
         self._fires.append(fire)
+        compliance = self.prechecks.compliance
+        if compliance is not None:  # the record of whether rules are kept
+            for rule_id in fire.full_ids:
+                compliance.note(rule_id, fire.agent, "handed")
         if fire.delivery != "none":
             self._last_fire = fire
         if self._on_fire is not None:

@@ -64,7 +64,7 @@ import shlex
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import bashlex
@@ -113,6 +113,8 @@ _CHECK_EVERY = 32
 # Bytes the hook's cache (command digest -> actions) may hold, each entry weighed by
 # `_CACHE_ENTRY_BYTES` and 8 bytes an action (the names are the table's own strings).
 CACHE_BYTES = 1 << 20
+# Characters of words `matched_commands` keeps (for the checks of rules, mented.prechecks).
+MATCHED_CACHE_CHARS = 1 << 20
 _CACHE_ENTRY_BYTES = 240  # measured: the dict slot and list node, a 16-byte digest, a tuple
 
 Parser = Literal["bashlex", "fallback", "none"]
@@ -247,6 +249,21 @@ class SimpleCommand(msgspec.Struct, frozen=True, kw_only=True):
     parser: Parser = "bashlex"
 
 
+class MatchedCommand(msgspec.Struct, frozen=True, kw_only=True):
+    """A simple command that performs actions, as `mented.fields` reads it.
+
+    `args`: the words after the program, each as the program receives it, or None
+    when it is only known when the command runs (`$X`, `$(date)`); a word that is a
+    `$(cat <<'EOF' ... EOF)` substitution is its heredoc's body. `stdin`: the body
+    of a heredoc fed to the command (`git commit -F - <<'EOF'`), None without one.
+    """
+
+    program: str
+    args: tuple[str | None, ...]
+    actions: tuple[str, ...]
+    stdin: str | None = None
+
+
 class Explanation(msgspec.Struct, frozen=True, kw_only=True):
     """What `Matcher.explain` found: the actions, each simple command, how it was parsed.
 
@@ -275,6 +292,12 @@ class Matcher:
         # The daemon matches slow commands in a worker thread, the rest on its own.
         self._cache_lock = threading.Lock()
         self._too_long: OrderedDict[bytes, int] = OrderedDict()  # under the cache's lock
+        # `matched_commands`' answers (under the cache's lock). With `keep_matched` set
+        # (a rule with checks exists), every match fills it as it goes: the hook's one
+        # parse of a command also serves its checks.
+        self.keep_matched = False
+        self._matched: OrderedDict[bytes, tuple[tuple[MatchedCommand, ...], int]] = OrderedDict()
+        self._matched_used = 0
 
     @property
     def cache_bytes(self) -> int:
@@ -360,6 +383,46 @@ class Matcher:
         """
         return self._explain(command, deadline, aliases=aliases, as_given=True)[0]
 
+    def matched_commands(
+        self, command: str, *, deadline: float | None = None, aliases: Aliases = NO_ALIASES
+    ) -> tuple[MatchedCommand, ...]:
+        """Each simple command in `command` that performs an action, with its words.
+
+        For `mented.fields` (what a commit's message is), within the same time budget
+        as `actions_in`; kept by the command's digest in an LRU bounded by the characters
+        of its words (`MATCHED_CACHE_CHARS`), unless cut short. Never raises.
+        """
+        if not isinstance(command, str) or len(command) > MAX_HEREDOC_SCAN_CHARS:
+            return ()
+        key = _cache_key(command, aliases)
+        with self._cache_lock:
+            kept = self._matched.get(key)
+            if kept is not None:
+                self._matched.move_to_end(key)
+                return kept[0]
+        seen: list[MatchedCommand] = []
+        _, clock = self._explain(command, deadline, aliases=aliases, on_match=seen.append)
+        self._keep_matched(key, seen, clock)
+        return tuple(seen)
+
+    def _keep_matched(self, key: bytes, seen: list[MatchedCommand], clock: _Clock | None) -> None:
+        """Keep what `matched_commands` answers for `key`, unless cut short."""
+        if clock is not None and (clock.late or clock.out_of_time or clock.bashlex_cut):
+            return
+        weight = _CACHE_ENTRY_BYTES + sum(
+            len(word or "") + 8 for found in seen for word in (*found.args, found.stdin)
+        )
+        if weight > MATCHED_CACHE_CHARS:
+            return
+        with self._cache_lock:
+            if key in self._matched:
+                return
+            self._matched[key] = (tuple(seen), weight)
+            self._matched_used += weight
+            while self._matched_used > MATCHED_CACHE_CHARS:
+                _, (_, dropped) = self._matched.popitem(last=False)
+                self._matched_used -= dropped
+
     def _remember(self, key: bytes, explanation: Explanation) -> None:
         actions = explanation.actions
         weight = _CACHE_ENTRY_BYTES + 8 * len(actions)
@@ -380,7 +443,7 @@ class Matcher:
                 _, evicted = self._cache.popitem(last=False)
                 self._cache_used -= _CACHE_ENTRY_BYTES + 8 * len(evicted)
 
-    def _explain(
+    def _explain(  # noqa: PLR0913 - the options of one match
         self,
         command: str,
         deadline: float | None,
@@ -388,6 +451,7 @@ class Matcher:
         *,
         aliases: Aliases = NO_ALIASES,
         as_given: bool = False,
+        on_match: Callable[[MatchedCommand], None] | None = None,
     ) -> tuple[Explanation, _Clock | None]:
         """The explanation, and the clock that timed it (None: there was nothing to time).
 
@@ -397,6 +461,7 @@ class Matcher:
         if not isinstance(command, str):
             return Explanation(actions=(), parser="none", notes=("not a string",)), None
         clock = _Clock(deadline, cpu_budget_s)
+        given_command = command
         stripped_note = None
         if len(command) > MAX_COMMAND_CHARS:
             # Heredoc bodies are data: without them, a long commit message still commits.
@@ -428,8 +493,13 @@ class Matcher:
             command = stripped
         if not command.strip():
             return Explanation(actions=(), parser="none", notes=("empty command",)), None
+        kept: list[MatchedCommand] | None = None
+        if on_match is None and self.keep_matched and not as_given:
+            kept = []
+            on_match = kept.append
         analysis = _Analysis(self.table, clock, aliases)
         analysis.as_given = as_given
+        analysis.on_match = on_match
         if stripped_note is not None:
             analysis.note(stripped_note)
         try:
@@ -447,6 +517,8 @@ class Matcher:
                 f"matching stopped at its time budget ({MATCH_CPU_BUDGET_S * 1000:.0f} ms of "
                 "CPU): the rest of the command was not analyzed"
             )
+        if kept is not None:
+            self._keep_matched(_cache_key(given_command, aliases), kept, clock)
         return Explanation(
             actions=tuple(analysis.actions),
             commands=tuple(analysis.commands),
@@ -496,6 +568,7 @@ class _Word:
         "end",
         "given",
         "literal",
+        "raw",
         "start",
         "sub_spans",
         "subs",
@@ -525,6 +598,9 @@ class _Word:
         # For `explain`: the word as the command gave it, where a rewrite for bashlex
         # changed it (a heredoc's delimiter and body); None when `value` is that.
         self.given: str | None = None
+        # For `mented.fields`: the word as written in the command (set while collecting
+        # `matched_commands`), to read a `$(cat <<'EOF' ... EOF)` body from.
+        self.raw: str | None = None
 
 
 class _Redirect:
@@ -599,6 +675,8 @@ class _Lexer:
         self.truncated = False  # stopped early: out of budget or out of time
         self._pending_heredocs: list[tuple[_Word, bool]] = []
         self.heredoc_bodies: list[tuple[int, int]] = []  # (start, end) of each body read
+        # Per body: whether its delimiter was quoted (no expansion) and `<<-` (tabs cut).
+        self.heredoc_forms: list[tuple[bool, bool]] = []
 
     def tokens(self) -> list[_Token]:
         return self._lex(nested=False)
@@ -724,6 +802,7 @@ class _Lexer:
             )
             found = terminator.search(text, self.pos)
             self.heredoc_bodies.append((body_start, n if found is None else found.start()))
+            self.heredoc_forms.append((not delimiter_word.bare, strip_tabs))
             if found is None:
                 self.pos = n
             elif text.startswith("\n", found.end()):
@@ -1115,6 +1194,8 @@ class _Analysis:
         self.notes: list[str] = []
         self.fallback_used = False
         self.as_given = False  # words shown as given, not as rewritten (`Matcher._explain`)
+        # Called with each simple command that performs an action (`matched_commands`).
+        self.on_match: Callable[[MatchedCommand], None] | None = None
         # Budgets for the whole run, nested command strings included, so that the
         # time spent on one command stays bounded whatever its shape.
         self._budget = MAX_SIMPLE_COMMANDS
@@ -1127,7 +1208,7 @@ class _Analysis:
 
     # ------------------------------------------------------------------ parsing
 
-    def run(self, text: str, *, via: tuple[str, ...], shell_depth: int) -> Parser:
+    def run(self, text: str, *, via: tuple[str, ...], shell_depth: int) -> Parser:  # noqa: PLR0915
         """Analyze one command string; returns the parser that read it."""
         lexer: _Lexer | None = None
         tokens: list[_Token] = []
@@ -1162,9 +1243,12 @@ class _Analysis:
                 _GUARD.clock = outer
         if trees is not None:
             given = None
-            if self.as_given and lexer is not None and lexer.edits:
+            if (self.as_given or self.on_match) and lexer is not None and lexer.edits:
                 given = _GivenText(text, lexer.edits)
-            self._walk_bashlex(trees, via, shell_depth, given)
+            source_of = None
+            if self.on_match is not None:
+                source_of = _Source(text, given, lexer)
+            self._walk_bashlex(trees, via, shell_depth, given, source_of)
             return "bashlex"
         self.fallback_used = True
         self.note(f"used the fallback tokenizer: {_shorten(why)}")
@@ -1174,6 +1258,10 @@ class _Analysis:
             self.note(f"command substitutions nested over {MAX_NESTING} deep were not analyzed")
         if lexer.truncated and not self.clock.expired():
             self.note(f"only the first {MAX_TOKENS} tokens were analyzed")
+        if self.on_match is not None:
+            for token in tokens:
+                if isinstance(token, _Word) and not token.literal:
+                    token.raw = text[token.start : token.end]
         self._walk_tokens(tokens, via, shell_depth)
         return "fallback"
 
@@ -1205,8 +1293,10 @@ class _Analysis:
         via: tuple[str, ...],
         shell_depth: int,
         given: _GivenText | None = None,
+        source_of: _Source | None = None,
     ) -> None:
-        """Every simple command in bashlex's trees; `given`: how to show rewritten words."""
+        """Every simple command in bashlex's trees; `given`: how to show rewritten words;
+        `source_of`: the command as written, for `on_match`."""
         heredocs: list[tuple[int, int]] = []
         stack: list[bashlex.ast.node] = list(reversed(trees))
         while stack:
@@ -1220,22 +1310,27 @@ class _Analysis:
             if kind == "command":
                 words: list[_Word] = []
                 children: list[bashlex.ast.node] = []
+                stdin = None
                 for part in node.parts:
                     if part.kind in ("word", "assignment"):
                         word = _word_from_node(part)
                         if given is not None:
                             word.given = given.word_at(*part.pos)
+                        if source_of is not None and not word.literal:
+                            word.raw = source_of.text_at(*part.pos)
                         words.append(word)
                         children.extend(part.parts)
                     elif part.kind == "redirect":
                         heredoc = getattr(part, "heredoc", None)
                         if heredoc is not None:
                             heredocs.append(heredoc.pos)
+                            if source_of is not None:
+                                stdin = source_of.heredoc_at(heredoc.pos[0])
                         target = part.output
                         if isinstance(target, bashlex.ast.node) and target.kind == "word":
                             children.extend(target.parts)
                 if words:
-                    self._simple(words, via, shell_depth, "bashlex")
+                    self._simple(words, via, shell_depth, "bashlex", stdin)
                 stack.extend(reversed(children))
                 continue
             if kind == "redirect":
@@ -1251,8 +1346,13 @@ class _Analysis:
 
     # --------------------------------------------------------- simple commands
 
-    def _simple(
-        self, words: list[_Word], via: tuple[str, ...], shell_depth: int, parser: Parser
+    def _simple(  # noqa: PLR0915 - one walk through the words, each way out said
+        self,
+        words: list[_Word],
+        via: tuple[str, ...],
+        shell_depth: int,
+        parser: Parser,
+        stdin: str | None = None,
     ) -> None:
         if self._budget <= 0:
             self.note(f"only the first {MAX_SIMPLE_COMMANDS} simple commands were analyzed")
@@ -1320,7 +1420,7 @@ class _Analysis:
             self._record(shown, None, peeled, reason="too many wrappers", parser=parser)
             return
         program = _basename(args[0].value)
-        argv = [word.value for word in args[1:]]
+        argv = args_values = [word.value for word in args[1:]]
         if program == "git":
             index, _ = _scan_options(argv, 0, self.table.program(program).options_with_value)
             expansion = git_aliases.expand(argv, index, self.aliases)
@@ -1340,6 +1440,20 @@ class _Analysis:
                 argv = expansion.argv
         matches, reason = self._match(program, argv)
         self._record(shown, program, peeled, matches=matches, reason=reason, parser=parser)
+        if matches and self.on_match is not None:
+            known: tuple[str | None, ...]
+            if argv is not args_values:  # a git alias: its words, or none known
+                known = tuple(argv) if all(word.literal for word in args[1:]) else ()
+            else:
+                known = tuple(_known_value(word) for word in args[1:])
+            self.on_match(
+                MatchedCommand(
+                    program=program,
+                    args=known,
+                    actions=tuple(match.action for match in matches),
+                    stdin=stdin,
+                )
+            )
 
     def _record(  # noqa: PLR0913 - fields of the record
         self,
@@ -1431,6 +1545,98 @@ class _GivenText:
         if position >= new_end:
             return old_end + (position - new_end)
         return (old_start, old_end)[inside]
+
+
+class _Source:
+    """The command string as written, for words and heredocs bashlex read rewritten."""
+
+    def __init__(self, text: str, given: _GivenText | None, lexer: _Lexer | None) -> None:
+        self.text = text
+        self.given = given
+        self.lexer = lexer
+
+    def text_at(self, start: int, end: int) -> str:
+        """The text at `start:end` of what bashlex read, as written."""
+        if self.given is None:
+            return self.text[start:end]
+        touched = [span for span in self.given.spans if span[0] < end and start < span[1]]
+        if not touched:
+            shift = _shift_before(self.given.spans, start)
+            return self.text[start - shift : end - shift]
+        return self.text[
+            self.given._given(start, touched[0], inside=0) : self.given._given(  # noqa: SLF001
+                end, touched[-1], inside=1
+            )
+        ]
+
+    def heredoc_at(self, start: int) -> str | None:
+        """The body (its value) of the heredoc bashlex read emptied at `start`; None
+        when it is not known (expanded, or not found)."""
+        if self.given is None or self.lexer is None:
+            return None
+        for new_start, _, old_start, _ in self.given.spans:
+            if new_start == start:
+                for (body_start, body_end), (quoted, strip_tabs) in zip(
+                    self.lexer.heredoc_bodies, self.lexer.heredoc_forms, strict=False
+                ):
+                    if body_start == old_start:
+                        return _heredoc_value(
+                            self.text[body_start:body_end], quoted=quoted, strip_tabs=strip_tabs
+                        )
+        return None
+
+
+def _shift_before(spans: list[tuple[int, int, int, int]], position: int) -> int:
+    """How far the rewritten text is ahead of the given one before `position`."""
+    shift = 0
+    for _, new_end, _, old_end in spans:
+        if new_end <= position:
+            shift = new_end - old_end
+    return shift
+
+
+def _heredoc_value(body: str, *, quoted: bool, strip_tabs: bool) -> str | None:
+    """What a heredoc feeds its command: the body, unless the shell expands it (None)."""
+    if strip_tabs:
+        body = "".join(line.lstrip("\t") for line in body.splitlines(keepends=True))
+    if not quoted and any(ch in body for ch in "$`\\"):
+        return None
+    return body
+
+
+def _known_value(word: _Word) -> str | None:
+    """A word as its program receives it, or None when only the running shell knows.
+
+    A word that is nothing but `$(cat <<'EOF' ... EOF)` (quoted or not) is the body
+    of that heredoc, without its trailing newlines, as the substitution gives it.
+    """
+    if word.literal:
+        return word.value
+    raw = word.raw
+    if raw is None:
+        return None
+    inner = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else raw
+    if not (inner.startswith("$(") and inner.endswith(")")):
+        return None
+    lexer = _Lexer(inner, record_edits=False, budget=MAX_WORDS)
+    sub = lexer._read_word()  # noqa: SLF001 - the lexer's own reader, on one word
+    if lexer.pos != len(inner) or sub.sub_spans != [(0, len(inner))] or len(sub.subs) != 1:
+        return None
+    tokens = [token for token in sub.subs[0] if token != "\n"]  # noqa: S105 - an operator
+    if (
+        len(tokens) != 2  # `cat` and its heredoc
+        or not isinstance(tokens[0], _Word)
+        or tokens[0].value != "cat"
+        or not tokens[0].literal
+        or not isinstance(tokens[1], _Redirect)
+        or tokens[1].op not in ("<<", "<<-")
+        or len(lexer.heredoc_bodies) != 1
+    ):
+        return None
+    start, end = lexer.heredoc_bodies[0]
+    quoted, strip_tabs = lexer.heredoc_forms[0]
+    body = _heredoc_value(inner[start:end], quoted=quoted, strip_tabs=strip_tabs)
+    return None if body is None else body.rstrip("\n")
 
 
 def _word_from_node(node: bashlex.ast.node) -> _Word:

@@ -62,6 +62,9 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
     # Where a rule comes from: None for your own (the store), "project" for a rule a
     # repository commits in its .mented/ folder (mented.team; never stored).
     origin: str | None = None
+    # Checks on the fields of the action's command (mented.checks), each a line such
+    # as "subject max 72"; tested before the command runs. Empty for most rules.
+    checks: tuple[str, ...] = ()
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -101,6 +104,34 @@ class Forgotten(msgspec.Struct, kw_only=True, frozen=True):
 
 class InvalidInputError(ValueError):
     """Input a user can fix: the message says what was wrong and what to do."""
+
+
+MAX_CHECKS = 16  # checks on one rule
+MAX_CHECK_CHARS = 1000  # characters of one check
+
+
+def check_checks_shape(checks: object) -> tuple[str, ...]:
+    """A rule's checks as stored: at most `MAX_CHECKS` one-line texts, leading blanks cut.
+
+    What each one means is `mented.checks`'s to say (the daemon asks it first);
+    this is the shape every record must have, wherever it comes from.
+
+    Raises:
+        InvalidInputError: not a list of short one-line texts.
+    """
+    if not isinstance(checks, list | tuple) or not all(isinstance(c, str) for c in checks):
+        raise InvalidInputError("checks must be a list of texts, e.g. ['subject max 72']")
+    if len(checks) > MAX_CHECKS:
+        raise InvalidInputError(
+            f"a rule has at most {MAX_CHECKS} checks; this one has {len(checks)}"
+        )
+    for check in checks:
+        if not check.strip() or len(check) > MAX_CHECK_CHARS or not check.isprintable():
+            raise InvalidInputError(
+                f"check {check[:80]!r} is not a usable check: one line of at most "
+                f"{MAX_CHECK_CHARS} characters, e.g. 'subject max 72'"
+            )
+    return tuple(check.lstrip() for check in checks)  # a regex may end with a blank
 
 
 # Crockford's base32: no I, L, O, U, so ids survive being read aloud or retyped.

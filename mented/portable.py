@@ -66,6 +66,7 @@ class MemoryLine(msgspec.Struct, tag="memory", tag_field="kind", omit_defaults=T
     supersedes: str | None = None
     merges: list[str] = []
     text: str
+    checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
 class ForgottenLine(
@@ -111,6 +112,7 @@ def memory_line(memory: Memory) -> bytes:
                 supersedes=memory.supersedes,
                 merges=list(memory.merges),
                 text=memory.content,
+                checks=list(memory.checks),
             )
         )
         + b"\n"
@@ -265,6 +267,7 @@ def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
                     created_at=item.created_at,
                     supersedes=item.supersedes,
                     merges=tuple(item.merges),
+                    checks=tuple(item.checks),
                 )
             )
         return check_forgotten(

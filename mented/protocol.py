@@ -62,6 +62,7 @@ class StoreRequest(_Request, tag="store", kw_only=True):
     tags: list[str] = []
     agent: str | None = None
     project: str | None = None
+    checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
 class GetRequest(_Request, tag="get", kw_only=True):
@@ -104,6 +105,7 @@ class SupersedeRequest(_Request, tag="supersede", kw_only=True):
     tags: list[str] | None = None
     agent: str | None = None
     project: str | None = None
+    checks: list[str] | None = None  # the new version's checks; None: the old one's
 
 
 class HistoryRequest(_Request, tag="history", kw_only=True):
@@ -222,6 +224,13 @@ class SubscribeRequest(_Request, tag="subscribe", kw_only=True):
     project: str | None = None
 
 
+class ReportRequest(_Request, tag="report", kw_only=True):
+    """The record of whether rules are kept (mented.compliance), since `since_s` ago."""
+
+    since_s: float = 7 * 86_400
+    agent: str | None = None
+
+
 class ShutdownRequest(_Request, tag="shutdown", kw_only=True):
     """Stop the daemon politely: the reply is sent, then the daemon exits."""
 
@@ -246,6 +255,7 @@ Request = (
     | TrustRequest
     | ActionsRequest
     | SubscribeRequest
+    | ReportRequest
     | ShutdownRequest
 )
 
@@ -347,6 +357,8 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     pinned_max_rules: int = 0
     pinned_max_chars: int = 0
     pinned_over_cap: list[PinnedOverCap] = []
+    # The record of whether rules are kept, over the last 7 days (mented.compliance).
+    checks_7d: ReportRow | None = None
 
 
 class StoredReply(_Reply, tag="stored", kw_only=True):
@@ -466,6 +478,32 @@ class SubscribedReply(_Reply, tag="subscribed", kw_only=True):
     project: str | None = None
 
 
+class ReportRow(msgspec.Struct, kw_only=True):
+    """The counts of one rule version (or one agent) in the record of whether rules are kept.
+
+    `share_passed_first`: of the commands checked, those that passed at the first attempt.
+    """
+
+    key: str  # the rule's id, or the agent's name
+    content: str = ""  # the rule's text (for a rule mented still has)
+    actions: list[str] = []
+    handed: int = 0
+    checked: int = 0
+    passed_first: int = 0
+    passed: int = 0
+    stopped: int = 0
+    let_through: int = 0
+    told: int = 0
+    share_passed_first: float | None = None
+
+
+class ReportReply(_Reply, tag="report", kw_only=True):
+    since: float  # Unix time of the window's start
+    rules: list[ReportRow] = []
+    agents: list[ReportRow] = []
+    total: ReportRow
+
+
 class OkReply(_Reply, tag="ok", kw_only=True):
     message: str = ""
 
@@ -493,6 +531,7 @@ Reply = (
     | TrustedReply
     | ActionsReply
     | SubscribedReply
+    | ReportReply
     | OkReply
     | ErrorReply
 )

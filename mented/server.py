@@ -48,6 +48,9 @@ import trio
 from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import ToolCall
+from mented.checks import rule_checks
+from mented.compliance import ComplianceRecord, report_row
+from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
@@ -96,6 +99,7 @@ from mented.protocol import (
     ReindexRequest,
     ReloadRequest,
     Reply,
+    ReportRequest,
     Request,
     ShutdownRequest,
     StatusReply,
@@ -336,6 +340,8 @@ class Server:
         self.hooks = HookHandler(
             self.rules, self.matcher, self.config, self.sessions, on_fire=self.events.publish_fire
         )
+        self.compliance = ComplianceRecord(opts.data_dir)
+        self.hooks.prechecks.compliance = self.compliance
         try:
             if opts.inherited_socket is not None:
                 self._listen_sock = opts.inherited_socket
@@ -363,6 +369,8 @@ class Server:
         if self.sessions is not None:
             self.sessions.close()
             self.sessions = None
+        if hasattr(self, "compliance"):
+            self.compliance.close()
         self._release_lock()
 
     def _release_lock(self) -> None:
@@ -877,6 +885,13 @@ class Server:
                 return TrustedReply(root=project.root, rules=project.rules, digest=project.digest)
             case SyncRequest():
                 return await self._answer_sync(request)
+            case ReportRequest(since_s=since_s, agent=agent):
+                return compliance_report(
+                    self.compliance,
+                    since=time.time() - max(0.0, since_s),
+                    agent=agent,
+                    rule_of=self._rule_or_none,
+                )
             case ActionsRequest():
                 descriptions = self.matcher.table.descriptions()
                 return ActionsReply(
@@ -1174,6 +1189,7 @@ class Server:
 
     def _store_memory(self, request: StoreRequest) -> Memory:
         """Store a memory; a pinned rule only within the cap (`mented.pinned`)."""
+        checks = rule_checks(request.checks, request.tags)
         store = functools.partial(
             self._indexed,
             functools.partial(
@@ -1183,6 +1199,7 @@ class Server:
                 tags=request.tags,
                 agent=request.agent,
                 project=request.project,
+                checks=checks,
             ),
         )
         if not any(_is_pinned_tag(tag) for tag in request.tags):
@@ -1194,6 +1211,11 @@ class Server:
 
     def _supersede(self, request: SupersedeRequest) -> tuple[Memory, Memory]:
         """Supersede a memory; a pinned rule's new version only within the cap."""
+        old = self.store.get(request.id)
+        tags = old.tags if request.tags is None else tuple(request.tags)
+        checks = None if request.checks is None else rule_checks(request.checks, tags)
+        if checks is None and request.tags is not None and old.checks:
+            rule_checks(old.checks, tags)  # the old checks must fit the new actions too
         supersede = functools.partial(
             self._indexed,
             functools.partial(
@@ -1203,10 +1225,9 @@ class Server:
                 tags=request.tags,
                 agent=request.agent,
                 project=request.project,
+                checks=checks,
             ),
         )
-        old = self.store.get(request.id)
-        tags = old.tags if request.tags is None else tuple(request.tags)
         if not any(_is_pinned_tag(tag) for tag in tags):
             return supersede()
         with self._pinned_lock:
@@ -1316,13 +1337,23 @@ class Server:
         log.info("reloaded", config=str(self.options.config_path))
         return None
 
+    def _rule_or_none(self, rule_id: str) -> Memory | None:
+        """A rule version for the report: yours, or a trusted project's; None when gone."""
+        try:
+            return self.store.get(rule_id)
+        except (StoreError, InvalidInputError):
+            found = self.projects.find_rule(rule_id)
+            return found[1] if found is not None else None
+
     def status(self) -> StatusReply:
         self._check_config_on_disk()
         stats = self.store.stats()
         sync_state = self.syncer.state() if self.syncer.configured else None
         chars_per_session, sessions = self.hooks.chars_per_session()
         pinned = self.store.pinned_rules()
+        week = self.compliance.summary(since=time.time() - 7 * 86_400).total
         return StatusReply(
+            checks_7d=report_row("7d", week),
             version=__version__,
             pid=os.getpid(),
             uptime_s=time.time() - self.stats.started,

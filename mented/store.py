@@ -86,6 +86,7 @@ from mented.memory import (
     InvalidInputError,
     Memory,
     MemoryType,
+    check_checks_shape,
     new_id,
     normalize_action,
     normalize_tag,
@@ -363,12 +364,13 @@ def _disk_nearly_full(directory: Path) -> bool:
 # --------------------------------------------------------------- validation
 
 
-def _check_changes(
+def _check_changes(  # noqa: PLR0913, PLR0917 - what a new version may change
     old: Memory,
     content: str,
     tags: tuple[str, ...] | None,
     agent: str | None,
     project: str | None,
+    checks: tuple[str, ...] | None = None,
 ) -> None:
     """Refuse a new version identical to `old`: it would only lengthen the history.
 
@@ -380,6 +382,7 @@ def _check_changes(
         and tags in (None, old.tags)
         and agent in (None, old.agent)
         and project in (None, old.project)
+        and checks in (None, old.checks)
     ):
         raise InvalidInputError(
             f"memory {old.id} already says exactly that; nothing changed "
@@ -479,6 +482,7 @@ def _new_memory(  # noqa: PLR0913 - the fields of a memory
     project: str | None,
     created_at: float | None = None,
     supersedes: str | None = None,
+    checks: Sequence[str] = (),
 ) -> Memory:
     """A validated, normalized record, not yet stored."""
     content = _check_content(content)
@@ -496,6 +500,7 @@ def _new_memory(  # noqa: PLR0913 - the fields of a memory
         project=scope_project,
         created_at=now,
         supersedes=supersedes,
+        checks=check_checks_shape(list(checks)),
     )
 
 
@@ -889,7 +894,7 @@ class Store:
 
     # ---------------------------------------------------------------- writes
 
-    def store(
+    def store(  # noqa: PLR0913 - the fields of a memory
         self,
         content: str,
         *,
@@ -897,6 +902,7 @@ class Store:
         tags: Sequence[str] = (),
         agent: str | None = None,
         project: str | None = None,
+        checks: Sequence[str] = (),
     ) -> Memory:
         """Store a memory; a `trigger:<action>` tag makes it a rule for that action.
 
@@ -905,7 +911,12 @@ class Store:
                 name, a relative project path, an unknown memory type.
         """
         memory = _new_memory(
-            content, memory_type=memory_type, tags=tags, agent=agent, project=project
+            content,
+            memory_type=memory_type,
+            tags=tags,
+            agent=agent,
+            project=project,
+            checks=checks,
         )
         self._write(lambda txn: self._insert(txn, memory))
         return memory
@@ -939,7 +950,7 @@ class Store:
         self._write(insert_all)
         return [memory.id for memory in memories]
 
-    def supersede(
+    def supersede(  # noqa: PLR0913 - what a new version may change
         self,
         memory_id: str,
         content: str,
@@ -947,8 +958,11 @@ class Store:
         tags: Sequence[str] | None = None,
         agent: str | None = None,
         project: str | None = None,
+        checks: Sequence[str] | None = None,
     ) -> tuple[Memory, Memory]:
         """Replace a memory with a new version, in one atomic write.
+
+        `checks`: the new version's (None: the old one's).
 
         The new memory keeps the old one's type, and its tags and scope unless
         given. The old one gets `valid_until` and `superseded_by` and leaves the
@@ -966,12 +980,13 @@ class Store:
         new_tags = None if tags is None else _check_tags(tags)
         new_agent = _check_agent(agent)
         new_project = _check_project(project)
+        new_checks = None if checks is None else check_checks_shape(list(checks))
 
         def replace(txn: lmdb.Transaction[bytes]) -> tuple[Memory, Memory]:
             old = self._resolve(txn, memory_id)
             if old.superseded_by is not None:
                 raise ConflictError(self._already_superseded(txn, old))
-            _check_changes(old, content, new_tags, new_agent, new_project)
+            _check_changes(old, content, new_tags, new_agent, new_project, new_checks)
             # Superseding one current version of a forked rule settles the fork.
             others = [tip for tip in self._family_tips(txn, old) if tip.id != old.id]
             now = max(time.time(), old.created_at, *(tip.created_at for tip in others))
@@ -985,6 +1000,7 @@ class Store:
                 created_at=now,
                 supersedes=old.id,
                 merges=tuple(tip.id for tip in others),
+                checks=old.checks if new_checks is None else new_checks,
             )
             retired = msgspec.structs.replace(old, valid_until=now, superseded_by=new.id)
             self._unindex(txn, old)
@@ -1749,6 +1765,7 @@ def check_imported(memory: Memory) -> Memory:
         created_at=_check_created_at(memory.created_at),
         supersedes=memory.supersedes,
         merges=tuple(memory.merges),
+        checks=check_checks_shape(list(memory.checks)),
     )
 
 

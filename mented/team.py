@@ -65,6 +65,7 @@ from mented.memory import (
     InvalidInputError,
     Memory,
     MemoryType,
+    check_checks_shape,
     normalize_action,
     short_handle,
     trigger_tag,
@@ -113,6 +114,7 @@ class AuthoredRule(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     actions: list[str] = []
     agent: str | None = None
     type: MemoryType = MemoryType.PROCEDURAL
+    checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
 @dataclass
@@ -674,6 +676,7 @@ def _authored(line: bytes, where: str, root: str, *, mtime: float) -> Memory:
         raise FormatError(f"{where}: a rule needs a `text`")
     try:
         tags = tuple(trigger_tag(normalize_action(name)) for name in names)
+        checks = check_checks_shape(rule.checks)
     except InvalidInputError as exc:
         raise FormatError(f"{where}: {exc}") from None
     return Memory(
@@ -685,6 +688,7 @@ def _authored(line: bytes, where: str, root: str, *, mtime: float) -> Memory:
         project=root,
         created_at=mtime,
         origin=ORIGIN_PROJECT,
+        checks=checks,
     )
 
 

@@ -274,7 +274,9 @@ def test_explain_shows_the_command_and_the_rules_escaped(daemon: DaemonProcess) 
     out = daemon.mentectl("explain", f"git commit -m 'x{HOSTILE}' --author=\x1b[2J").stdout
     assert "-> git-commit" in out
     assert_escaped(out, what="explain")
-    assert out.count("\\x1b[2J") == 3, "the quoted word, the bare word and the rule"
+    command_and_rules, _, fields = out.partition("\nfields of git-commit:")
+    assert command_and_rules.count("\\x1b[2J") == 3, "the quoted word, the bare word and the rule"
+    assert "\\x1b[2J" in fields  # the message, escaped too
     assert "\n      second line\n" in out  # its own line, indented under its rule
 
 

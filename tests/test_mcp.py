@@ -849,3 +849,37 @@ def test_setup_step_registers_and_doctor_reports_it(
     # No `claude` on this PATH: doctor offers the command to run where it is, not a
     # `mentectl mcp install` that would fail again.
     assert "`claude` is not on PATH here; run `claude mcp add" in lines[claude + 1]
+
+
+async def test_remember_and_supersede_rule_take_checks_and_the_hook_tests_them(
+    daemon: DaemonProcess, project: Path
+) -> None:
+    async with server(daemon.env, project) as client:
+        stored = answer(
+            await client.call_tool(
+                "remember_rule",
+                {
+                    "action": "git-commit",
+                    "rule": "Commit subjects are short",
+                    "checks": ["subject max 10"],
+                },
+            )
+        )
+        listed = answer(await client.call_tool("rules_for_action", {"action": "git-commit"}))
+        assert listed["rules"][0]["checks"] == ["subject max 10"]
+        assert "at most 10" in fire_hook(daemon.env, project, 30, 'git commit -m "fix: too long"')
+        replaced = answer(
+            await client.call_tool(
+                "supersede_rule",
+                {"rule_id": stored["handle"], "new_rule": "Short", "checks": ["subject max 40"]},
+            )
+        )
+        shown = fire_hook(daemon.env, project, 31, 'git commit -m "fix: too long"')
+        assert "it breaks" not in shown
+        assert f"[{replaced['new_handle']}] Short" in shown
+        refused = await client.call_tool(
+            "remember_rule",
+            {"action": "git-commit", "rule": "x", "checks": ["title max 3"]},
+        )
+        assert refused.is_error
+        assert "its fields: message, subject" in text_of(refused)

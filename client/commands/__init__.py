@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "team",
     "uninstall",
     "watch",
+    "report",
 )
 
 # Each verb, and the module that registers it (a test keeps this in step with `register`).
@@ -58,6 +59,7 @@ VERBS = {
     "trust": "team",
     "uninstall": "uninstall",
     "watch": "watch",
+    "report": "report",
 }
 
 

@@ -26,7 +26,7 @@ from mented.agents import AGENTS, DEFAULT_AGENT, Agent, ToolCall
 from mented.agents.pretooluse import pretooluse_event
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, GitAliases
-from mented.memory import Memory
+from mented.memory import Memory, short_handle
 from mented.protocol import MemoriesReply, RecallRequest, UntrustedProject
 from mented.tool_triggers import ToolMatcher
 from mented_client.commands.output import (
@@ -41,7 +41,7 @@ from mented_client.scope import agent_option, directory_option, table_in_force
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
     from mented.config import Config
-    from mented.matcher import Explanation, SimpleCommand
+    from mented.matcher import Explanation, MatchedCommand, SimpleCommand
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
 
@@ -153,11 +153,16 @@ def run_explain(args: argparse.Namespace) -> int:
     # bashlex takes a quarter of a second to import: only `explain` pays for it.
     from mented.matcher import Matcher  # noqa: PLC0415
 
-    explanation = Matcher(table).explain(command, aliases=aliases)
+    matcher = Matcher(table)
+    explanation = matcher.explain(command, aliases=aliases)
     rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
+    checked = fields_and_checks(
+        table, matcher.matched_commands(command, aliases=aliases), rules, cwd
+    )
     if args.json:
         document: dict[str, Any] = msgspec.to_builtins(explanation)
         document.update(_rules_document(rules))
+        document["fields"] = checked
         document["agent"] = args.agent
         document["cwd"] = cwd
         print_json(document)
@@ -166,7 +171,70 @@ def run_explain(args: argparse.Namespace) -> int:
     if explanation.actions:
         print()
         print(render_rules(rules, agent=args.agent, cwd=cwd))
+    if checked:
+        print()
+        print(render_fields(checked))
     return 0
+
+
+def fields_and_checks(
+    table: ActionTable,
+    commands: tuple[MatchedCommand, ...],
+    rules: HookRules | None,
+    cwd: str,
+) -> list[dict[str, Any]]:
+    """Per command and action: its fields (known or why not) and each rule's checks on them."""
+    # Loaded with the matcher, which `explain` pays for anyway.
+    from mented.checks import CheckError, evaluate, parse_check  # noqa: PLC0415
+    from mented.fields import FIELDS, fields_in  # noqa: PLC0415
+
+    found = []
+    for fields in fields_in(table, commands, list(FIELDS), cwd):
+        outcomes = []
+        for memory in rules.by_action.get(fields.action, []) if rules else []:
+            for text in memory.checks:
+                try:
+                    outcome = evaluate(parse_check(text, (fields.action,)), fields)
+                except CheckError as exc:
+                    outcomes.append(
+                        {"rule": memory.id, "check": text, "outcome": "unusable", "said": str(exc)}
+                    )
+                    continue
+                verdict = {True: "passed", False: "failed", None: "unknown"}[outcome.passed]
+                outcomes.append(
+                    {"rule": memory.id, "check": text, "outcome": verdict, "said": outcome.said}
+                )
+        found.append(
+            {
+                "action": fields.action,
+                "fields": {
+                    name: list(value) if isinstance(value, tuple) else value
+                    for name, value in fields.values.items()
+                },
+                "unknown": fields.unknown,
+                "checks": outcomes,
+            }
+        )
+    return found
+
+
+def render_fields(checked: list[dict[str, Any]]) -> str:
+    """`fields_and_checks` for people: each field's value (cut) or why it is unknown."""
+    lines = []
+    for item in checked:
+        lines.append(f"fields of {item['action']}:")
+        for name, value in item["fields"].items():
+            shown = ", ".join(value) if isinstance(value, list) else value
+            lines.append(f"  {name + ':':<10}{_clip(repr(shown), 120)}")
+        for name, why in item["unknown"].items():
+            lines.append(f"  {name + ':':<10}unknown: {why}")
+        for outcome in item["checks"]:
+            said = f": {outcome['said']}" if outcome["said"] else ""
+            lines.append(
+                f"  check [{short_handle(outcome['rule'])}] {outcome['check']!r}: "
+                f"{outcome['outcome']}{_clip(said, 200)}"
+            )
+    return _one_line_each(lines)
 
 
 def tool_event(agent: Agent, tool: str, files: list[str], cwd: str) -> bytes:

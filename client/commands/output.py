@@ -188,6 +188,9 @@ def format_memory(
         head = f"{handle}  {memory.id}  {kind}  ({scope}){state}{origin}"
         # Every line of the rule under its header, so that a multi-line rule reads as one.
         body = "\n".join(f"    {line}" for line in content.split("\n"))
+        body += "".join(
+            f"\n    check: {escape_controls(check, keep_lines=False)}" for check in memory.checks
+        )
         return f"{escape_controls(head, keep_lines=False)}\n{body}"
     fields = {
         "id": memory.id,
@@ -213,6 +216,9 @@ def format_memory(
         for name, value in fields.items()
     ]
     lines.insert(1, f"{'content:':<15}{content}")
+    lines[2:2] = [
+        f"{'check:':<15}{escape_controls(check, keep_lines=False)}" for check in memory.checks
+    ]
     return "\n".join(lines)
 
 

@@ -102,6 +102,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         "the start of every session; a handful at most ([pinned] in the config file)",
     )
     _scope_options(add)
+    _check_option(add)
     add.add_argument(
         "--type",
         dest="memory_type",
@@ -169,6 +170,7 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         type=project_option,
         help="scope the new version to DIR and below (default: the old one's)",
     )
+    _check_option(supersede, new_version=True)
     supersede.set_defaults(handler=run_supersede)
 
     history = verbs.add_parser("history", parents=[common], help="a rule's versions, oldest first")
@@ -178,6 +180,27 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     forget = verbs.add_parser("forget", parents=[common], help="delete a rule for good")
     forget.add_argument("id", help="the rule's id or short handle")
     forget.set_defaults(handler=run_forget)
+
+
+def _check_option(parser: argparse.ArgumentParser, *, new_version: bool = False) -> None:
+    replace = (
+        "; the new version's checks replace the old one's (without --check it keeps them)"
+        if new_version
+        else ""
+    )
+    parser.add_argument(
+        "--check",
+        action="append",
+        dest="checks",
+        metavar="CHECK",
+        help="a check on the command's fields, tested before it runs, e.g. "
+        "'subject max 72', 'message no-emoji', 'flags forbid --no-verify' "
+        f"(repeatable; docs/checks.md){replace}",
+    )
+    if new_version:
+        parser.add_argument(
+            "--no-checks", action="store_true", help="the new version has no checks"
+        )
 
 
 def _scope_options(parser: argparse.ArgumentParser) -> None:
@@ -346,6 +369,11 @@ def run_add_pinned(args: argparse.Namespace) -> int:
 
 def run_add(args: argparse.Namespace) -> int:
     if args.pinned:
+        if args.checks:
+            raise CommandError(
+                "a pinned rule governs no action, so it has no fields to check: leave out --check",
+                status=2,
+            )
         if args.team:
             raise CommandError(
                 "a pinned rule cannot be a team rule yet: leave out --team", status=2
@@ -370,6 +398,7 @@ def run_add(args: argparse.Namespace) -> int:
                 tags=[trigger_tag(action)],
                 agent=args.agent,
                 project=args.project,
+                checks=args.checks or [],
             ),
             StoredReply,
         )
@@ -494,9 +523,18 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_supersede(args: argparse.Namespace) -> int:
     text = rule_text(args)
+    if args.no_checks and args.checks:
+        raise CommandError("give --check or --no-checks, not both", status=2)
+    checks = [] if args.no_checks else args.checks
     with Client(args.socket) as client:
         reply = client.expect(
-            SupersedeRequest(id=args.id, content=text, agent=args.agent, project=args.project),
+            SupersedeRequest(
+                id=args.id,
+                content=text,
+                agent=args.agent,
+                project=args.project,
+                checks=checks,
+            ),
             SupersededReply,
         )
         new = client.expect(GetRequest(id=reply.id), MemoryReply).memory
@@ -572,7 +610,16 @@ def _add_team(args: argparse.Namespace) -> int:
     # record format under it) costs the other verbs a third of their start-up.
     from mented_client.commands.team import add_team_rule  # noqa: PLC0415 - see above
 
-    path = add_team_rule(action, rule_text(args), args.agent)
+    if args.checks:
+        # The checks' parser needs the matcher (a quarter of a second): only here.
+        from mented.checks import rule_checks  # noqa: PLC0415 - see above
+        from mented.memory import InvalidInputError  # noqa: PLC0415
+
+        try:
+            rule_checks(args.checks, [trigger_tag(action)])
+        except InvalidInputError as exc:
+            raise CommandError(str(exc), status=2) from None
+    path = add_team_rule(action, rule_text(args), args.agent, args.checks or [])
     if args.json:
         print_json({"file": str(path), "action": action})
     else:

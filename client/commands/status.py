@@ -17,6 +17,7 @@ from mented_client.commands.output import (
     format_time,
     print_json,
 )
+from mented_client.commands.report import status_line
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.errors import BAD_REPLY, CONFIG_INVALID, NOT_RUNNING
 
@@ -150,6 +151,9 @@ def render_status(status: StatusReply) -> str:
         ("last rules", last),
         ("handed", _handed(status)),
     ]
+    kept = status_line(status.checks_7d)  # the record of whether rules are kept
+    if kept is not None:
+        rows.append(("checks", kept))
     rows += pinned_rows(status)
     rows += sync_rows(status)
     if status.config_error:

@@ -104,7 +104,9 @@ def project_root(start: Path) -> Path:
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def add_team_rule(action: str, text: str, agent: str | None) -> Path:
+def add_team_rule(
+    action: str, text: str, agent: str | None, checks: list[str] | None = None
+) -> Path:
     """Append the rule to `<project>/.mented/rules.jsonl`; the file it wrote.
 
     The file is reached from the project's root by descriptors, never through a link:
@@ -118,9 +120,11 @@ def add_team_rule(action: str, text: str, agent: str | None) -> Path:
     if not text.strip():
         raise CommandError("a rule needs a text", status=2)
     root = project_root(Path(os.getcwd()))  # noqa: PTH109 - the user's directory, as given
-    line: dict[str, str] = {"action": action, "text": text}
+    line: dict[str, str | list[str]] = {"action": action, "text": text}
     if agent:
         line["agent"] = agent
+    if checks:
+        line["checks"] = checks
     path = root / FOLDER / RULES_FILE
     try:
         root_fd = open_directory(root)

@@ -90,13 +90,19 @@ class Bridge:
         this_project_only: bool,
         project_dir: str | None,
         this_agent_only: bool,
+        checks: list[str] | None = None,
     ) -> tuple[str, str | None, str | None]:
         """Store a memory scoped as the tool was asked; returns (id, agent, project)."""
         agent = self.agent if this_agent_only else None
         # Naming a directory says which project the memory is for.
         project = self.project_dir(project_dir) if this_project_only or project_dir else None
         request = StoreRequest(
-            content=content, memory_type=memory_type, tags=tags, agent=agent, project=project
+            content=content,
+            memory_type=memory_type,
+            tags=tags,
+            agent=agent,
+            project=project,
+            checks=checks or [],
         )
         return self.request(request, StoredReply).id, agent, project
 

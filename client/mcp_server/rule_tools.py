@@ -30,6 +30,7 @@ from mented.words import counted
 from mented_client.commands.output import describe_scope
 from mented_client.mcp_server.bridge import Bridge
 from mented_client.mcp_server.schema import (
+    ChecksArg,
     ForgetResult,
     HistoryResult,
     ProjectDirArg,
@@ -58,12 +59,14 @@ command. Example: "from now on, commit messages are one line with a conventional
 prefix" -> remember_rule(action="git-commit", rule="Commit messages: a single line with \
 a conventional prefix (feat:, fix:, ...), no emojis").
 Write the rule so it reads on its own, without this conversation.
+Where the rule can be tested on the command, add `checks` (e.g. ["message single-line", \
+"message no-emoji"]): mented then stops a command that breaks it, with the reason.
 If a rule for the same thing exists already (you were shown it, or rules_for_action \
 lists it), call supersede_rule instead, or both versions keep firing.
 Known actions: {known_text}.""",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
-    def remember_rule(
+    def remember_rule(  # noqa: PLR0913, PLR0917 - the tool's arguments
         action: Annotated[
             str, Field(description="the action the rule governs, e.g. 'git-commit'", min_length=1)
         ],
@@ -71,6 +74,7 @@ Known actions: {known_text}.""",
         this_project_only: ThisProjectArg = False,
         project_dir: ProjectDirArg = None,
         this_agent_only: ThisAgentArg = False,
+        checks: ChecksArg = None,
     ) -> StoredRule:
         name = bridge.check_action(action, bridge.table_in_force())
         memory_id, rule_agent, project = bridge.store(
@@ -80,6 +84,7 @@ Known actions: {known_text}.""",
             this_project_only=this_project_only,
             project_dir=project_dir,
             this_agent_only=this_agent_only,
+            checks=checks,
         )
         return StoredRule(
             handle=short_handle(memory_id),
@@ -182,15 +187,18 @@ stops being handed to you at once, and stays in the rule's history.
 Example: the user says "we switched from squash merges to rebase" while you were shown \
 "- [q3x9k2mz] Merge PRs with squash" -> supersede_rule(rule_id="q3x9k2mz", \
 new_rule="Merge PRs with rebase, never squash").
-The new version keeps the old one's action and scope. Answers with the new handle and \
-the old text.""",
+The new version keeps the old one's action, scope and checks (give `checks` to replace \
+them). Answers with the new handle and the old text.""",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def supersede_rule(
         rule_id: RuleIdArg,
         new_rule: Annotated[str, Field(description="the rule as it is now", min_length=1)],
+        checks: ChecksArg = None,
     ) -> SupersedeResult:
-        reply = bridge.request(SupersedeRequest(id=rule_id, content=new_rule), SupersededReply)
+        reply = bridge.request(
+            SupersedeRequest(id=rule_id, content=new_rule, checks=checks), SupersededReply
+        )
         new_handle = short_handle(reply.id)
         merged = bridge.request(GetRequest(id=reply.id), MemoryReply).memory.merges
         note = f"The old version no longer fires; rule_history(rule_id={new_handle!r}) shows both."

@@ -24,6 +24,9 @@ class RuleView(BaseModel):
     status: Literal["live", "superseded"]
     supersedes: str | None = Field(None, description="handle of the version this replaced")
     superseded_by: str | None = Field(None, description="handle of the version that replaced it")
+    checks: list[str] = Field(
+        default_factory=list, description="checks on the command, tested before it runs"
+    )
 
 
 class StoredRule(BaseModel):
@@ -104,8 +107,20 @@ def rule_view(memory: Memory) -> RuleView:
         status="live" if memory.is_live else "superseded",
         supersedes=short_handle(memory.supersedes) if memory.supersedes else None,
         superseded_by=short_handle(memory.superseded_by) if memory.superseded_by else None,
+        checks=list(memory.checks),
     )
 
+
+ChecksArg = Annotated[
+    list[str] | None,
+    Field(
+        description="checks mented tests on the command before it runs, each 'FIELD KIND "
+        "[ARG]': e.g. 'subject max 72', 'message single-line', 'message no-emoji', "
+        "'subject matches ^(feat|fix): ', 'flags forbid --no-verify' (docs/checks.md); "
+        "git-commit has message, subject, body, trailers, flags; pr-create has title, "
+        "body, base, head, draft",
+    ),
+]
 
 RuleIdArg = Annotated[
     str,

@@ -1,0 +1,109 @@
+"""The record of whether rules are kept (mented.compliance), `mentectl report` and `status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from mented.compliance import FILE_NAME, MAX_AGE_S, ComplianceRecord, Event
+from tests.test_hook_e2e import Agent, context
+from tests.test_prechecks_e2e import BAD, GOOD, add_post_rule, decision
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.conftest import DaemonProcess
+
+
+@pytest.fixture
+def claude(daemon: DaemonProcess) -> Agent:
+    return Agent(daemon, "claude-code", daemon.home / ".claude" / "settings.json")
+
+
+def test_one_stop_then_one_pass_is_reported_and_kept_across_a_restart(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    rule_id = add_post_rule(daemon)
+    assert decision(claude.bash(BAD, session="r1")) == "deny"
+    assert "it breaks" not in context(claude.bash(GOOD, session="r1"))
+    report = json.loads(daemon.mentectl("report", "--json").stdout)
+    (row,) = report["rules"]
+    assert row["key"] == rule_id
+    assert row["content"].startswith("commit messages: single line")
+    assert (row["checked"], row["stopped"], row["passed"], row["passed_first"]) == (2, 1, 1, 0)
+    assert row["handed"] == 1
+    assert row["share_passed_first"] == 0.0
+    assert [agent["key"] for agent in report["agents"]] == ["claude-code"]
+    # A first-time pass in another session counts as one.
+    claude.bash(GOOD, session="r2")
+    status = daemon.mentectl("status").stdout
+    assert "checks:     checked 3 commands in 7 days: 33% passed first time, 1 stopped" in status
+
+    daemon.stop()
+    daemon.start()
+    again = json.loads(daemon.mentectl("report", "--json").stdout)
+    assert again["rules"][0]["checked"] == 3
+    text = daemon.mentectl("report").stdout
+    assert "FIRST TRY" in text
+    assert "git-commit: commit messages: single line" in text
+    assert json.loads(daemon.mentectl("report", "--json", "--agent", "codex").stdout)["rules"] == []
+    assert (daemon.data_dir / FILE_NAME).stat().st_mode & 0o777 == 0o600
+
+
+def test_let_through_is_counted(daemon: DaemonProcess, claude: Agent) -> None:
+    daemon.write_config("[checks]\nmax_stops = 1\n")
+    daemon.reload()
+    add_post_rule(daemon)
+    assert decision(claude.bash(BAD, session="r3")) == "deny"
+    assert decision(claude.bash(BAD, session="r3")) == "context"
+    (row,) = json.loads(daemon.mentectl("report", "--json").stdout)["rules"]
+    assert (row["stopped"], row["let_through"]) == (1, 1)
+
+
+def test_report_since_is_checked(daemon: DaemonProcess) -> None:
+    result = daemon.mentectl("report", "--since", "forever", check=False)
+    assert result.returncode == 2
+    assert "give e.g. 7d" in result.stderr
+    assert "nothing recorded since" in daemon.mentectl("report", "--since", "1h").stdout
+
+
+def test_the_record_is_bounded_and_rewritten(tmp_path: Path) -> None:
+    record = ComplianceRecord(tmp_path, max_events=10)
+    for n in range(25):
+        record.note(f"R{n}", "codex", "checked")
+    record.close()
+    lines = (tmp_path / FILE_NAME).read_text().splitlines()
+    assert len(lines) < 20
+    reopened = ComplianceRecord(tmp_path, max_events=10)
+    assert reopened.summary().total.checked == 10
+    assert set(reopened.summary().by_rule) == {f"R{n}" for n in range(15, 25)}
+
+
+def test_old_and_damaged_lines_are_dropped(tmp_path: Path) -> None:
+    old = json.dumps([time.time() - MAX_AGE_S - 10, "R1", "codex", "stopped"])
+    fresh = json.dumps([time.time(), "R2", "codex", "stopped"])
+    (tmp_path / FILE_NAME).write_text(f"{old}\n{{not json\n{fresh}\n[1, 2]\n{fresh[:10]}")
+    record = ComplianceRecord(tmp_path)
+    assert set(record.summary().by_rule) == {"R2"}
+    record.note("R3", "codex", "nonsense")  # an unknown kind is not recorded
+    assert record.summary().total.stopped == 1
+    assert Event(1.0, "R", "a", "told") == Event(1.0, "R", "a", "told")
+
+
+def test_a_hostile_record_file_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    (tmp_path / FILE_NAME).symlink_to(target)
+    record = ComplianceRecord(tmp_path)
+    record.note("R1", "codex", "checked")  # kept in memory, the link not written through
+    assert record.summary().total.checked == 1
+    assert target.read_text() == ""
+    (tmp_path / FILE_NAME).unlink()
+    os.mkfifo(tmp_path / FILE_NAME)
+    record = ComplianceRecord(tmp_path)  # a FIFO is refused, never blocks
+    record.note("R1", "codex", "checked")
+    assert record.summary().total.checked == 1
