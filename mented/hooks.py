@@ -65,6 +65,7 @@ from mented.log import log
 from mented.matcher import MAX_COMMAND_CHARS
 from mented.memory import short_handle
 from mented.pinned import render_pinned
+from mented.problems import SESSION_MEMORY, session_memory_unavailable
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
 from mented.team import RuleLookup
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
+    from mented.problems import Problems
     from mented.sessions import SessionMemory
     from mented.store import Store
 
@@ -113,7 +115,7 @@ WHY_NOT_ANALYZED = (
 class HookHandler:
     """Answers `hook` requests and keeps the log of recent fires."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the daemon's parts, the optional ones keyword-only
         self,
         store: Store | RuleLookup,
         matcher: Matcher,
@@ -121,13 +123,15 @@ class HookHandler:
         sessions: SessionMemory | None = None,
         *,
         on_fire: Callable[[FireRecord], None] | None = None,
+        problems: Problems | None = None,
     ) -> None:
         """`store`: where rules are looked up (the daemon passes a `RuleLookup`: your
         rules, then the project's trusted ones). `sessions`: the session memory; None
         (it could not be opened) means every command gets its rules as context, and
         nothing is ever stopped. `on_fire`: called with each fire as it is logged, in
         the thread that handles the event (the daemon's: it publishes it to subscribers,
-        `mented.events`); it must not raise, nor wait."""
+        `mented.events`); it must not raise, nor wait. `problems`: where a session
+        memory that fails is noted (and cleared once it works again), for `status`."""
         self._store = store
         self._matcher = matcher
         self._tools = ToolMatcher(matcher.table)
@@ -135,6 +139,7 @@ class HookHandler:
         self._config = config
         self._sessions = sessions
         self._on_fire = on_fire
+        self._problems = problems
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
@@ -480,7 +485,7 @@ class HookHandler:
         try:
             return self._sessions.handed(key), None
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return set(), WHY_NO_MEMORY
 
     def _hand_over(self, key: SessionKey, rule_ids: list[str]) -> bool:
@@ -490,9 +495,17 @@ class HookHandler:
         try:
             self._sessions.add(key, rule_ids)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return False
+        if self._problems is not None:
+            self._problems.clear(SESSION_MEMORY)
         return True
+
+    def _memory_failed(self, exc: SessionMemoryError, *, agent: str) -> None:
+        """A read or write of the session memory failed: logged once, noted for `status`."""
+        self._log_failure_once(exc, agent=agent)
+        if self._problems is not None:
+            self._problems.note(SESSION_MEMORY, *session_memory_unavailable(str(exc), reopens=True))
 
     def _touch(self, key: SessionKey) -> None:
         if self._sessions is None:
@@ -500,7 +513,7 @@ class HookHandler:
         try:
             self._sessions.touch(key)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
 
     def _forget_session(self, key: SessionKey) -> None:
         """The agent emptied the model's context: hand everything over again from now on."""
@@ -509,7 +522,7 @@ class HookHandler:
         try:
             known = self._sessions.forget(key)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return
         log.info("session_context_emptied", agent=key.agent, known=known)
 

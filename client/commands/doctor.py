@@ -437,6 +437,7 @@ def run_checks(socket: Path) -> list[Check]:
         checks.append(check_rules(socket, status))
         checks += check_pinned(status)
         checks += check_sync(status)
+        checks += check_problems(status)
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
@@ -517,6 +518,15 @@ def check_sync(status: StatusReply) -> list[Check]:
         fix = f"`mentectl rule supersede {tips[0]} TEXT` (the new text replaces every version)"
         checks.append(Check("fork", "warn", describe_fork(tips), fix=fix))
     return checks
+
+
+def check_problems(status: StatusReply) -> list[Check]:
+    """The daemon's fallbacks in force (`StatusReply.problems`): rules still reach the
+    agents, but not as set up, so each is a failed link until it is over."""
+    return [
+        Check(problem.kind.replace("_", " "), "fail", problem.message, fix=problem.fix)
+        for problem in status.problems
+    ]
 
 
 def check_mcp() -> list[Check]:
