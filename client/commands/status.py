@@ -71,15 +71,15 @@ def run_status(args: argparse.Namespace) -> int:
             )
             return 1
         return fail(reason)
-    code, unhealthy = _unhealthy(status)
+    problem, unhealthy = _unhealthy(status)
     if args.json:
-        document = {"running": True, "healthy": code is None, **msgspec.to_builtins(status)}
-        if code is not None:
-            document |= error_document(code, unhealthy)
+        document = {"running": True, "healthy": problem is None, **msgspec.to_builtins(status)}
+        if problem is not None:
+            document |= error_document(problem, unhealthy)
         print_json(document)
-        return 0 if code is None else 1
+        return 0 if problem is None else 1
     print(render_status(status))
-    if code is not None:
+    if problem is not None:
         return fail(unhealthy)
     return 0
 
