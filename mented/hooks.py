@@ -185,13 +185,16 @@ class HookHandler:
         *,
         deadline: float | None = None,
         aliases: Aliases | None = None,
+        test: bool = False,
     ) -> bytes:
         """`handle` for an event already decoded (`decode_event`): the server decodes
         each one first to see whether its command is slow to match. `aliases`: the
         call's `git_aliases_for`, when the caller looked them up already (a few `stat`s
-        not made twice). Never raises."""
+        not made twice). `test`: a test fire (`mentectl doctor`, `setup`): answered and
+        logged as any other, marked, and not the user's activity (not the last fire,
+        not in the characters per session, not sent to subscribers). Never raises."""
         try:
-            return self._handle(agent, call, deadline, aliases)
+            return self._handle(agent, call, deadline, aliases, test=test)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -224,14 +227,20 @@ class HookHandler:
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
     def _handle(
-        self, agent: str, call: HookEvent | None, deadline: float | None, aliases: Aliases | None
+        self,
+        agent: str,
+        call: HookEvent | None,
+        deadline: float | None,
+        aliases: Aliases | None,
+        *,
+        test: bool,
     ) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
         if adapter is None or call is None or _past(deadline):
             return b""
         if isinstance(call, SessionStarted):
-            return self._session_started(adapter, call, started)
+            return self._session_started(adapter, call, started, test=test)
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
@@ -239,7 +248,7 @@ class HookHandler:
             aliases = self.git_aliases_for(call)
         actions = self._actions_of(call, deadline, aliases)
         if not actions and call.command and len(call.command) > MAX_COMMAND_CHARS:
-            self._record_not_analyzed(adapter, call, started, aliases)
+            self._record_not_analyzed(adapter, call, started, aliases, test=test)
         if not actions or _past(deadline):
             return b""
         now = time.monotonic()
@@ -258,11 +267,12 @@ class HookHandler:
             self._remember(event_key, now)
         fire.actions = list(actions)
         fire.latency_us = (time.perf_counter() - started) * 1e6
-        self._record(fire)
+        key = SessionKey(adapter.name, call.session) if call.session else None
+        self._record(fire, key, test=test)
         return out
 
     def _record_not_analyzed(
-        self, adapter: Agent, call: ToolCall, started: float, aliases: Aliases
+        self, adapter: Agent, call: ToolCall, started: float, aliases: Aliases, *, test: bool
     ) -> None:
         """Log a command the matcher did not analyze for its length: it fired nothing."""
         assert call.command is not None  # the caller checked
@@ -281,7 +291,8 @@ class HookHandler:
                 delivery="none",
                 why=WHY_NOT_ANALYZED.format(length=length, cap=MAX_COMMAND_CHARS),
                 latency_us=(time.perf_counter() - started) * 1e6,
-            )
+            ),
+            test=test,
         )
 
     def _with_untrusted_notice(self, adapter: Agent, call: ToolCall, out: bytes) -> bytes:
@@ -310,7 +321,9 @@ class HookHandler:
             self._noticed.popitem(last=False)
         return noticed
 
-    def _session_started(self, adapter: Agent, start: SessionStarted, started: float) -> bytes:
+    def _session_started(
+        self, adapter: Agent, start: SessionStarted, started: float, *, test: bool
+    ) -> bytes:
         """The pinned rules for a session start (forgetting the session when emptied)."""
         key = SessionKey(adapter.name, start.session) if start.session else None
         if key is not None and start.context_emptied:
@@ -336,12 +349,11 @@ class HookHandler:
         elif rendered.text:
             if key is not None:
                 self._hand_over(key, rendered.shown_ids)
-                self._count_chars(key, len(rendered.text))
             fire.mode, fire.delivery, fire.why = "context", "full", f"session {start.source}"
             fire.full_ids, fire.chars = rendered.shown_ids, len(rendered.text)
             out = adapter.render_session_context(rendered.text)
         fire.latency_us = (time.perf_counter() - started) * 1e6
-        self._record(fire)
+        self._record(fire, key, test=test)
         return out
 
     def _actions_of(
@@ -409,7 +421,6 @@ class HookHandler:
                 WHY_HANDED,
                 len(text),
             )
-            self._count_chars(key, len(text))
             return adapter.render_context(text), fire
         # Whether this command's rules were partly handed over before (not other actions').
         earlier = any(rule.id in handed for _, rules in visible for rule in rules)
@@ -449,8 +460,6 @@ class HookHandler:
             fire.why = f"{adapter.title} shows hook context before the tool runs"
         else:
             fire.why = WHY_CHANGED if earlier else WHY_NEW
-        if key is not None:
-            self._count_chars(key, fire.chars)
         if stop:
             assert key is not None  # a stop needs the session memory
             self._remember_stop(key, call)
@@ -535,10 +544,18 @@ class HookHandler:
             _, dropped = self._chars.popitem(last=False)
             self._chars_total -= dropped
 
-    def _record(self, fire: FireRecord) -> None:
+    def _record(
+        self, fire: FireRecord, key: SessionKey | None = None, *, test: bool = False
+    ) -> None:
+        """Log `fire`; unless it is a test fire, it is the user's activity: the last fire
+        when it handed something over, and its characters count for `key`'s session."""
         self._fires.append(fire)
-        if fire.delivery != "none":
+        if test:
+            fire.test = True
+        elif fire.delivery != "none":
             self._last_fire = fire
+            if key is not None:
+                self._count_chars(key, fire.chars)
         if self._on_fire is not None:
             try:
                 self._on_fire(fire)

@@ -143,6 +143,9 @@ class HookRequest(_Request, tag="hook", kw_only=True):
     """
 
     agent: str
+    # A test fire (`mentectl doctor`, `setup`: the shim with MENTED_TEST_FIRE=1): answered
+    # as any other, logged as a test, and never counted as the user's activity.
+    test: bool = False
     event: msgspec.Raw = msgspec.Raw(b"null")
 
 
@@ -274,6 +277,7 @@ class FireRecord(msgspec.Struct, kw_only=True):
     chars: int = 0
     full_ids: list[str] = []
     latency_us: float = 0.0
+    test: bool = False  # sent by `mentectl doctor` or `setup`, not by the user's agent
 
 
 class PinnedOverCap(msgspec.Struct, kw_only=True, frozen=True):

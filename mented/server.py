@@ -817,7 +817,9 @@ class Server:
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle_decoded(request.agent, call, deadline=deadline, aliases=aliases)
+        return self.hooks.handle_decoded(
+            request.agent, call, deadline=deadline, aliases=aliases, test=request.test
+        )
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store

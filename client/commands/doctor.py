@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 State = Literal["ok", "warn", "fail", "skip"]
 SAMPLE_COMMAND = "git commit -m 'mented doctor: test fire'"
 SAMPLE_ACTION = "git-commit"
+TEST_FIRE_ENV = "MENTED_TEST_FIRE"  # read by the shim (client/shim.py)
 FIRST_RULE = (
     "mentectl rule add git-commit "
     "'Commit messages: one line, a conventional prefix (feat:, fix:, docs:), no emojis'"
@@ -351,6 +352,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
             command,
             shell=True,
             input=sample_event(session, Path.cwd(), agent),
+            env=os.environ | {TEST_FIRE_ENV: "1"},  # the shim marks it: not the user's fire
             capture_output=True,
             timeout=timeout_s,
             check=False,
