@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import stat
 import sys
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
 
@@ -32,6 +33,7 @@ from mented.protocol import (
     SyncedReply,
     SyncRequest,
 )
+from mented.untrusted import describe_kind
 from mented.words import counted
 from mented_client.commands.output import CommandError, print_json
 from mented_client.connection import Client
@@ -110,21 +112,48 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_export(source: Path) -> BinaryIO:
+    """`source` opened for reading, when it is a file `export` could have written.
+
+    Raises:
+        CommandError: it does not exist, is not a regular file (a directory, a device
+            such as /dev/null, a named pipe, which would never end), or is empty.
+    """
+    what = "give the file `mentectl export --out FILE` wrote"
+    try:
+        # O_NONBLOCK: a named pipe opens at once (and is refused below), never waits.
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise CommandError(f"{source}: no such file", status=2) from None
+    except OSError as exc:
+        raise CommandError(f"cannot read {source}: {exc.strerror or exc}", status=2) from exc
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        raise CommandError(f"{source} is a directory: {what}", status=2)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = describe_kind(info.st_mode)
+        raise CommandError(f"{source} is {kind}, not a regular file: {what}", status=2)
+    if info.st_size == 0:
+        os.close(fd)
+        raise CommandError(f"{source} is empty: {what}", status=2)
+    return os.fdopen(fd, "rb")
+
+
 def run_import(args: argparse.Namespace) -> int:
     source = Path(args.path)
-    if source.is_dir():
-        raise CommandError(
-            f"{source} is a directory: give the file `mentectl export --out FILE` wrote", status=2
-        )
-    if not source.is_file():
-        raise CommandError(f"{source}: no such file", status=2)
-    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+    with (
+        _open_export(source) as exported,
+        Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client,
+    ):
         data_dir = Path(client.expect(StatusRequest(), StatusReply).data_dir)
         transfer = data_dir / "transfer"
         transfer.mkdir(mode=0o700, parents=True, exist_ok=True)
         copy = transfer / f"import-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
         try:
-            shutil.copyfile(source, copy)
+            with copy.open("xb") as out:
+                shutil.copyfileobj(exported, out)
             reply = client.expect(
                 ImportRequest(path=str(copy), shown_as=str(source)), ImportedReply
             )

@@ -34,6 +34,7 @@ from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detach
 from mented_client.files import display_path
 from mented_client.hook_settings import SettingsError, find_entries, read_settings
 from mented_client.service_manager import detect
+from mented_client.suggest import did_you_mean
 
 
 def register(
@@ -64,7 +65,8 @@ def agent_name(value: str) -> str:
     """argparse type for AGENT (`choices` cannot be used with an optional list)."""
     if value not in AGENTS:
         choices = ", ".join(sorted(AGENTS))
-        raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {choices})")
+        hint = did_you_mean(value, AGENTS)
+        raise argparse.ArgumentTypeError(f"invalid choice: {value!r}{hint} (choose from {choices})")
     return value
 
 
