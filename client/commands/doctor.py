@@ -15,6 +15,8 @@ then runs doctor and shows how to add a first rule.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -56,7 +58,7 @@ from mented_client.connection import Client, DaemonError, NotRunningError, Proto
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from mented.config import Config
 
@@ -94,6 +96,7 @@ def register(
 
     setup = subparsers.add_parser(
         "setup",
+        parents=[common],
         help="set mented up for an agent: service, hook, checks",
         description="Installs and starts the service (or a detached daemon where there is no "
         "service manager), installs the agent's hook, registers the MCP server, runs "
@@ -652,13 +655,12 @@ SETUP_STEPS: tuple[tuple[str, Callable[[argparse.Namespace], None]], ...] = (
 
 
 def run_setup(args: argparse.Namespace) -> int:
+    if args.json:
+        return _setup_as_json(args)
     agent = AGENTS[args.agent]
     for number, (title, step) in enumerate(SETUP_STEPS, start=1):
         print(f"{number}. {title}")
-        try:
-            step(args)
-        except CommandError as exc:
-            raise CommandError(f"setup stopped at {title}: {exc}", status=exc.status) from exc
+        _run_step(args, title, step)
     print(f"{len(SETUP_STEPS) + 1}. checking every link (`mentectl doctor`)")
     checks = run_checks(paths.socket_path(args.socket))
     print_checks(checks)
@@ -670,3 +672,49 @@ def run_setup(args: argparse.Namespace) -> int:
         "`mentectl rule list` shows your rules, `mentectl log` the hook's recent fires."
     )
     return 0
+
+
+def _run_step(
+    args: argparse.Namespace, title: str, step: Callable[[argparse.Namespace], None]
+) -> None:
+    try:
+        step(args)
+    except CommandError as exc:
+        raise CommandError(f"setup stopped at {title}: {exc}", status=exc.status) from exc
+
+
+def _setup_as_json(args: argparse.Namespace) -> int:
+    """`setup --json`: the same steps, what each said, and the checks, as one document."""
+    steps = []
+    for title, step in SETUP_STEPS:
+        said = io.StringIO()
+        with _stdout_to_stderr(), contextlib.redirect_stdout(said):
+            _run_step(args, title, step)
+        steps.append({"step": title, "said": said.getvalue().splitlines()})
+    checks = run_checks(paths.socket_path(args.socket))
+    failed = any(check.state == "fail" for check in checks)
+    print_json(
+        {
+            "ok": not failed,
+            "agent": args.agent,
+            "steps": steps,
+            "checks": [asdict(check) for check in checks],
+            "first_rule": None if failed else FIRST_RULE,
+        }
+    )
+    return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 on stderr meanwhile: what a step's child processes print (a
+    service manager's tools) must not break the one JSON document on stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -52,7 +52,12 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="write every memory (and every forget) in the portable format",
         description="The format is plain text, one record per line: see docs/format.md.",
     )
-    export.add_argument("--out", metavar="PATH", help="write to PATH (default: standard output)")
+    export.add_argument(
+        "--out",
+        metavar="PATH",
+        help="write to PATH (default: standard output; with --json, one JSON document: "
+        "the file's header and its records, in a list)",
+    )
     export.set_defaults(handler=run_export)
 
     imp = subparsers.add_parser(
@@ -95,7 +100,10 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         if args.out is None:
             with written.open("rb") as source:
-                shutil.copyfileobj(source, sys.stdout.buffer)
+                if args.json:
+                    _write_as_one_document(source, reply, sys.stdout.buffer)
+                else:
+                    shutil.copyfileobj(source, sys.stdout.buffer)
             sys.stdout.flush()
         else:
             shutil.move(written, args.out)
@@ -139,6 +147,24 @@ def _open_export(source: Path) -> BinaryIO:
         os.close(fd)
         raise CommandError(f"{source} is empty: {what}", status=2)
     return os.fdopen(fd, "rb")
+
+
+def _write_as_one_document(lines: BinaryIO, reply: ExportedReply, out: BinaryIO) -> None:
+    """The export's JSON Lines as one JSON document, line by line (never all in memory):
+    `{"memories": N, "forgotten": N, "header": {...}, "records": [{...}, ...]}`.
+
+    Each line is a JSON object the daemon wrote (docs/format.md), copied as it is.
+    """
+    out.write(b'{"memories":%d,"forgotten":%d,"header":' % (reply.memories, reply.forgotten))
+    header = lines.readline().strip()
+    out.write((header or b"null") + b',"records":[')
+    separator = b""
+    for line in lines:
+        record = line.strip()
+        if record:
+            out.write(separator + record)
+            separator = b","
+    out.write(b"]}\n")
 
 
 def run_import(args: argparse.Namespace) -> int:
