@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
+from mented.agents.codex import TRUST_FIX
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     FireRecord,
@@ -557,7 +558,8 @@ def check_mcp() -> list[Check]:
     return checks
 
 
-def print_checks(checks: list[Check]) -> None:
+def print_checks(checks: list[Check], summary: str | None = None) -> None:
+    """The checks, one line each with its fix, then `summary` (default: how many broke)."""
     marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "--  "}
     width = max(len(check.link) for check in checks)
     for check in checks:
@@ -567,7 +569,9 @@ def print_checks(checks: list[Check]) -> None:
         if check.fix and check.state != "ok":
             print(f"      {'':<{width}}  fix: {escape_controls(check.fix, keep_lines=False)}")
     failed = sum(check.state == "fail" for check in checks)
-    if failed:
+    if summary is not None:
+        print(summary)
+    elif failed:
         print(f"{counted(failed, 'link')} broken: see the fix under each FAIL.")
     else:
         print("Every link works.")
@@ -663,15 +667,42 @@ def run_setup(args: argparse.Namespace) -> int:
         _run_step(args, title, step)
     print(f"{len(SETUP_STEPS) + 1}. checking every link (`mentectl doctor`)")
     checks = run_checks(paths.socket_path(args.socket))
-    print_checks(checks)
+    next_step = expected_next_step(agent, checks)
+    print_checks(checks, summary=next_step)
     if any(check.state == "fail" for check in checks):
         return 1
+    but = "" if next_step is None else ", but for that step"
     print(
-        f"\nmented is set up for {agent.title}. Add a first rule; it reaches the agent the "
+        f"\nmented is set up for {agent.title}{but}. Add a first rule; it reaches the agent the "
         f"next time it runs the action:\n  {FIRST_RULE}\n"
         "`mentectl rule list` shows your rules, `mentectl log` the hook's recent fires."
     )
     return 0
+
+
+# The agents that run a hook only once the user has trusted it, and how (setup cannot).
+_TRUST_STEPS = {"codex": TRUST_FIX}
+
+
+def expected_next_step(agent: Agent, checks: list[Check]) -> str | None:
+    """Right after setup, hooks the agent has not been told to trust yet are the next step
+    (only the user can take it), not a broken link: those checks become warnings, and
+    this says what to do. None when that is not all that fails."""
+    step = _TRUST_STEPS.get(agent.name)
+    failed = [check for check in checks if check.state == "fail"]
+    if step is None or not failed:
+        return None
+    if not all(
+        check.link.startswith(f"hook {agent.name} ") and check.fix == step for check in failed
+    ):
+        return None
+    for check in failed:
+        check.state = "warn"
+    return (
+        f"One step left, and only you can take it: {agent.title} runs mented's hooks once you "
+        f"trust them ({counted(len(failed), 'entry', 'entries')} above): {step}. "
+        "Then `mentectl doctor` shows them working."
+    )
 
 
 def _run_step(
@@ -692,6 +723,7 @@ def _setup_as_json(args: argparse.Namespace) -> int:
             _run_step(args, title, step)
         steps.append({"step": title, "said": said.getvalue().splitlines()})
     checks = run_checks(paths.socket_path(args.socket))
+    next_step = expected_next_step(AGENTS[args.agent], checks)
     failed = any(check.state == "fail" for check in checks)
     print_json(
         {
@@ -699,6 +731,7 @@ def _setup_as_json(args: argparse.Namespace) -> int:
             "agent": args.agent,
             "steps": steps,
             "checks": [asdict(check) for check in checks],
+            "next_step": next_step,
             "first_rule": None if failed else FIRST_RULE,
         }
     )
