@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "team",
     "uninstall",
     "watch",
+    "reference",
 )
 
 # Each verb, and the module that registers it (a test keeps this in step with `register`).
@@ -58,6 +59,8 @@ VERBS = {
     "trust": "team",
     "uninstall": "uninstall",
     "watch": "watch",
+    "completion": "reference",
+    "man": "reference",
 }
 
 
