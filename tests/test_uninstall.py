@@ -115,7 +115,9 @@ def test_uninstall_needs_an_agent_or_all(daemon: DaemonProcess) -> None:
     assert "invalid choice: 'vim'" in result.stderr
 
 
-USER_CODEX_CONFIG = '# my Codex settings\nmodel = "o4-mini"\n\n[mcp_servers.other]\ncommand = "other"\n'
+USER_CODEX_CONFIG = (
+    '# my Codex settings\nmodel = "o4-mini"\n\n[mcp_servers.other]\ncommand = "other"\n'
+)
 USER_CODEX_HOOK = {"type": "command", "command": "echo mine", "timeout": 5}
 
 
@@ -172,7 +174,7 @@ def test_codexs_trust_is_taken_out_only_where_it_can_be_line_by_line() -> None:
     other = 'model = 1\n[hooks.state."/h/.codex/hooks.json:pre_tool_use:0:0"]\ntrusted_hash = "b"\n'
     assert codex_trust.without_trust(other, {key}, "config.toml") == (other, 0)
     inline = f'[hooks.state]\n"{key}" = {{ trusted_hash = "sha256:a" }}\n'
-    with pytest.raises(CommandError, match="remove those \\[hooks.state\\] entries by hand"):
+    with pytest.raises(CommandError, match=r"remove those \[hooks\.state\] entries by hand"):
         codex_trust.without_trust(inline, {key}, "config.toml")
     with pytest.raises(CommandError, match="is not valid TOML"):
         codex_trust.without_trust("[broken", {key}, "config.toml")
