@@ -13,65 +13,69 @@ import sys
 import msgspec
 import msgspec.inspect
 
-from mented.config import (
-    MIN_SYNC_INTERVAL_S,
-    DaemonSettings,
-    HookSettings,
-    PinnedSettings,
-    RecallSettings,
-    SyncSettings,
-)
+from mented.config import MIN_SYNC_INTERVAL_S, Config
+from mented.config import SECTIONS as CONFIG_SECTIONS
 
-# The sections with fixed keys, in the order of the page, each with its keys' meanings.
-SECTIONS: tuple[tuple[str, type[msgspec.Struct], dict[str, str]], ...] = (
-    (
-        "hook",
-        HookSettings,
-        {
-            "k": "rules per action handed to the agent",
-            "max_context_chars": "cap on the text injected into the agent's context (Claude "
-            "Code cuts context over 10,000 characters)",
-            "budget_ms": "the deadline `mentectl doctor` checks a sample hook call against, "
-            "and how long the daemon works on a hook request; the shim itself stops at "
-            "`$MENTED_HOOK_BUDGET_MS` (default 250 ms): it reads no config file",
-            "dedupe_seconds": "the same event twice within this long is answered once",
-            "session_ttl_s": "a session's memory of what it was handed expires this long after "
-            "its last hook (old name `gate_session_ttl_s`, still read)",
-        },
-    ),
-    (
-        "pinned",
-        PinnedSettings,
-        {
-            "max_rules": "pinned rules a session start hands over, at most",
-            "max_chars": "and their characters, at most (about 300 tokens by default)",
-        },
-    ),
-    (
-        "recall",
-        RecallSettings,
-        {"k": "facts `mentectl recall` and the MCP tool return by default"},
-    ),
-    (
-        "daemon",
-        DaemonSettings,
-        {
-            "idle_timeout_s": "with socket activation: exit after this long without a client "
-            "(0: never)",
-            "connection_idle_s": "close a client connection idle for this long",
-        },
-    ),
-    (
-        "sync",
-        SyncSettings,
-        {
-            "interval_s": "sync by itself this often, after `mentectl sync init` (0: only on "
-            f"`mentectl sync`; else at least {MIN_SYNC_INTERVAL_S:g})",
-            "after_change": "sync a few seconds after a rule is added, superseded or forgotten",
-            "timeout_s": "each git command (fetch, push) is stopped after this long",
-        },
-    ),
-)
+# What each key means, by section. The sections and their keys come from `Config`
+# itself; a key without words here fails `render_reference` (and its test).
+MEANINGS: dict[str, dict[str, str]] = {
+    "hook": {
+        "k": "rules per action handed to the agent",
+        "max_context_chars": "cap on the text injected into the agent's context (Claude "
+        "Code cuts context over 10,000 characters)",
+        "budget_ms": "the deadline `mentectl doctor` checks a sample hook call against, "
+        "and how long the daemon works on a hook request; the shim itself stops at "
+        "`$MENTED_HOOK_BUDGET_MS` (default 250 ms): it reads no config file",
+        "dedupe_seconds": "the same event twice within this long is answered once",
+        "session_ttl_s": "a session's memory of what it was handed expires this long after "
+        "its last hook (old name `gate_session_ttl_s`, still read)",
+    },
+    "daemon": {
+        "idle_timeout_s": "with socket activation: exit after this long without a client "
+        "(0: never)",
+        "connection_idle_s": "close a client connection idle for this long",
+    },
+    "sync": {
+        "interval_s": "sync by itself this often, after `mentectl sync init` (0: only on "
+        f"`mentectl sync`; else at least {MIN_SYNC_INTERVAL_S:g})",
+        "after_change": "sync a few seconds after a rule is added, superseded or forgotten",
+        "timeout_s": "each git command (fetch, push) is stopped after this long",
+    },
+    "pinned": {
+        "max_rules": "pinned rules a session start hands over, at most",
+        "max_chars": "and their characters, at most (about 300 tokens by default)",
+    },
+    "recall": {"k": "facts `mentectl recall` and the MCP tool return by default"},
+    # Used once `[matching]` is in `Config` (it is on main, beside this branch).
+    "matching": {
+        "git_add_ons": "name the commands of git add-ons (git-extras, git-flow, git-town): "
+        "docs/actions.md lists them",
+    },
+}
+# Sections the page says in words (`_TAIL`): no fixed keys.
+_IN_WORDS = ("delivery", "actions")
+
+
+def sections() -> list[tuple[str, msgspec.inspect.StructType]]:
+    """The sections with fixed keys, in `Config`'s order, with their types.
+
+    Raises:
+        ValueError: a section of the config file is neither one of them nor said in
+            words on the page.
+    """
+    config = msgspec.inspect.type_info(Config)
+    assert isinstance(config, msgspec.inspect.StructType)
+    found = [
+        (field.name, field.type)
+        for field in config.fields
+        if isinstance(field.type, msgspec.inspect.StructType) and field.name not in _IN_WORDS
+    ]
+    missing = set(CONFIG_SECTIONS) - {name for name, _ in found} - set(_IN_WORDS)
+    if missing:
+        msg = f"sections {sorted(missing)} are not on the page"
+        raise ValueError(msg)
+    return found
+
 
 _HEAD = """\
 # Configuration reference
@@ -129,13 +133,12 @@ def render_reference() -> str:
     """The page, as docs/config.md holds it.
 
     Raises:
-        ValueError: a key of a section has no meaning in `SECTIONS`, or a meaning
+        ValueError: a key of a section has no meaning in `MEANINGS`, or a meaning
             names a key that is gone.
     """
     parts = [_HEAD]
-    for section, kind, meanings in SECTIONS:
-        info = msgspec.inspect.type_info(kind)
-        assert isinstance(info, msgspec.inspect.StructType)
+    for section, info in sections():
+        meanings = MEANINGS.get(section, {})
         names = [field.name for field in info.fields]
         if set(names) != set(meanings):
             msg = f"[{section}]: keys {sorted(names)}, meanings for {sorted(meanings)}"
