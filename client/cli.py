@@ -29,6 +29,24 @@ from mented_client.errors import (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with "did you mean" for a choice mistyped (a verb, an agent).
+
+    Every verb's parser is one too (`add_subparsers` makes them of its parser's class).
+    """
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        from mented_client.suggest import did_you_mean  # noqa: PLC0415 - errors only
+
+        choices = ", ".join(map(repr, action.choices))
+        hint = did_you_mean(str(value), map(str, action.choices))
+        raise argparse.ArgumentError(
+            action, f"invalid choice: {value!r}{hint} (choose from {choices})"
+        )
+
+
 def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `words`: with only the verb's group registered when it names one.
 
@@ -36,7 +54,8 @@ def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
     missing from `VERBS`), every group is registered, for the full listing and
     argparse's own "invalid choice" message. `--version` alone registers none.
     """
-    parser = argparse.ArgumentParser(
+    # Typed as argparse's: the verbs' modules take its subparsers (they are `_Parser`s).
+    parser: argparse.ArgumentParser = _Parser(
         prog="mentectl",
         description="Manage mented: action rules for AI coding agents.",
     )
@@ -105,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(message, status=2, code=INVALID_ARGUMENT, as_json=_wants_json(words))
     parser = build_parser(words)
     # argparse's own usage errors stay text on stderr: it exits here, before `--json` is known.
-    args = parser.parse_args(words)
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        _unrecognized(parser, words, extras)
     as_json: bool = args.json
     try:
         status: int = args.handler(args)
@@ -124,6 +145,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the client's errors are told apart in there
         return _failure(exc, as_json=as_json)
     return status
+
+
+def _unrecognized(parser: argparse.ArgumentParser, words: Sequence[str], extras: list[str]) -> None:
+    """Exit with the usage of the verb the unknown arguments were given to (argparse
+    leaves them to the top-level parser, which shows its own usage), and a suggestion
+    for a mistyped option.
+    """
+    from mented_client.suggest import did_you_mean  # noqa: PLC0415 - errors only
+
+    verb = _parser_of(parser, words)
+    options = [option for action in verb._actions for option in action.option_strings]  # noqa: SLF001 - argparse lists them nowhere else
+    hint = next(
+        (hint for word in extras if word.startswith("-") and (hint := did_you_mean(word, options))),
+        "",
+    )
+    verb.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
+def _parser_of(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser of the innermost verb in `words` (`rule add`'s for `rule add ...`)."""
+    current = parser
+    for word in words:
+        verbs = next(
+            (a for a in current._actions if isinstance(a, argparse._SubParsersAction)),  # noqa: SLF001 - as above
+            None,
+        )
+        if verbs is None:
+            break
+        if word in verbs.choices:
+            current = verbs.choices[word]
+    return current
 
 
 def _wants_json(words: Sequence[str]) -> bool:

@@ -15,6 +15,7 @@ COMMAND_FAILED = "command_failed"  # the command could not do it (exit status 1)
 NOT_RUNNING = "not_running"  # no daemon answers on the socket
 BAD_REPLY = "bad_reply"  # something answers on the socket, not as mented does
 CONFIG_INVALID = "config_invalid"  # `status`: the daemon runs, its config file is invalid
+DEGRADED = "degraded"  # `status`: the daemon runs on a fallback (`problems` says which)
 WATCH_DROPPED = "dropped"  # `watch`: the daemon dropped a reader that fell behind
 DAEMON_STOPPED = "daemon_stopped"  # `watch`: the daemon closed the connection
 

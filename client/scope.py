@@ -41,9 +41,11 @@ def check_agent(name: str) -> str:
     agent = name.strip().lower()
     if agent in AGENT_NAMES:
         return agent
+    from mented_client.suggest import did_you_mean  # noqa: PLC0415 - errors only
+
     raise InvalidInputError(
-        f"unknown agent {name!r}: a rule scoped to it would never fire; "
-        f"use one of: {', '.join(sorted(AGENT_NAMES))}"
+        f"unknown agent {name!r}{did_you_mean(agent, AGENT_NAMES)}: a rule scoped to it would "
+        f"never fire; use one of: {', '.join(sorted(AGENT_NAMES))}"
     )
 
 

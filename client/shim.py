@@ -153,7 +153,9 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
     # Hook events are JSON objects; anything else cannot be spliced into the envelope.
     if not event.startswith(b"{"):
         return b""
-    body = b'{"type":"hook","agent":"' + agent + b'","event":' + event + b"}"
+    # `mentectl doctor` and `setup` mark their test fires, which are not the user's.
+    test = b'","test":true' if environ.get(b"MENTED_TEST_FIRE") == b"1" else b'"'
+    body = b'{"type":"hook","agent":"' + agent + test + b',"event":' + event + b"}"
     reply = _exchange(socket_path(environ, fallback), len(body).to_bytes(4, "big") + body, deadline)
     # A hook reply is the agent's stdout; a typed daemon message (an error from an
     # older daemon, say) is never something to show the agent.

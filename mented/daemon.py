@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -118,6 +119,16 @@ def _serving(socket_path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C while starting, before the server takes SIGINT as "stop" (or while
+        # closing): the process ends as asked, with a word rather than a traceback.
+        print("mented: interrupted; stopped", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     # A fatal signal (SIGBUS when the data file is cut short under the open store,
@@ -139,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.open()
     except StartupError as exc:
         return _cannot_start(str(exc))
+    except KeyboardInterrupt:
+        server.close()  # what it opened so far: the lock, the store, the socket
+        raise
     try:
         trio.run(server.serve)
     finally:

@@ -229,8 +229,9 @@ class EventHub:
     # What the daemon publishes, each cheap when nobody listens.
 
     def publish_fire(self, fire: FireRecord) -> None:
-        """A hook fire (the handler's record of it); only one that named an action."""
-        if not self._subscribers or not fire.actions:
+        """A hook fire (the handler's record of it); only one that named an action, and
+        not a test fire (`mentectl doctor`'s): a subscriber shows the user's activity."""
+        if not self._subscribers or not fire.actions or fire.test:
             return
         self.publish(
             FireEvent(

@@ -66,6 +66,7 @@ from mented.matcher import MAX_COMMAND_CHARS
 from mented.memory import short_handle
 from mented.pinned import render_pinned
 from mented.prechecks import PreChecks, Verdict, render_failures
+from mented.problems import SESSION_MEMORY, session_memory_unavailable
 from mented.protocol import FireRecord
 from mented.sessions import SessionKey, SessionMemoryError
 from mented.team import RuleLookup, untrusted_notice
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from mented.config import Config
     from mented.matcher import Matcher
     from mented.memory import Memory
+    from mented.problems import Problems
     from mented.sessions import SessionMemory
     from mented.store import Store
 
@@ -117,7 +119,7 @@ WHY_NOT_ANALYZED = (
 class HookHandler:
     """Answers `hook` requests and keeps the log of recent fires."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the daemon's parts, the optional ones keyword-only
         self,
         store: Store | RuleLookup,
         matcher: Matcher,
@@ -125,13 +127,15 @@ class HookHandler:
         sessions: SessionMemory | None = None,
         *,
         on_fire: Callable[[FireRecord], None] | None = None,
+        problems: Problems | None = None,
     ) -> None:
         """`store`: where rules are looked up (the daemon passes a `RuleLookup`: your
         rules, then the project's trusted ones). `sessions`: the session memory; None
         (it could not be opened) means every command gets its rules as context, and
         nothing is ever stopped. `on_fire`: called with each fire as it is logged, in
         the thread that handles the event (the daemon's: it publishes it to subscribers,
-        `mented.events`); it must not raise, nor wait."""
+        `mented.events`); it must not raise, nor wait. `problems`: where a session
+        memory that fails is noted (and cleared once it works again), for `status`."""
         self._store = store
         self._matcher = matcher
         self._tools = ToolMatcher(matcher.table)
@@ -139,6 +143,7 @@ class HookHandler:
         self._config = config
         self._sessions = sessions
         self._on_fire = on_fire
+        self._problems = problems
         self._fires: deque[FireRecord] = deque(maxlen=FIRE_LOG_SIZE)
         self._last_fire: FireRecord | None = None
         self._recent: OrderedDict[bytes, float] = OrderedDict()  # event digest -> expiry
@@ -187,13 +192,16 @@ class HookHandler:
         *,
         deadline: float | None = None,
         aliases: Aliases | None = None,
+        test: bool = False,
     ) -> bytes:
         """`handle` for an event already decoded (`decode_event`): the server decodes
         each one first to see whether its command is slow to match. `aliases`: the
         call's `git_aliases_for`, when the caller looked them up already (a few `stat`s
-        not made twice). Never raises."""
+        not made twice). `test`: a test fire (`mentectl doctor`, `setup`): answered and
+        logged as any other, marked, and not the user's activity (not the last fire,
+        not in the characters per session, not sent to subscribers). Never raises."""
         try:
-            return self._handle(agent, call, deadline, aliases)
+            return self._handle(agent, call, deadline, aliases, test=test)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
             return b""
@@ -226,14 +234,20 @@ class HookHandler:
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
     def _handle(
-        self, agent: str, call: HookEvent | None, deadline: float | None, aliases: Aliases | None
+        self,
+        agent: str,
+        call: HookEvent | None,
+        deadline: float | None,
+        aliases: Aliases | None,
+        *,
+        test: bool,
     ) -> bytes:
         started = time.perf_counter()
         adapter = AGENTS.get(agent)
         if adapter is None or call is None or _past(deadline):
             return b""
         if isinstance(call, SessionStarted):
-            return self._session_started(adapter, call, started)
+            return self._session_started(adapter, call, started, test=test)
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
@@ -241,7 +255,7 @@ class HookHandler:
             aliases = self.git_aliases_for(call)
         actions = self._actions_of(call, deadline, aliases)
         if not actions and call.command and len(call.command) > MAX_COMMAND_CHARS:
-            self._record_not_analyzed(adapter, call, started, aliases)
+            self._record_not_analyzed(adapter, call, started, aliases, test=test)
         if not actions or _past(deadline):
             return b""
         now = time.monotonic()
@@ -264,11 +278,12 @@ class HookHandler:
             self._remember(event_key, now)
         fire.actions = list(actions)
         fire.latency_us = (time.perf_counter() - started) * 1e6
-        self._record(fire)
+        key = SessionKey(adapter.name, call.session) if call.session else None
+        self._record(fire, key, test=test)
         return out
 
     def _record_not_analyzed(
-        self, adapter: Agent, call: ToolCall, started: float, aliases: Aliases
+        self, adapter: Agent, call: ToolCall, started: float, aliases: Aliases, *, test: bool
     ) -> None:
         """Log a command the matcher did not analyze for its length: it fired nothing."""
         assert call.command is not None  # the caller checked
@@ -287,7 +302,8 @@ class HookHandler:
                 delivery="none",
                 why=WHY_NOT_ANALYZED.format(length=length, cap=MAX_COMMAND_CHARS),
                 latency_us=(time.perf_counter() - started) * 1e6,
-            )
+            ),
+            test=test,
         )
 
     def _with_untrusted_notice(self, adapter: Agent, call: ToolCall, out: bytes) -> bytes:
@@ -312,7 +328,9 @@ class HookHandler:
             self._noticed.popitem(last=False)
         return noticed
 
-    def _session_started(self, adapter: Agent, start: SessionStarted, started: float) -> bytes:
+    def _session_started(
+        self, adapter: Agent, start: SessionStarted, started: float, *, test: bool
+    ) -> bytes:
         """The pinned rules for a session start (forgetting the session when emptied)."""
         key = SessionKey(adapter.name, start.session) if start.session else None
         if key is not None and start.context_emptied:
@@ -338,12 +356,11 @@ class HookHandler:
         elif rendered.text:
             if key is not None:
                 self._hand_over(key, rendered.shown_ids)
-                self._count_chars(key, len(rendered.text))
             fire.mode, fire.delivery, fire.why = "context", "full", f"session {start.source}"
             fire.full_ids, fire.chars = rendered.shown_ids, len(rendered.text)
             out = adapter.render_session_context(rendered.text)
         fire.latency_us = (time.perf_counter() - started) * 1e6
-        self._record(fire)
+        self._record(fire, key, test=test)
         return out
 
     def _actions_of(
@@ -411,7 +428,6 @@ class HookHandler:
                 WHY_HANDED,
                 len(text),
             )
-            self._count_chars(key, len(text))
             return adapter.render_context(text), fire
         # Whether this command's rules were partly handed over before (not other actions').
         earlier = any(rule.id in handed for _, rules in visible for rule in rules)
@@ -451,8 +467,6 @@ class HookHandler:
             fire.why = f"{adapter.title} shows hook context before the tool runs"
         else:
             fire.why = WHY_CHANGED if earlier else WHY_NEW
-        if key is not None:
-            self._count_chars(key, fire.chars)
         if stop:
             assert key is not None  # a stop needs the session memory
             self._remember_stop(key, call)
@@ -530,7 +544,7 @@ class HookHandler:
         try:
             return self._sessions.handed(key), None
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return set(), WHY_NO_MEMORY
 
     def _hand_over(self, key: SessionKey, rule_ids: list[str]) -> bool:
@@ -540,9 +554,17 @@ class HookHandler:
         try:
             self._sessions.add(key, rule_ids)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return False
+        if self._problems is not None:
+            self._problems.clear(SESSION_MEMORY)
         return True
+
+    def _memory_failed(self, exc: SessionMemoryError, *, agent: str) -> None:
+        """A read or write of the session memory failed: logged once, noted for `status`."""
+        self._log_failure_once(exc, agent=agent)
+        if self._problems is not None:
+            self._problems.note(SESSION_MEMORY, *session_memory_unavailable(str(exc), reopens=True))
 
     def _touch(self, key: SessionKey) -> None:
         if self._sessions is None:
@@ -550,7 +572,7 @@ class HookHandler:
         try:
             self._sessions.touch(key)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
 
     def _forget_session(self, key: SessionKey) -> None:
         """The agent emptied the model's context: hand everything over again from now on."""
@@ -559,7 +581,7 @@ class HookHandler:
         try:
             known = self._sessions.forget(key)
         except SessionMemoryError as exc:
-            self._log_failure_once(exc, agent=key.agent)
+            self._memory_failed(exc, agent=key.agent)
             return
         log.info("session_context_emptied", agent=key.agent, known=known)
 
@@ -572,14 +594,22 @@ class HookHandler:
             _, dropped = self._chars.popitem(last=False)
             self._chars_total -= dropped
 
-    def _record(self, fire: FireRecord) -> None:
+    def _record(
+        self, fire: FireRecord, key: SessionKey | None = None, *, test: bool = False
+    ) -> None:
+        """Log `fire`; unless it is a test fire, it is the user's activity: the last fire
+        when it handed something over, and its characters count for `key`'s session."""
         self._fires.append(fire)
         compliance = self.prechecks.compliance
-        if compliance is not None:  # the record of whether rules are kept
+        if compliance is not None and not test:  # the record of whether rules are kept
             for rule_id in fire.full_ids:
                 compliance.note(rule_id, fire.agent, "handed")
-        if fire.delivery != "none":
+        if test:
+            fire.test = True
+        elif fire.delivery != "none":
             self._last_fire = fire
+            if key is not None:
+                self._count_chars(key, fire.chars)
         if self._on_fire is not None:
             try:
                 self._on_fire(fire)

@@ -1,4 +1,5 @@
-"""Logging: structlog JSON lines on stderr, human-readable when stderr is a terminal.
+"""Logging: structlog JSON lines on stderr, human-readable when stderr is a terminal
+(coloured, unless `NO_COLOR` is set).
 
 Every line carries the daemon's pid: two daemons started on one data directory
 (the second exits: the directory is taken) or one after another may append to
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 def configure_logging(level: str = "info") -> None:
     """Set up structlog once for the daemon process."""
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer()
+        # https://no-color.org: set and not empty, no colours.
+        structlog.dev.ConsoleRenderer(colors=not os.environ.get("NO_COLOR"))
         if sys.stderr.isatty()
         else structlog.processors.JSONRenderer()
     )

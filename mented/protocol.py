@@ -145,6 +145,9 @@ class HookRequest(_Request, tag="hook", kw_only=True):
     """
 
     agent: str
+    # A test fire (`mentectl doctor`, `setup`: the shim with MENTED_TEST_FIRE=1): answered
+    # as any other, logged as a test, and never counted as the user's activity.
+    test: bool = False
     event: msgspec.Raw = msgspec.Raw(b"null")
 
 
@@ -289,6 +292,7 @@ class FireRecord(msgspec.Struct, kw_only=True):
     chars: int = 0
     full_ids: list[str] = []
     latency_us: float = 0.0
+    test: bool = False  # sent by `mentectl doctor` or `setup`, not by the user's agent
 
 
 class PinnedOverCap(msgspec.Struct, kw_only=True, frozen=True):
@@ -299,6 +303,20 @@ class PinnedOverCap(msgspec.Struct, kw_only=True, frozen=True):
     live: int  # the live pinned rules they see
     chars: int  # their characters
     left_out: list[str]  # ids of the rules a session start leaves out, newest first
+
+
+class Problem(msgspec.Struct, kw_only=True, frozen=True):
+    """A degraded state the daemon runs in: rules still reach the agents, but not as set up.
+
+    `kind` is stable for programs (`mented.problems` lists them; a client must show a
+    kind it does not know by its words); `message` says what is wrong and what it
+    costs; `fix` what to do; `since` when it was first noticed (epoch seconds).
+    """
+
+    kind: str
+    message: str
+    fix: str
+    since: float
 
 
 class StatusReply(_Reply, tag="status", kw_only=True):
@@ -349,6 +367,9 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     untrusted_projects: list[str] = []
     # Set while facts cannot be recalled (the index could not be opened): why.
     recall_error: str | None = None
+    # Fallbacks in force (session memory unavailable, built-in settings, a full data
+    # directory, ...): each with what it costs and what to do. Empty when all is well.
+    problems: list[Problem] = []
     # Connections subscribed to events (editors, `mentectl watch`).
     subscribers: int = 0
     # Pinned rules: how many are live (every scope), the cap per session, and the

@@ -68,6 +68,17 @@ from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
 from mented.pinned import check_cap, over_cap
 from mented.portable import export_store, read_export, unknown_actions
+from mented.problems import (
+    CONFIG_DEFAULTS,
+    DATA_DIR_FULL,
+    FULL_BELOW_BYTES,
+    SESSION_MEMORY,
+    Problems,
+    config_defaults,
+    data_dir_full,
+    free_bytes,
+    session_memory_unavailable,
+)
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -92,6 +103,7 @@ from mented.protocol import (
     MemoriesReply,
     MemoryReply,
     OkReply,
+    Problem,
     RecalledReply,
     RecallFactsRequest,
     RecallRequest,
@@ -210,6 +222,10 @@ _USES_RECALL = (
 )
 
 
+# Requests that write to the store: one that succeeds shows there is room again.
+_WRITES = (StoreRequest, SupersedeRequest, ForgetRequest, ImportRequest)
+
+
 class ServerBusyError(Exception):
     """Too much is being received at once: this request is refused with `busy`."""
 
@@ -292,6 +308,9 @@ class Server:
         # Started with an invalid config file: the built-in settings serve until a reload.
         self._on_defaults = False
         self._config_stamp: tuple[int, int] | None = None
+        # Fallbacks in force, for `status` (see mented.problems).
+        self.problems = Problems()
+        self._store_full: str | None = None  # a write found no room: until one works
         # Set when the store became unusable: the daemon stops, and exits non-zero.
         self.store_failure: str | None = None
         self.store: Store
@@ -330,7 +349,7 @@ class Server:
                 f"cannot use the data directory {opts.data_dir}: {exc.strerror or exc}; "
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
-        self.sessions = _open_sessions(opts.data_dir, self.config)
+        self.sessions = _open_sessions(opts.data_dir, self.config, self.problems)
         self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
         # A project's files are read off the event loop, before the lookups that need them.
         self.projects = ProjectRules(opts.data_dir, read_inline=False)
@@ -338,7 +357,12 @@ class Server:
         self.rules = RuleLookup(self.store, self.projects)
         self._open_recall()
         self.hooks = HookHandler(
-            self.rules, self.matcher, self.config, self.sessions, on_fire=self.events.publish_fire
+            self.rules,
+            self.matcher,
+            self.config,
+            self.sessions,
+            on_fire=self.events.publish_fire,
+            problems=self.problems,
         )
         self.compliance = ComplianceRecord(opts.data_dir)
         self.hooks.prechecks.compliance = self.compliance
@@ -739,6 +763,7 @@ class Server:
             reply = ErrorReply(code=ErrorCode.CONFLICT, message=str(exc))
         except StoreFullError as exc:
             reply = ErrorReply(code=ErrorCode.STORE_FULL, message=str(exc))
+            self._store_full = "the last write to the store found no room"
         except StoreDamagedError as exc:
             reply = ErrorReply(code=ErrorCode.STORE_DAMAGED, message=str(exc))
         except StoreFailedError as exc:
@@ -755,6 +780,9 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - a bug must cost one request, never the daemon
             log.exception("request_failed", request=type(request).__name__)
             reply = ErrorReply(code=ErrorCode.INTERNAL, message=f"internal error: {exc!r}")
+        else:
+            if isinstance(request, _WRITES):
+                self._store_full = None  # it wrote: there is room again
         answer = encode(reply)
         if len(answer) - HEADER.size > MAX_FRAME:
             # Clients refuse a frame over MAX_FRAME, as the protocol promises them, so
@@ -829,7 +857,9 @@ class Server:
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle_decoded(request.agent, call, deadline=deadline, aliases=aliases)
+        return self.hooks.handle_decoded(
+            request.agent, call, deadline=deadline, aliases=aliases, test=request.test
+        )
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
@@ -1286,6 +1316,7 @@ class Server:
             log.error("config_invalid_using_defaults", error=str(exc))
             self._on_defaults = True
             self.config_error = f"{exc} {_ON_DEFAULTS}"
+            self.problems.note(CONFIG_DEFAULTS, *config_defaults(self.options.config_path))
             config = Config(path=self.options.config_path)
             return config, Matcher(load_action_table(config))
 
@@ -1329,6 +1360,7 @@ class Server:
             log.exception("reload_failed")
             return f"cannot reload the configuration: {exc!r} {self._in_force()}"
         self._on_defaults = False
+        self.problems.clear(CONFIG_DEFAULTS)
         self.config = config
         self.matcher = matcher
         self.syncer.timeout_s = config.sync.timeout_s
@@ -1383,12 +1415,25 @@ class Server:
             forks=[[tip.id for tip in fork.tips] for fork in self.store.forks()],
             untrusted_projects=self.projects.untrusted(),
             recall_error=self.recall_error,
+            problems=self._problems_now(),
             subscribers=self.events.subscribers,
             pinned_live=len(pinned),
             pinned_max_rules=self.config.pinned.max_rules,
             pinned_max_chars=self.config.pinned.max_chars,
             pinned_over_cap=over_cap(pinned, self.config.pinned),
         )
+
+    def _problems_now(self) -> list[Problem]:
+        """The fallbacks in force, the data directory's free space looked at now."""
+        data_dir = self.options.data_dir
+        free = free_bytes(data_dir)
+        if free is not None and free < FULL_BELOW_BYTES:
+            self.problems.note(DATA_DIR_FULL, *data_dir_full(data_dir, f"{free} bytes free"))
+        elif self._store_full is not None:  # a quota, say: the file system has room
+            self.problems.note(DATA_DIR_FULL, *data_dir_full(data_dir, self._store_full))
+        else:
+            self.problems.clear(DATA_DIR_FULL)
+        return self.problems.current()
 
 
 class _Connection:
@@ -1614,13 +1659,14 @@ def _pinned_stand_in(content: str, agent: str | None, project: str | None) -> Me
     )
 
 
-def _open_sessions(data_dir: Path, config: Config) -> SessionMemory | None:
+def _open_sessions(data_dir: Path, config: Config, problems: Problems) -> SessionMemory | None:
     """The session memory; None when it cannot be opened (then no command is ever
-    stopped: without it, nothing would keep a stop from coming twice)."""
+    stopped: without it, nothing would keep a stop from coming twice; `problems` says so)."""
     try:
         return SessionMemory(data_dir / "sessions", ttl_s=config.hook.session_ttl_s)
     except SessionMemoryError as exc:
         log.error("sessions_unavailable", error=str(exc))
+        problems.note(SESSION_MEMORY, *session_memory_unavailable(str(exc), reopens=False))
         return None
 
 

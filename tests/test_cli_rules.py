@@ -337,3 +337,14 @@ def test_list_by_action_names_the_daemons_actions_only(daemon: DaemonProcess) ->
     typo = daemon.mentectl("rule", "list", "--action", "git-comit", check=False)
     assert typo.returncode == 2
     assert "Did you mean: git-commit" in typo.stderr
+
+
+def test_rule_add_prints_the_handle_the_agent_sees(daemon: DaemonProcess) -> None:
+    added = daemon.mentectl("rule", "add", "git-commit", "Commit messages: one line.").stdout
+    rule_id = json.loads(daemon.mentectl("rule", "list", "--json").stdout)["rules"][0]["id"]
+    handle = rule_id[-8:].lower()
+    assert added == f"added rule [{handle}] for git-commit (id {rule_id})\n"
+    # The handle is how the agent sees it, and what `rule show` takes.
+    assert "Commit messages: one line." in daemon.mentectl("rule", "show", handle).stdout
+    pinned = json.loads(daemon.mentectl("rule", "add", "--pinned", "Be brief.", "--json").stdout)
+    assert pinned["handle"] == pinned["id"][-8:].lower()

@@ -8,6 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from mented.agents import codex
+from mented_client import codex_trust
+from mented_client.errors import CommandError
 from tests.conftest import DaemonProcess
 
 USER_SETTINGS = '{\n  "theme": "dark"\n}\n'
@@ -108,3 +113,68 @@ def test_uninstall_needs_an_agent_or_all(daemon: DaemonProcess) -> None:
     result = daemon.mentectl("uninstall", "vim", check=False)
     assert result.returncode == 2
     assert "invalid choice: 'vim'" in result.stderr
+
+
+USER_CODEX_CONFIG = (
+    '# my Codex settings\nmodel = "o4-mini"\n\n[mcp_servers.other]\ncommand = "other"\n'
+)
+USER_CODEX_HOOK = {"type": "command", "command": "echo mine", "timeout": 5}
+
+
+def test_uninstall_all_says_what_it_stopped_and_takes_out_codexs_trust_in_mented_only(
+    daemon: DaemonProcess,
+) -> None:
+    home = prepare(daemon)
+    codex_home = home / "codexhome"
+    codex_home.mkdir()
+    hooks_json = codex_home / "hooks.json"
+    hooks_json.write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [USER_CODEX_HOOK]}]}})
+    )
+    # The user trusted their own hook in Codex, then set mented up and trusted its hooks.
+    own = codex.trust_config_toml(hooks_json)
+    config = codex_home / "config.toml"
+    config.write_text(USER_CODEX_CONFIG + own)
+    daemon.mentectl("hooks", "install", "codex")
+    ours = "".join(
+        f'\n[hooks.state."{key}"]\ntrusted_hash = "{value}"\n'
+        for key, value in codex.trust_states(hooks_json).items()
+        if f'"{key}"' not in own
+    )
+    assert ours.count("[hooks.state.") == 2  # PreToolUse and SessionStart
+    config.write_text(USER_CODEX_CONFIG + own + ours)
+    assert "trusted" in daemon.mentectl("hooks", "status", "codex").stdout
+    daemon.write_config("[hook]\nk = 6\n")
+    log = Path(daemon.env["XDG_STATE_HOME"]) / "mented" / "mented.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("")
+    pid = daemon.wait_ready().pid
+
+    result = daemon.mentectl("uninstall", "--all")
+    assert config.read_text() == USER_CODEX_CONFIG + own  # byte for byte, but mented's
+    out = result.stdout
+    assert "Removed Codex's trust entries for mented's hooks from ~/codexhome/config.toml." in out
+    assert f"\nstopped mented (pid {pid})\n" in out
+    assert "StatusReply" not in out
+    assert max(len(line) for line in out.splitlines()) < 200
+    assert out.rstrip().endswith(
+        f"Your rules are kept in {daemon.data_dir}, your config file in {daemon.config_path} "
+        "and the log in ~/.local/state/mented/mented.log; delete them by hand if you want "
+        "them gone too."
+    )
+
+
+def test_codexs_trust_is_taken_out_only_where_it_can_be_line_by_line() -> None:
+    key = "/h/.codex/hooks.json:pre_tool_use:1:0"
+    literal = f"model = 1\n\n[hooks.state.'{key}']\ntrusted_hash = 'sha256:a'\n# mine\n[x]\ny = 2\n"
+    assert codex_trust.without_trust(literal, {key}, "config.toml") == (
+        "model = 1\n# mine\n[x]\ny = 2\n",
+        1,
+    )
+    other = 'model = 1\n[hooks.state."/h/.codex/hooks.json:pre_tool_use:0:0"]\ntrusted_hash = "b"\n'
+    assert codex_trust.without_trust(other, {key}, "config.toml") == (other, 0)
+    inline = f'[hooks.state]\n"{key}" = {{ trusted_hash = "sha256:a" }}\n'
+    with pytest.raises(CommandError, match=r"remove those \[hooks\.state\] entries by hand"):
+        codex_trust.without_trust(inline, {key}, "config.toml")
+    with pytest.raises(CommandError, match="is not valid TOML"):
+        codex_trust.without_trust("[broken", {key}, "config.toml")

@@ -71,8 +71,15 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MENTED_")}
         with self.log_path.open("ab") as log:
             started = time.perf_counter()
+            # A session of its own: a Ctrl-C at the terminal reaches mentectl only,
+            # which stops it (`stop`), rather than every helper at once.
             self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                start_new_session=True,
             )
         deadline = started + timeout_s
         while True:
@@ -131,8 +138,9 @@ class EchoServer:
     def start(self) -> None:
         code = "from mented_client.bench.processes import serve_echo; "
         code += f"serve_echo({str(self.socket)!r}, {self.kind!r})"
+        # A session of its own, as the daemon's: Ctrl-C is mentectl's to handle.
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-c", code], stdin=subprocess.DEVNULL
+            [sys.executable, "-c", code], stdin=subprocess.DEVNULL, start_new_session=True
         )
         deadline = time.perf_counter() + START_TIMEOUT_S
         while True:

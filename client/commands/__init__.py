@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "uninstall",
     "watch",
     "report",
+    "reference",
 )
 
 # Each verb, and the module that registers it (a test keeps this in step with `register`).
@@ -60,6 +61,8 @@ VERBS = {
     "uninstall": "uninstall",
     "watch": "watch",
     "report": "report",
+    "completion": "reference",
+    "man": "reference",
 }
 
 

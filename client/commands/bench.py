@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,15 @@ def run_bench(args: argparse.Namespace) -> int:
         result = bench.run(plan, command=_command_line(args), progress=_progress)
     except bench.BenchError as exc:
         raise CommandError(f"benchmark failed: {exc}") from exc
+    except KeyboardInterrupt:
+        # The helpers run in sessions of their own (the terminal's Ctrl-C reached only
+        # us) and are stopped by now; a client thread that loses its daemon says nothing.
+        threading.excepthook = lambda _args: None
+        print(
+            "mentectl: bench interrupted: its daemons are stopped, nothing was written",
+            file=sys.stderr,
+        )
+        return 130
     _write_outputs(args, result)
     if args.json:
         print_json(result)

@@ -15,6 +15,8 @@ then runs doctor and shows how to add a first rule.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
+from mented.agents.codex import TRUST_FIX
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     FireRecord,
@@ -57,13 +60,14 @@ from mented_client.connection import Client, DaemonError, NotRunningError, Proto
 from mented_client.service_manager import Manager, detect, no_manager_reason
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from mented.config import Config
 
 State = Literal["ok", "warn", "fail", "skip"]
 SAMPLE_COMMAND = "git commit -m 'mented doctor: test fire'"
 SAMPLE_ACTION = "git-commit"
+TEST_FIRE_ENV = "MENTED_TEST_FIRE"  # read by the shim (client/shim.py)
 FIRST_RULE = (
     "mentectl rule add git-commit "
     "'Commit messages: one line, a conventional prefix (feat:, fix:, docs:), no emojis'"
@@ -94,6 +98,7 @@ def register(
 
     setup = subparsers.add_parser(
         "setup",
+        parents=[common],
         help="set mented up for an agent: service, hook, checks",
         description="Installs and starts the service (or a detached daemon where there is no "
         "service manager), installs the agent's hook, registers the MCP server, runs "
@@ -352,6 +357,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
             command,
             shell=True,
             input=sample_event(session, Path.cwd(), agent),
+            env=os.environ | {TEST_FIRE_ENV: "1"},  # the shim marks it: not the user's fire
             capture_output=True,
             timeout=timeout_s,
             check=False,
@@ -438,6 +444,7 @@ def run_checks(socket: Path) -> list[Check]:
         checks.append(check_rules(socket, status))
         checks += check_pinned(status)
         checks += check_sync(status)
+        checks += check_problems(status)
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
@@ -536,6 +543,15 @@ def check_sync(status: StatusReply) -> list[Check]:
     return checks
 
 
+def check_problems(status: StatusReply) -> list[Check]:
+    """The daemon's fallbacks in force (`StatusReply.problems`): rules still reach the
+    agents, but not as set up, so each is a failed link until it is over."""
+    return [
+        Check(problem.kind.replace("_", " "), "fail", problem.message, fix=problem.fix)
+        for problem in status.problems
+    ]
+
+
 def check_mcp() -> list[Check]:
     """Whether each agent starts mented's MCP server: optional, so never a failure if absent."""
     checks = []
@@ -559,7 +575,8 @@ def check_mcp() -> list[Check]:
     return checks
 
 
-def print_checks(checks: list[Check]) -> None:
+def print_checks(checks: list[Check], summary: str | None = None) -> None:
+    """The checks, one line each with its fix, then `summary` (default: how many broke)."""
     marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "--  "}
     width = max(len(check.link) for check in checks)
     for check in checks:
@@ -569,7 +586,9 @@ def print_checks(checks: list[Check]) -> None:
         if check.fix and check.state != "ok":
             print(f"      {'':<{width}}  fix: {escape_controls(check.fix, keep_lines=False)}")
     failed = sum(check.state == "fail" for check in checks)
-    if failed:
+    if summary is not None:
+        print(summary)
+    elif failed:
         print(f"{counted(failed, 'link')} broken: see the fix under each FAIL.")
     else:
         print("Every link works.")
@@ -657,21 +676,95 @@ SETUP_STEPS: tuple[tuple[str, Callable[[argparse.Namespace], None]], ...] = (
 
 
 def run_setup(args: argparse.Namespace) -> int:
+    if args.json:
+        return _setup_as_json(args)
     agent = AGENTS[args.agent]
     for number, (title, step) in enumerate(SETUP_STEPS, start=1):
         print(f"{number}. {title}")
-        try:
-            step(args)
-        except CommandError as exc:
-            raise CommandError(f"setup stopped at {title}: {exc}", status=exc.status) from exc
+        _run_step(args, title, step)
     print(f"{len(SETUP_STEPS) + 1}. checking every link (`mentectl doctor`)")
     checks = run_checks(paths.socket_path(args.socket))
-    print_checks(checks)
+    next_step = expected_next_step(agent, checks)
+    print_checks(checks, summary=next_step)
     if any(check.state == "fail" for check in checks):
         return 1
+    but = "" if next_step is None else ", but for that step"
     print(
-        f"\nmented is set up for {agent.title}. Add a first rule; it reaches the agent the "
+        f"\nmented is set up for {agent.title}{but}. Add a first rule; it reaches the agent the "
         f"next time it runs the action:\n  {FIRST_RULE}\n"
         "`mentectl rule list` shows your rules, `mentectl log` the hook's recent fires."
     )
     return 0
+
+
+# The agents that run a hook only once the user has trusted it, and how (setup cannot).
+_TRUST_STEPS = {"codex": TRUST_FIX}
+
+
+def expected_next_step(agent: Agent, checks: list[Check]) -> str | None:
+    """Right after setup, hooks the agent has not been told to trust yet are the next step
+    (only the user can take it), not a broken link: those checks become warnings, and
+    this says what to do. None when that is not all that fails."""
+    step = _TRUST_STEPS.get(agent.name)
+    failed = [check for check in checks if check.state == "fail"]
+    if step is None or not failed:
+        return None
+    if not all(
+        check.link.startswith(f"hook {agent.name} ") and check.fix == step for check in failed
+    ):
+        return None
+    for check in failed:
+        check.state = "warn"
+    return (
+        f"One step left, and only you can take it: {agent.title} runs mented's hooks once you "
+        f"trust them ({counted(len(failed), 'entry', 'entries')} above): {step}. "
+        "Then `mentectl doctor` shows them working."
+    )
+
+
+def _run_step(
+    args: argparse.Namespace, title: str, step: Callable[[argparse.Namespace], None]
+) -> None:
+    try:
+        step(args)
+    except CommandError as exc:
+        raise CommandError(f"setup stopped at {title}: {exc}", status=exc.status) from exc
+
+
+def _setup_as_json(args: argparse.Namespace) -> int:
+    """`setup --json`: the same steps, what each said, and the checks, as one document."""
+    steps = []
+    for title, step in SETUP_STEPS:
+        said = io.StringIO()
+        with _stdout_to_stderr(), contextlib.redirect_stdout(said):
+            _run_step(args, title, step)
+        steps.append({"step": title, "said": said.getvalue().splitlines()})
+    checks = run_checks(paths.socket_path(args.socket))
+    next_step = expected_next_step(AGENTS[args.agent], checks)
+    failed = any(check.state == "fail" for check in checks)
+    print_json(
+        {
+            "ok": not failed,
+            "agent": args.agent,
+            "steps": steps,
+            "checks": [asdict(check) for check in checks],
+            "next_step": next_step,
+            "first_rule": None if failed else FIRST_RULE,
+        }
+    )
+    return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 on stderr meanwhile: what a step's child processes print (a
+    service manager's tools) must not break the one JSON document on stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -285,7 +285,10 @@ def run_install(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"{path}: cannot write it: {exc}") from exc
     outcome = "unchanged" if not changed else "updated" if before or moved else "installed"
-    notes = [agent.install_note] if agent.install_note and changed else []
+    trusted = changed and _all_trusted(agent, path, text)
+    notes = [agent.install_note] if agent.install_note and changed and not trusted else []
+    if trusted:
+        notes.append(f"{agent.title} already trusts these entries: nothing to do there.")
     if args.project:
         notes.extend(_project_notes(agent, args.project, path))
     if args.json:
@@ -301,7 +304,7 @@ def run_install(args: argparse.Namespace) -> int:
                 "every_command": not prefilter,
                 "backup": str(backup) if backup else None,
                 "moved_from": [str(place) for place, _ in moved],
-                "note": agent.install_note,
+                "note": agent.install_note if agent.install_note in notes else None,
                 "notes": notes,
             }
         )
@@ -324,6 +327,21 @@ def run_install(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     return 0
+
+
+def _all_trusted(agent: Agent, path: Path, text: str) -> bool:
+    """Whether the agent already runs every entry of ours in `text` (Codex trusts its
+    hooks one by one: an install that left them as they were needs no new trust)."""
+    if agent.entry_trust is None:
+        return False
+    entries = find_entries(text, path, installed_shim(), agent.layout)
+    return bool(entries) and all(
+        agent.entry_trust(
+            InstalledEntry(path, e.event, e.group, e.hook, e.handler, e.matcher)
+        ).problem
+        is None
+        for e in entries
+    )
 
 
 def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:

@@ -19,6 +19,7 @@ DELIVERED = {
     ("context", "pointer"): "pointer",
 }
 COLUMNS = ("TIME", "AGENT", "DELIVERED", "ACTIONS", "RULES", "CHARS", "LATENCY")
+TEST_FIRE = "test fire (`mentectl doctor` or `setup`): not counted as your agent's activity"
 
 
 def register(
@@ -94,6 +95,8 @@ def _details(fire: FireRecord) -> list[str]:
     # The command, cwd and session came with the event; only a command has lines.
     where = f"    in {fire.cwd or '?'}" + (f", session {fire.session}" if fire.session else "")
     lines = [f"    $ {escape_controls(fire.command)}", escape_controls(where, keep_lines=False)]
+    if fire.test:
+        lines.append(f"    {TEST_FIRE}")
     if fire.why:
         lines.append(f"    why: {escape_controls(fire.why, keep_lines=False)}")
     if fire.rule_ids:

@@ -422,8 +422,14 @@ def _table_span(text: str) -> tuple[int, int] | None:
         raise CommandError(
             f"[mcp_servers.{SERVER_NAME}] appears {len(headers)} times; keep one and run this again"
         )
-    start = headers[0].start()
-    body = text.index("\n", headers[0].end()) + 1 if "\n" in text[headers[0].end() :] else len(text)
+    return table_span(text, headers[0])
+
+
+def table_span(text: str, header: re.Match[str]) -> tuple[int, int]:
+    """Where the TOML table whose `header` line matched is: from the header to its
+    last key line (blank lines and comments before the next table stay with it)."""
+    start = header.start()
+    body = text.index("\n", header.end()) + 1 if "\n" in text[header.end() :] else len(text)
     following = _ANY_HEADER.search(text, body)
     end = following.start() if following else len(text)
     # Blank lines and comments just above the next table belong to that table.

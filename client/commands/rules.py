@@ -361,9 +361,12 @@ def run_add_pinned(args: argparse.Namespace) -> int:
             StoredReply,
         )
     if args.json:
-        print_json({"id": reply.id})
+        print_json({"id": reply.id, "handle": short_handle(reply.id)})
     else:
-        print(f"pinned rule {reply.id}: handed over at the start of every session")
+        print(
+            f"pinned rule [{short_handle(reply.id)}] (id {reply.id}): handed over at the start "
+            "of every session"
+        )
     return 0
 
 
@@ -404,9 +407,10 @@ def run_add(args: argparse.Namespace) -> int:
         )
     _warn_if_cut(text, [action], in_force)
     if args.json:
-        print_json({"id": reply.id})
+        print_json({"id": reply.id, "handle": short_handle(reply.id)})
     else:
-        print(f"added rule {reply.id} for {action}")
+        # The handle is what the agent reads before the rule, and what `rule show` takes.
+        print(f"added rule [{short_handle(reply.id)}] for {action} (id {reply.id})")
     _warn_if_unregistered(in_force, action)
     return 0
 

@@ -19,7 +19,7 @@ from mented_client.commands.output import (
 )
 from mented_client.commands.report import status_line
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
-from mented_client.errors import BAD_REPLY, CONFIG_INVALID, NOT_RUNNING
+from mented_client.errors import BAD_REPLY, CONFIG_INVALID, DEGRADED, NOT_RUNNING
 
 
 def register(
@@ -32,9 +32,10 @@ def register(
         help="show whether the daemon runs, and its figures",
         description=(
             "Exit 0 when the daemon answers and its config file is valid; 1 with a one-line "
-            "reason when it does not answer (or not as mented should), or when the config "
+            "reason when it does not answer (or not as mented should), when the config "
             "file on disk is invalid (the daemon then runs on the previous one, or on the "
-            "built-in settings when it started with the invalid file)."
+            "built-in settings when it started with the invalid file), or when it runs "
+            "degraded (a `degraded:` line says how, and what to do)."
         ),
     )
     parser.set_defaults(handler=run_status)
@@ -71,17 +72,26 @@ def run_status(args: argparse.Namespace) -> int:
             )
             return 1
         return fail(reason)
-    healthy = status.config_error is None
+    problem, unhealthy = _unhealthy(status)
     if args.json:
-        document = {"running": True, "healthy": healthy, **msgspec.to_builtins(status)}
-        if not healthy:
-            document |= error_document(CONFIG_INVALID, f"unhealthy: {status.config_error}")
+        document = {"running": True, "healthy": problem is None, **msgspec.to_builtins(status)}
+        if problem is not None:
+            document |= error_document(problem, unhealthy)
         print_json(document)
-        return 0 if healthy else 1
+        return 0 if problem is None else 1
     print(render_status(status))
-    if not healthy:
-        return fail(f"unhealthy: {status.config_error}")
+    if problem is not None:
+        return fail(unhealthy)
     return 0
+
+
+def _unhealthy(status: StatusReply) -> tuple[str | None, str]:
+    """The error code and reason when `status` exits 1 (None: healthy)."""
+    if status.config_error is not None:
+        return CONFIG_INVALID, f"unhealthy: {status.config_error}"
+    if status.problems:
+        return DEGRADED, "degraded: " + "; ".join(problem.message for problem in status.problems)
+    return None, ""
 
 
 # How each way of starting the daemon reads in `status`, `start`, `setup` and `doctor`.
@@ -161,6 +171,7 @@ def render_status(status: StatusReply) -> str:
         rows.append(("config", f"INVALID: {status.config_error}"))
     if status.recall_error:
         rows.append(("recall", f"UNAVAILABLE (rules work): {status.recall_error}"))
+    rows.extend(("degraded", f"{p.message}; fix: {p.fix}") for p in status.problems)
     # The last fire's agent came with an event; the paths and the config error are files'.
     return "\n".join(
         f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows

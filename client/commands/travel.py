@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import stat
 import sys
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
 
@@ -32,6 +33,7 @@ from mented.protocol import (
     SyncedReply,
     SyncRequest,
 )
+from mented.untrusted import describe_kind
 from mented.words import counted
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.status import sync_rows
@@ -52,7 +54,12 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
         help="write every memory (and every forget) in the portable format",
         description="The format is plain text, one record per line: see docs/format.md.",
     )
-    export.add_argument("--out", metavar="PATH", help="write to PATH (default: standard output)")
+    export.add_argument(
+        "--out",
+        metavar="PATH",
+        help="write to PATH (default: standard output; with --json, one JSON document: "
+        "the file's header and its records, in a list)",
+    )
     export.set_defaults(handler=run_export)
 
     imp = subparsers.add_parser(
@@ -110,7 +117,10 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         if args.out is None:
             with written.open("rb") as source:
-                shutil.copyfileobj(source, sys.stdout.buffer)
+                if args.json:
+                    _write_as_one_document(source, reply, sys.stdout.buffer)
+                else:
+                    shutil.copyfileobj(source, sys.stdout.buffer)
             sys.stdout.flush()
         else:
             shutil.move(written, args.out)
@@ -127,21 +137,66 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_export(source: Path) -> BinaryIO:
+    """`source` opened for reading, when it is a file `export` could have written.
+
+    Raises:
+        CommandError: it does not exist, is not a regular file (a directory, a device
+            such as /dev/null, a named pipe, which would never end), or is empty.
+    """
+    what = "give the file `mentectl export --out FILE` wrote"
+    try:
+        # O_NONBLOCK: a named pipe opens at once (and is refused below), never waits.
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise CommandError(f"{source}: no such file", status=2) from None
+    except OSError as exc:
+        raise CommandError(f"cannot read {source}: {exc.strerror or exc}", status=2) from exc
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        raise CommandError(f"{source} is a directory: {what}", status=2)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = describe_kind(info.st_mode)
+        raise CommandError(f"{source} is {kind}, not a regular file: {what}", status=2)
+    if info.st_size == 0:
+        os.close(fd)
+        raise CommandError(f"{source} is empty: {what}", status=2)
+    return os.fdopen(fd, "rb")
+
+
+def _write_as_one_document(lines: BinaryIO, reply: ExportedReply, out: BinaryIO) -> None:
+    """The export's JSON Lines as one JSON document, line by line (never all in memory):
+    `{"memories": N, "forgotten": N, "header": {...}, "records": [{...}, ...]}`.
+
+    Each line is a JSON object the daemon wrote (docs/format.md), copied as it is.
+    """
+    out.write(b'{"memories":%d,"forgotten":%d,"header":' % (reply.memories, reply.forgotten))
+    header = lines.readline().strip()
+    out.write((header or b"null") + b',"records":[')
+    separator = b""
+    for line in lines:
+        record = line.strip()
+        if record:
+            out.write(separator + record)
+            separator = b","
+    out.write(b"]}\n")
+
+
 def run_import(args: argparse.Namespace) -> int:
     source = Path(args.path)
-    if source.is_dir():
-        raise CommandError(
-            f"{source} is a directory: give the file `mentectl export --out FILE` wrote", status=2
-        )
-    if not source.is_file():
-        raise CommandError(f"{source}: no such file", status=2)
-    with Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client:
+    with (
+        _open_export(source) as exported,
+        Client(args.socket, timeout=TRANSFER_TIMEOUT_S) as client,
+    ):
         data_dir = Path(client.expect(StatusRequest(), StatusReply).data_dir)
         transfer = data_dir / "transfer"
         transfer.mkdir(mode=0o700, parents=True, exist_ok=True)
         copy = transfer / f"import-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
         try:
-            shutil.copyfile(source, copy)
+            with copy.open("xb") as out:
+                shutil.copyfileobj(exported, out)
             with Progress(f"importing {source}", show=not args.json):
                 reply = client.expect(
                     ImportRequest(path=str(copy), shown_as=str(source)), ImportedReply

@@ -27,12 +27,14 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
+from mented_client import codex_trust
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.commands.service import STOP_TIMEOUT_S, stop_detached
+from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
 from mented_client.files import display_path
 from mented_client.hook_settings import SettingsError, find_entries, read_settings
 from mented_client.service_manager import detect
+from mented_client.suggest import did_you_mean
 
 
 def register(
@@ -63,7 +65,8 @@ def agent_name(value: str) -> str:
     """argparse type for AGENT (`choices` cannot be used with an optional list)."""
     if value not in AGENTS:
         choices = ", ".join(sorted(AGENTS))
-        raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {choices})")
+        hint = did_you_mean(value, AGENTS)
+        raise argparse.ArgumentTypeError(f"invalid choice: {value!r}{hint} (choose from {choices})")
     return value
 
 
@@ -83,10 +86,17 @@ def undo_agent(agent: Agent) -> AgentUndone:
     done = AgentUndone(agent.name)
     places = [agent.settings_path()]
     errors = []
+    # Codex keeps the user's trust in its hooks by their place in hooks.json: found first.
+    trusted = codex_trust.mented_state_keys() if agent.name == "codex" else set()
     try:
         done.hook = hooks.uninstall_lines(agent, places, hooks.uninstall_hook(agent, places))
     except CommandError as exc:
         errors.append(f"hook: {exc}")
+    else:
+        try:
+            done.hook += codex_trust.forget_trust(trusted)
+        except CommandError as exc:
+            errors.append(f"Codex's trust entries: {exc}")
     try:
         done.mcp = mcp.uninstall_mcp(agent.name)
     except CommandError as exc:
@@ -132,21 +142,25 @@ def stop_everything(socket: Path) -> list[str]:
         manager.uninstall()
         done.append(f"removed the {manager.name} service:")
         done.extend(f"  {step}" for step in manager.done)
-    pid = stop_detached(socket, STOP_TIMEOUT_S)
-    if pid is not None:
-        done.append(f"stopped mented (pid {pid})")
+    stopped = stop_detached(socket, STOP_TIMEOUT_S)
+    if stopped is not None:
+        done.append(f"stopped mented (pid {stopped.pid})")
     if not done:
         done.append("no service installed and no daemon running: nothing to stop")
     return done
 
 
 def kept_note() -> str:
-    """Where the user's own data stays."""
+    """Where the user's own data stays: the rules, and the config file and log if any."""
+    kept = [f"Your rules are kept in {display_path(paths.data_dir())}"]
     config = paths.config_path(None)
-    where = f"Your rules are kept in {display_path(paths.data_dir())}"
     if config.exists():
-        where += f", your config in {display_path(config)}"
-    return where + "; delete them by hand if you want them gone too."
+        kept.append(f"your config file in {display_path(config)}")
+    log = paths.state_dir() / LOG_NAME
+    if log.exists():
+        kept.append(f"the log in {display_path(log)}")
+    listed = ", ".join(kept[:-1]) + f" and {kept[-1]}" if len(kept) > 1 else kept[0]
+    return f"{listed}; delete them by hand if you want them gone too."
 
 
 def run_uninstall(args: argparse.Namespace) -> int:

@@ -265,6 +265,12 @@ def _key_sources(hooks_json: Path) -> list[str]:
     return list(dict.fromkeys(str(path) for path in (given, resolved)))
 
 
+def entry_state_keys(hooks_json: Path, event: str, group: int, hook: int) -> list[str]:
+    """Every `hooks.state` key under which Codex may keep this entry's trust (each name
+    Codex may give `hooks_json`)."""
+    return [state_key(source, event, group, hook) for source in _key_sources(hooks_json)]
+
+
 def read_hook_states(config_toml: Path) -> dict[str, dict[str, object]]:
     """The `hooks.state` table of Codex's config.toml (keys trimmed, as Codex reads them).
 

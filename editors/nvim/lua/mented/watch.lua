@@ -97,7 +97,8 @@ local function seed(project)
     end
     for _, fire in ipairs(reply.fires or {}) do
       local cwd = daemon.value(fire.cwd)
-      if cwd and inside(cwd, project) and #(fire.actions or {}) > 0 then
+      -- A test fire (`mentectl doctor`'s) is not the user's: never on the statusline.
+      if cwd and inside(cwd, project) and #(fire.actions or {}) > 0 and fire.test ~= true then
         note_fire(project, fire)
         redraw()
         return
