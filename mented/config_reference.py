@@ -46,14 +46,13 @@ MEANINGS: dict[str, dict[str, str]] = {
         "max_chars": "and their characters, at most (about 300 tokens by default)",
     },
     "recall": {"k": "facts `mentectl recall` and the MCP tool return by default"},
-    # Used once `[matching]` is in `Config` (it is on main, beside this branch).
     "matching": {
         "git_add_ons": "name the commands of git add-ons (git-extras, git-flow, git-town): "
         "docs/actions.md lists them",
     },
 }
 # Sections the page says in words (`_TAIL`): no fixed keys.
-_IN_WORDS = ("delivery", "actions")
+_IN_WORDS = ("delivery", "checks", "actions")
 
 
 def sections() -> list[tuple[str, msgspec.inspect.StructType]]:
@@ -99,6 +98,14 @@ action (`git-push = "context"`). `before` stops the first matching command of a
 session once, with the rules as the reason, where the agent shows hook context only
 after the command ran; `context` never stops a command. `gate`, the old name of
 `before`, is still read. See hooks/README.md, "Delivery".
+
+## [checks]
+
+What a rule's failed check does (docs/checks.md): `mode = "stop"` (the default) stops
+the command with the reason, `"tell"` lets it run with the failed checks as context;
+`ACTION = "stop"` or `"tell"` lines override it for one action. `max_stops = 3`
+(a whole number, 0 to 100): stops of one action in one session for failed checks,
+after which the next attempt is let through and recorded so, so that nothing loops.
 
 ## [actions]
 
