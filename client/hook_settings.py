@@ -53,7 +53,7 @@ from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
 from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 # Claude Code's and Codex's layout: matcher groups, `command`, `timeout` in seconds.
 NESTED = SettingsLayout()
@@ -258,11 +258,7 @@ def _set_member(text: str, obj: _Node, key: str, value: Any) -> str:  # noqa: AN
 
 def is_native_executable(path: Path) -> bool:
     """Whether `path` is a binary the kernel runs directly (not a `#!` script)."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _BINARY_MAGIC
-    except OSError:
-        return False
+    return _file_start(path, 4) in _BINARY_MAGIC
 
 
 def real_interpreter(executable: str | None = None) -> Path:
@@ -291,6 +287,66 @@ def real_interpreter(executable: str | None = None) -> Path:
     )
 
 
+def guarded_command(argv: Sequence[str], *, notice: str | None = None) -> str:
+    """The installed command line: `argv` run only while its interpreter and shim exist.
+
+    `argv` is the shim's (`interpreter -I -S shim AGENT SOCKET`). The agents run the
+    line through a shell (Claude Code and Gemini CLI `bash -c`, Codex `$SHELL -lc`,
+    Copilot CLI its `bash` field), and most read a failed hook as a refusal (exit 2
+    blocks the command in Claude Code and Gemini CLI; Codex and Copilot CLI block on
+    any failure to start). So two builtin tests come first: while both files exist the
+    shell `exec`s the interpreter (no extra process, as before); once either is gone
+    (`pip uninstall`, a deleted venv, a moved clone) the line exits 0 having printed
+    nothing, or `notice` (an answer the agent shows the user) when one is given.
+    The syntax is POSIX sh that bash, zsh and fish also read.
+    """
+    interpreter, shim = argv[0], argv[3]
+    run = f"exec {shlex.join(argv)}"
+    tests = f"[ -f {shlex.quote(shim)} ] && [ -x {shlex.quote(interpreter)} ]"
+    fallback = "exit 0" if notice is None else f"printf '%s\\n' {shlex.quote(notice)}; exit 0"
+    return f"{tests} && {run}; {fallback}"
+
+
+# The shell operators a hook command line may hold, between the words that run.
+_OPERATORS = frozenset({";", "&&", "||", "|", "&"})
+
+
+@dataclass(frozen=True)
+class HookArgv:
+    """What an installed hook command line runs: its words, and whether it is guarded."""
+
+    argv: list[str]
+    guarded: bool  # `guarded_command`'s form: it exits 0 once the files are gone
+
+
+def command_argv(command: object) -> HookArgv | None:
+    """The program and arguments a hook command line runs (None: not a command line).
+
+    Both forms are read: `guarded_command`'s (the words after `exec`), and the plain
+    `interpreter -I -S shim ...` that older installs wrote (up to the first operator,
+    such as Copilot CLI's ` || true`).
+    """
+    if not isinstance(command, str):
+        return None
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    guarded = bool(tokens) and tokens[0] == "["
+    if guarded:
+        if "exec" not in tokens:
+            return None
+        tokens = tokens[tokens.index("exec") + 1 :]
+    words = []
+    for token in tokens:
+        if token in _OPERATORS:
+            break
+        words.append(token)
+    return HookArgv(words, guarded) if words else None
+
+
 def installed_shim() -> Path:
     """The shim file of the installed `mented_client` package."""
     spec = importlib.util.find_spec("mented_client.shim")
@@ -311,11 +367,10 @@ def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
     """
     if not isinstance(command, str) or "shim.py" not in command:
         return False
-    try:
-        argv = shlex.split(command)
-    except ValueError:
+    run = command_argv(command)
+    if run is None:
         return False
-    for arg in argv[:-1]:  # the shim's path is followed by the agent name
+    for arg in run.argv[:-1]:  # the shim's path is followed by the agent name
         path = Path(arg)
         if path.name != "shim.py":
             continue
@@ -323,13 +378,29 @@ def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
             return True
         if path.parent.name == "mented_client":
             return True
-        try:
-            with path.open("rb") as handle:
-                if SHIM_MARKER in handle.read(256):
-                    return True
-        except OSError:
-            continue
+        if SHIM_MARKER in _file_start(path, 256):
+            return True
     return False
+
+
+def _file_start(path: Path, size: int) -> bytes:
+    """The first `size` bytes of a regular file; b"" for anything else.
+
+    The path comes from a settings file, maybe a project's: a named pipe there must
+    not hang the caller (O_NONBLOCK), nor a device be read (fstat).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ was then run by `codex exec` (its SessionStart hook fired).
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from mented.agents import codex
 from mented.agents.pretooluse import InstalledEntry
 from mented_client.cli import main
 from mented_client.commands import doctor
+from mented_client.hook_settings import command_argv
 
 SHIM_COMMAND = (
     "/usr/bin/python3.11 -I -S '/a b/mented_client/shim.py' codex /run/user/1000/mented/mented.sock"
@@ -320,4 +320,4 @@ def test_the_codex_entry_names_mented_in_its_status_message(
     for event in ("PreToolUse", "SessionStart"):
         (hook,) = doc["hooks"][event][0]["hooks"]
         assert hook["statusMessage"].startswith("mented:")
-        assert shlex.split(hook["command"])[-2] == "codex"
+        assert command_argv(hook["command"]).argv[-2] == "codex"

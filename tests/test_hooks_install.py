@@ -6,7 +6,6 @@ import difflib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from mented.paths import socket_path
 from mented_client.cli import build_parser, main
 from mented_client.commands import doctor
 from mented_client.hook_settings import (
+    command_argv,
     installed_shim,
     is_mented_command,
     is_native_executable,
@@ -124,7 +124,7 @@ def test_fresh_install_creates_the_file_and_its_directory(
     assert hook["type"] == "command"
     assert isinstance(hook["timeout"], int)
     assert hook["timeout"] >= 1
-    python, isolated, no_site, shim, agent, socket = shlex.split(hook["command"])
+    python, isolated, no_site, shim, agent, socket = command_argv(hook["command"]).argv
     assert Path(python).is_absolute()
     assert is_native_executable(Path(python))
     assert (isolated, no_site, agent) == ("-I", "-S", "claude-code")
@@ -414,7 +414,7 @@ def test_codex_install_says_to_trust_the_hook(
     status, out, _ = mentectl(capsys, "hooks", "install", "codex")
     assert status == 0
     hook = one_command(our_hooks(home / ".codex" / "hooks.json"))
-    assert shlex.split(hook["command"])[-2] == "codex"
+    assert command_argv(hook["command"]).argv[-2] == "codex"
     assert "/hooks" in out
     assert "trust" in out
 
@@ -472,7 +472,7 @@ def test_the_socket_at_install_time_becomes_the_fallback_argument(
     monkeypatch.setenv("MENTED_SOCKET", "/run/custom/mented.sock")
     mentectl(capsys, "hooks", "install", "claude-code")
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/custom/mented.sock"]
+    assert command_argv(hook["command"]).argv[-2:] == ["claude-code", "/run/custom/mented.sock"]
 
 
 def test_the_socket_option_becomes_the_fallback_argument(
@@ -481,7 +481,7 @@ def test_the_socket_option_becomes_the_fallback_argument(
     monkeypatch.setenv("MENTED_SOCKET", "/run/from-env/mented.sock")  # --socket wins, as always
     mentectl(capsys, "--socket", "/run/explicit/mented.sock", "hooks", "install", "claude-code")
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/explicit/mented.sock"]
+    assert command_argv(hook["command"]).argv[-2:] == ["claude-code", "/run/explicit/mented.sock"]
 
 
 def test_the_runtime_dir_at_install_time_is_written_in(
@@ -491,7 +491,7 @@ def test_the_runtime_dir_at_install_time_is_written_in(
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
     mentectl(capsys, "hooks", "install", "codex")
     hook = one_command(our_hooks(home / ".codex" / "hooks.json"))
-    assert shlex.split(hook["command"])[-1] == "/run/user/4242/mented/mented.sock"
+    assert command_argv(hook["command"]).argv[-1] == "/run/user/4242/mented/mented.sock"
 
 
 def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
@@ -507,7 +507,7 @@ def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
         "Updated the mented hook for Claude Code in ~/.claude/settings.json.",
     )
     hook = one_command(our_hooks(settings))
-    assert hook["command"].endswith(" claude-code /run/b/mented.sock")
+    assert hook["command"].endswith(" claude-code /run/b/mented.sock; exit 0")
     _, out, _ = mentectl(capsys, "hooks", "status", "--json")
     (claude,) = json.loads(out)["claude-code"]
     assert claude["hooks"][0]["socket"] == "/run/b/mented.sock"
@@ -524,7 +524,7 @@ def test_setup_installs_the_hook_with_the_socket_option(
         build_parser().parse_args(["--socket", "/run/setup/mented.sock", "setup", "claude-code"])
     )
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-1] == "/run/setup/mented.sock"
+    assert command_argv(hook["command"]).argv[-1] == "/run/setup/mented.sock"
 
 
 def test_hooks_command_prints_what_install_writes(
@@ -626,7 +626,8 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     (session_start,) = doc["hooks"]["SessionStart"]
     assert session_start["matcher"] == SESSION_START_MATCHER
     assert (
-        session_start["hooks"][0]["command"] == doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        command_argv(session_start["hooks"][0]["command"]).argv
+        == command_argv(doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]).argv
     )
     assert mentectl(capsys, "hooks", "status")[0] == 0
     # Again: idempotent.

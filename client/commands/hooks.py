@@ -20,12 +20,14 @@ tool or a path to an action, `mentectl reload` and `hooks install` again;
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import subprocess
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -47,7 +49,9 @@ from mented_client.hook_settings import (
     SettingsError,
     add_hook,
     backup_kept,
+    command_argv,
     find_entries,
+    guarded_command,
     installed_shim,
     is_native_executable,
     missing_events,
@@ -160,14 +164,22 @@ def project_directory(value: str) -> Path:
 # --------------------------------------------------------------- the command line
 
 
-def hook_command(agent: Agent, python: str | None = None, socket: str | None = None) -> str:
-    """The shell command line the agent runs for each shell command.
+def hook_command(
+    agent: Agent, python: str | None = None, socket: str | None = None, event: str = EVENT_NAME
+) -> str:
+    """The shell command line the agent runs for each shell command (and for `event`).
+
+    It runs the shim only while the interpreter and the shim exist, and else exits 0
+    (`guarded_command`): a removed installation must never block the agent's commands.
+    On `SessionStart`, an agent that shows a hook's `systemMessage` to the user is
+    told instead that mented's hook no longer runs (`gone_notice`).
 
     Args:
         agent: the agent that runs it.
         python: the interpreter (default: the real binary behind this one).
         socket: mentectl's `--socket`; with `$MENTED_SOCKET` and the default it
             gives the socket written in as the shim's fallback argument.
+        event: the event the entry is for.
     """
     try:
         interpreter = Path(python).absolute() if python else real_interpreter()
@@ -190,7 +202,40 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
             "nothing was written. Choose a shorter path (`mentectl --socket PATH ...` or "
             "$MENTED_SOCKET), the same one the daemon uses (`mented --socket PATH`)."
         )
-    return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
+    argv = [str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)]
+    notice = gone_notice(agent, shim) if event == SESSION_START and agent.user_notices else None
+    return guarded_command(argv, notice=notice)
+
+
+def gone_notice(agent: Agent, shim: Path) -> str:
+    """What a session start shows the user once the hook's shim or interpreter is gone."""
+    message = (
+        f"mented: the hook no longer runs, {shim} or its Python is gone (mented uninstalled, "
+        "its virtual environment deleted or its clone moved), so your rules are not handed "
+        f"over. Install mented again and run `mentectl setup {agent.name}`, or remove the "
+        f"hook entries that run shim.py from the {agent.title} settings."
+    )
+    return json.dumps({"systemMessage": message}, ensure_ascii=True)
+
+
+def with_session_command(
+    groups: dict[str, list[dict[str, Any]]], agent: Agent, command: str, session_command: str
+) -> dict[str, list[dict[str, Any]]]:
+    """`groups` (`Agent.hook_groups`) with `session_command` in the `SessionStart` entries."""
+    if session_command == command or SESSION_START not in groups:
+        return groups
+    key = agent.layout.command_key
+
+    def swap(entry: dict[str, Any]) -> dict[str, Any]:
+        return {**entry, key: session_command} if entry.get(key) == command else entry
+
+    session = [
+        {**group, "hooks": [swap(hook) for hook in group["hooks"]]}
+        if agent.layout.nested
+        else swap(group)
+        for group in groups[SESSION_START]
+    ]
+    return {**groups, SESSION_START: session}
 
 
 def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
@@ -257,8 +302,15 @@ def run_install(args: argparse.Namespace) -> int:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
+    session_command = hook_command(agent, args.python, args.socket, SESSION_START)
     needs = needs_in_force(args.socket)
     prefilter = not getattr(args, "all_commands", False)
+    groups = with_session_command(
+        agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
+        agent,
+        command,
+        session_command,
+    )
     try:
         previous = read_settings(path)
         layout = agent.layout
@@ -266,7 +318,7 @@ def run_install(args: argparse.Namespace) -> int:
         text = add_hook(
             previous or "",
             path,
-            groups=agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
+            groups=groups,
             shim_path=installed_shim(),
             layout=layout,
         )
@@ -516,6 +568,9 @@ class HookCheck:
     trust: str | None = None  # the agent's own verdict, where it has one (Codex)
     trust_problem: str | None = None  # why the agent will not run it
     trust_fix: str | None = None  # the step that makes it run
+    # The line exits 0 once the shim or interpreter is gone (`guarded_command`); older
+    # installs' did not (exit 2: the agent blocked every command).
+    guarded: bool = True
 
 
 @dataclass
@@ -577,10 +632,8 @@ def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck
 
 def check_entry(entry: MentedEntry) -> HookCheck:
     """Whether the interpreter and the shim an entry runs still exist."""
-    try:
-        argv = shlex.split(entry.command)
-    except ValueError:
-        argv = []
+    run = command_argv(entry.command)
+    argv = run.argv if run is not None else []
     interpreter = Path(argv[0]) if argv else None
     at = next((i for i, arg in enumerate(argv) if Path(arg).name == "shim.py"), None)
     shim = None if at is None else Path(argv[at])
@@ -600,6 +653,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
         shim=str(shim) if shim else None,
         socket=socket,
         problems=problems,
+        guarded=run is not None and run.guarded,
     )
 
 
