@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
+from mented.untrusted import Refused, read_file, shown
 from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
@@ -902,6 +903,46 @@ def read_settings(path: Path) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SettingsError(f"{path}: cannot read it: not UTF-8 text ({exc})") from exc
+
+
+def read_project_settings(path: Path, project: Path) -> str | None:
+    """A project's settings file (`path` inside `project`), read as mented reads what it
+    does not own (`mented.untrusted.read_file`); None when it does not exist.
+
+    A project comes with a `git clone`: its files are the repository's. A link that
+    leads out of the project (to `~/.ssh/...`, `/dev/zero`) is refused, not followed;
+    one that stays inside is the project's own layout (a shared config directory).
+    The file itself is opened without following a link, non-blocking, and only a
+    regular file of at most `MAX_SETTINGS_BYTES` is read.
+
+    Raises:
+        SettingsError: it leads out of the project, is not a regular file, is too
+            large, or cannot be read as UTF-8 text.
+    """
+    target = outside_link(path, project)
+    if target is not None:
+        raise SettingsError(
+            f"{shown(str(path))} leads outside the project, to {shown(str(target))}; it was "
+            "not read: mented reads a project's settings only inside the project"
+        )
+    try:
+        data = read_file(os.path.realpath(path), limit=MAX_SETTINGS_BYTES, shown_as=str(path))
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        raise SettingsError(str(exc)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{shown(str(path))}: cannot read it: not UTF-8 text ({exc})") from None
+
+
+def read_settings_at(path: Path, project: Path | None) -> str | None:
+    """`read_project_settings` for a file inside `project`, else `read_settings` (the
+    user's own file, which may be a link into a dotfiles checkout)."""
+    if project is not None and path.is_relative_to(project):
+        return read_project_settings(path, project)
+    return read_settings(path)
 
 
 def _file_kind(mode: int) -> str:

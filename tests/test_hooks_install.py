@@ -665,13 +665,45 @@ def test_status_refuses_a_settings_path_that_leads_to_a_device(
     (tmp_path / ".claude" / "settings.json").symlink_to("/dev/zero")  # cwd is tmp_path
     status, out, err = mentectl(capsys, "hooks", "status")
     assert status == 1
-    assert (
-        ".claude/settings.json: not a regular file (a character device); a settings file "
-        "must be a JSON file: remove or replace it"
-    ) in out
+    # A project's file is not followed out of the project.
+    assert ".claude/settings.json leads outside the project, to /dev/zero; it was not read" in out
     assert "Traceback" not in out + err
     checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
-    assert any("a character device" in check.detail and check.state == "fail" for check in checks)
+    assert any("to /dev/zero" in check.detail and check.state == "fail" for check in checks)
+
+
+def test_a_project_settings_file_that_is_a_pipe_is_refused_without_waiting(
+    home: Path, tmp_path: Path
+) -> None:
+    """A named pipe in a project (a clone can carry one) hangs no one: a process that
+    would wait for a writer is stopped by the test's timeout, and fails."""
+    (tmp_path / ".claude").mkdir()
+    os.mkfifo(tmp_path / ".claude" / "settings.json")  # cwd is tmp_path
+    # A hook entry whose shim and interpreter are named pipes too (in a settings file
+    # the project commits under another agent's name).
+    (tmp_path / "vendor").mkdir()
+    os.mkfifo(tmp_path / "vendor" / "shim.py")
+    os.mkfifo(tmp_path / "vendor" / "python")
+    command = f"{tmp_path}/vendor/python -I -S {tmp_path}/vendor/shim.py codex"
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "hooks.json").write_text(
+        json.dumps(
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": command}]}]}}
+        )
+    )
+    env = {**os.environ, "HOME": str(home)}
+    for verb in (["hooks", "status"], ["doctor"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "mented_client.cli", *verb],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ".claude/settings.json: a named pipe, not a regular file" in done.stdout, verb
+        assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(

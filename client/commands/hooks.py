@@ -56,7 +56,7 @@ from mented_client.hook_settings import (
     is_native_executable,
     missing_events,
     outside_link,
-    read_settings,
+    read_settings_at,
     real_interpreter,
     remove_hooks,
     write_without_ours,
@@ -312,7 +312,7 @@ def run_install(args: argparse.Namespace) -> int:
         session_command,
     )
     try:
-        previous = read_settings(path)
+        previous = read_settings_at(path, args.project)
         layout = agent.layout
         before = find_entries(previous, path, installed_shim(), layout) if previous else []
         text = add_hook(
@@ -329,7 +329,12 @@ def run_install(args: argparse.Namespace) -> int:
             (place, removal)
             for place in older
             if (
-                removal := remove_from(place, agent, up_to=cleanup_root(agent, place, args.project))
+                removal := remove_from(
+                    place,
+                    agent,
+                    up_to=cleanup_root(agent, place, args.project),
+                    project=args.project,
+                )
             ).removed
         ]
     except SettingsError as exc:
@@ -441,7 +446,9 @@ def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path 
     return None
 
 
-def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Removal:
+def remove_from(
+    path: Path, agent: Agent, *, up_to: Path | None = None, project: Path | None = None
+) -> Removal:
     """Take `agent`'s hook entries out of the settings file at `path`.
 
     A file left as an empty object (`{}`: the install created it, or it held
@@ -458,7 +465,7 @@ def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Remov
             entries would change anything else.
         OSError: it cannot be written.
     """
-    previous = read_settings(path)
+    previous = read_settings_at(path, project)
     if not previous:
         return Removal()
     layout = agent.layout
@@ -514,7 +521,10 @@ def uninstall_hook(
     """
     try:
         return [
-            (path, remove_from(path, agent, up_to=cleanup_root(agent, path, project)))
+            (
+                path,
+                remove_from(path, agent, up_to=cleanup_root(agent, path, project), project=project),
+            )
             for path in places
         ]
     except SettingsError as exc:
@@ -679,13 +689,17 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
     calls none of them runs for (`gaps`).
     """
     user = agent.settings_path()
-    paths = [user, *agent.project_install_paths(Path.cwd())]
-    if extra:
-        paths.append(Path(extra).expanduser().absolute())
+    here = Path.cwd()
+    paths = [user, *agent.project_install_paths(here)]
+    extra_path = Path(extra).expanduser().absolute() if extra else None
+    if extra_path is not None:
+        paths.append(extra_path)
     places = []
     for path in dict.fromkeys(paths):  # unique, in order
         try:
-            text = read_settings(path)
+            # The user's file, and `extra` named on the command line, are theirs; the
+            # directory's own files are the project's (a cloned repository's).
+            text = read_settings_at(path, None if path in (user, extra_path) else here)
         except SettingsError as exc:
             places.append(SettingsPlace(settings=str(path), exists=True, error=str(exc)))
             continue
