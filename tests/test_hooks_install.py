@@ -408,6 +408,82 @@ def test_project_install_says_when_git_would_commit_the_local_file(
     assert "git does not ignore" not in out
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_project_install_runs_no_program_the_repository_config_names(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `.git/config` brought along (a tarball, a shared volume) chooses programs git
+    runs there: none of them runs, and the install still works and still advises."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    marker = tmp_path / "MARKER"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    script.chmod(0o755)
+    with (project / ".git" / "config").open("a") as config:
+        config.write(
+            f"[core]\n\tfsmonitor = {script}\n\thooksPath = {tmp_path}\n"
+            f"\tpager = {script}\n\tsshCommand = {script}\n"
+            f"[diff]\n\texternal = {script}\n[credential]\n\thelper = !{script}\n"
+            f'[filter "x"]\n\tclean = {script}\n\tsmudge = {script}\n\tprocess = {script}\n'
+        )
+    (project / ".gitattributes").write_text("* filter=x diff=x\n")
+    for hook in ("post-index-change", "pre-commit", "post-checkout"):
+        shutil.copy(script, tmp_path / hook)
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status == 0
+    assert our_hooks(project / ".claude" / "settings.local.json")
+    assert "git does not ignore .claude/settings.local.json" in out
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_ignores_agrees_with_git(tmp_path: Path) -> None:
+    """The ignore files read as git reads them: nested `.gitignore`, negation, a directory
+    pattern, `info/exclude`, `core.excludesFile`, and a work tree in a subdirectory."""
+    from mented_client.git_ignore import git_ignores
+
+    project = tmp_path / "repo"
+    (project / "sub" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    global_ignore = tmp_path / "global-ignore"
+    global_ignore.write_text("*.global\n")
+    with (project / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\texcludesFile = {global_ignore}\n")
+    (project / ".gitignore").write_text("*.json\n!keep.json\nbuild/\n/rooted\n")
+    (project / "sub" / ".gitignore").write_text("!sub.json\nlocal.*\n")
+    (project / ".git" / "info" / "exclude").write_text("*.excluded\n")
+    names = [
+        "a.json",
+        "keep.json",
+        "sub/sub.json",
+        "sub/deep/x.json",
+        "sub/local.txt",
+        "local.txt",
+        "build/out.txt",
+        "sub/build/out.txt",
+        "rooted",
+        "sub/rooted",
+        "x.excluded",
+        "sub/x.global",
+        "plain.txt",
+    ]
+    for name in names:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("")
+    done = subprocess.run(
+        ["git", "-C", str(project), "check-ignore", "--no-index", "--", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    by_git = set(done.stdout.split())
+    mine = {name for name in names if git_ignores(project / name)}
+    assert mine == by_git
+    assert git_ignores(tmp_path / "elsewhere" / "x.json") is None
+
+
 def test_codex_install_says_to_trust_the_hook(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
+from mented_client.git_ignore import git_ignores
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
@@ -344,7 +344,7 @@ def run_install(args: argparse.Namespace) -> int:
     outcome = "unchanged" if not changed else "updated" if before or moved else "installed"
     notes = [agent.install_note] if agent.install_note and changed else []
     if args.project:
-        notes.extend(_project_notes(agent, args.project, path))
+        notes.extend(_project_notes(agent, path))
     if args.json:
         print_json(
             {
@@ -383,7 +383,7 @@ def run_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
+def _project_notes(agent: Agent, path: Path) -> list[str]:
     """What to know about a project install: the file is committed, or git would commit it."""
     if agent.project_local_file is None:
         return [
@@ -393,27 +393,13 @@ def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
             f".git/info/exclude), or install for your user instead (`mentectl hooks install "
             f"{agent.name}`)."
         ]
-    if git_ignores(project, path) is False:
+    if git_ignores(path) is False:
         name = agent.project_local_file
         return [
             f"git does not ignore {name} in this repository: add it to .gitignore (or "
             ".git/info/exclude) so that this machine's paths are not committed."
         ]
     return []
-
-
-def git_ignores(project: Path, path: Path) -> bool | None:
-    """Whether git ignores `path` in `project`'s repository; None: no repository, or no git."""
-    try:
-        result = subprocess.run(  # noqa: S603 - a fixed git command line, paths as arguments
-            ["git", "-C", str(project), "check-ignore", "-q", "--", str(path)],  # noqa: S607
-            capture_output=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return {0: True, 1: False}.get(result.returncode)
 
 
 @dataclass(frozen=True)
