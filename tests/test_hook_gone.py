@@ -161,9 +161,41 @@ def test_an_older_plain_install_is_found_and_replaced(
         assert entries
         assert any(entry.command == plain for entry in entries)
         assert not command_argv(plain).guarded  # type: ignore[union-attr]
+        checks = doctor.check_hooks(
+            doctor.FireTarget(install / "no-daemon.sock", daemon_up=False, budget_ms=250)
+        )
+        older = [check for check in checks if "form of older installs" in check.detail]
+        assert older
+        assert all(check.state == "warn" for check in older)
+        assert all(
+            check.fix == f"`mentectl hooks install {agent_name}` rewrites it" for check in older
+        )
         assert main(["hooks", "install", agent_name]) == 0
         after = find_entries(path.read_text(), path, None, agent.layout)
         assert all(command_argv(entry.command).guarded for entry in after)  # type: ignore[union-attr]
         assert main(["hooks", "uninstall", agent_name]) == 0
         assert not path.exists()
     capsys.readouterr()
+
+
+def test_doctor_fires_the_users_own_install_with_another_python(
+    install: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hooks install --python X` in the user's own file is this installation's command
+    line (the user chose X): doctor fires it. The same entry in a project's file is not."""
+    installed_commands("claude-code", install)
+    capsys.readouterr()
+    target = doctor.FireTarget(install / "no-daemon.sock", daemon_up=False, budget_ms=5000)
+    fires = [check for check in doctor.check_hooks(target) if check.link == "fire claude-code"]
+    assert [check.state for check in fires] == ["warn"]
+    assert "the daemon is down" in fires[0].detail
+
+    project = install / "cloned"
+    (project / ".claude").mkdir(parents=True)
+    user_file = AGENTS["claude-code"].settings_path()
+    (project / ".claude" / "settings.json").write_text(user_file.read_text())
+    user_file.unlink()
+    os.chdir(project)
+    checks = doctor.check_hooks(target)
+    assert not [check for check in checks if check.link.startswith("fire ")]
+    assert any("so doctor does not run it" in check.detail for check in checks)

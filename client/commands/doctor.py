@@ -278,6 +278,27 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
     return expected, None
 
 
+def own_command(
+    agent: Agent, settings: str, hook: hooks.HookCheck, target: FireTarget
+) -> str | None:
+    """The command line `hooks install` writes here that `hook` holds; None: it holds another.
+
+    In any file, the default one; in the user's own settings file also the one written
+    with `--python` (the user chose that interpreter; a project's file did not).
+    """
+    socket = str(target.socket)
+    ours = hooks.hook_command(agent, None, socket, hook.event)
+    if hook.command == ours:
+        return ours
+    if Path(settings) != agent.settings_path() or not hook.interpreter:
+        return None
+    try:
+        chosen = hooks.hook_command(agent, hook.interpreter, socket, hook.event)
+    except CommandError:
+        return None
+    return chosen if hook.command == chosen else None
+
+
 def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Check:
     """An entry that runs mented's shim but not with this installation's command line."""
     why = "not the command line this installation's `hooks install` writes"
@@ -349,15 +370,15 @@ def check_hooks(target: FireTarget) -> list[Check]:
                 checks.append(
                     Check(link, "fail", f"{place.settings}: {hook.trust_problem}", hook.trust_fix)
                 )
-            elif expected and hook.command != expected.get((name, hook.event)):
+            elif expected and (ours := own_command(agent, place.settings, hook, target)) is None:
                 checks.append(not_this_installation(name, place.settings, hook))
             else:
                 trust = f" ({hook.trust})" if hook.trust else ""
                 checks.append(Check(link, "ok", f"installed in {place.settings}{trust}"))
                 # One sample fire per agent, with its tool event's command line: built
-                # here (`this_installation`), never read from the file.
+                # here (`own_command`), never read from the file.
                 if expected and (hook.event == agent.event_name or name not in commands):
-                    commands[name] = (agent, expected[name, hook.event], hook.timeout)
+                    commands[name] = (agent, ours or "", hook.timeout)
         checks.extend(
             Check(
                 f"hook {name}",
