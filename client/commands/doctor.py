@@ -279,21 +279,25 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
 
 
 def own_command(
-    agent: Agent, settings: str, hook: hooks.HookCheck, target: FireTarget
+    agent: Agent,
+    settings: str,
+    hook: hooks.HookCheck,
+    expected: dict[tuple[str, str], str],
+    socket: Path,
 ) -> str | None:
     """The command line `hooks install` writes here that `hook` holds; None: it holds another.
 
-    In any file, the default one; in the user's own settings file also the one written
-    with `--python` (the user chose that interpreter; a project's file did not).
+    In any file, the default one (`expected`, from `this_installation`); in the user's
+    own settings file also the one written with `--python` (the user chose that
+    interpreter; a project's file did not).
     """
-    socket = str(target.socket)
-    ours = hooks.hook_command(agent, None, socket, hook.event)
-    if hook.command == ours:
+    ours = expected.get((agent.name, hook.event))
+    if ours is not None and hook.command == ours:
         return ours
     if Path(settings) != agent.settings_path() or not hook.interpreter:
         return None
     try:
-        chosen = hooks.hook_command(agent, hook.interpreter, socket, hook.event)
+        chosen = hooks.hook_command(agent, hook.interpreter, str(socket), hook.event)
     except CommandError:
         return None
     return chosen if hook.command == chosen else None
@@ -357,6 +361,7 @@ def check_hooks(target: FireTarget) -> list[Check]:
         for place, hook in entries:
             link = f"hook {name} {hook.event}"
             installed = True
+            ours = own_command(agent, place.settings, hook, expected, target.socket)
             if hook.problems:
                 checks.append(
                     Check(
@@ -370,15 +375,15 @@ def check_hooks(target: FireTarget) -> list[Check]:
                 checks.append(
                     Check(link, "fail", f"{place.settings}: {hook.trust_problem}", hook.trust_fix)
                 )
-            elif expected and (ours := own_command(agent, place.settings, hook, target)) is None:
+            elif expected and ours is None:
                 checks.append(not_this_installation(name, place.settings, hook))
             else:
                 trust = f" ({hook.trust})" if hook.trust else ""
                 checks.append(Check(link, "ok", f"installed in {place.settings}{trust}"))
                 # One sample fire per agent, with its tool event's command line: built
                 # here (`own_command`), never read from the file.
-                if expected and (hook.event == agent.event_name or name not in commands):
-                    commands[name] = (agent, ours or "", hook.timeout)
+                if ours is not None and (hook.event == agent.event_name or name not in commands):
+                    commands[name] = (agent, ours, hook.timeout)
         checks.extend(
             Check(
                 f"hook {name}",
