@@ -1,8 +1,11 @@
 """`mentectl hooks ...`: install, uninstall, status, command.
 
-The installed hook runs the stdlib-only shim with the real interpreter::
+The installed hook runs the stdlib-only shim with the real interpreter, while both
+files exist (else it exits 0: a removed mented never blocks the agent)::
 
-    /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code /run/user/1000/mented/mented.sock
+    [ -f /abs/mented_client/shim.py ] && [ -x /abs/python3.11 ] &&
+    exec /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code /run/user/1000/mented.sock;
+    exit 0
 
 The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
 `-I -S` skip the environment, the user site and the `site` import. The settings
