@@ -4,8 +4,8 @@ The installed hook runs the stdlib-only shim with the real interpreter, while bo
 files exist (else it exits 0: a removed mented never blocks the agent)::
 
     [ -f /abs/mented_client/shim.py ] && [ -x /abs/python3.11 ] &&
-    exec /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code /run/user/1000/mented.sock;
-    exit 0
+    exec /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code \\
+    /run/user/1000/mented/mented.sock; exit 0
 
 The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
 `-I -S` skip the environment, the user site and the `site` import. The settings
