@@ -2,7 +2,13 @@
 
 The command line runs the stdlib-only shim with the real interpreter binary (see
 `real_interpreter`): a pyenv or asdf shim script costs ~150 ms per command
-before Python even starts.
+before Python even starts. It does so only while both files exist, and else exits
+0 (`guarded_command`): the agents take a failing hook as a refusal, and a removed
+mented must never block a command. `command_argv` reads both that form and the
+plain one of older installs.
+
+A project's settings file is the repository's: `read_project_settings` reads it
+without leaving the project, non-blocking, only a regular file, bounded.
 
 A settings file is the user's: it holds their other hooks, permissions and
 whatever else, in the order and layout they (or their agent) wrote. So we do
