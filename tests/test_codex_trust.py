@@ -16,6 +16,7 @@ import pytest
 
 from mented.agents import codex
 from mented.agents.pretooluse import InstalledEntry
+from mented.paths import socket_path
 from mented_client.cli import main
 from mented_client.commands import doctor
 from mented_client.hook_settings import command_argv
@@ -297,7 +298,8 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
     home: Path, codex_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mentectl(capsys, "hooks", "install", "codex")
-    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    # The socket the install wrote in: doctor fires only this installation's command line.
+    checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
     assert [check.state for check in trust] == ["fail", "fail"]
     for check in trust:
@@ -306,7 +308,7 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
         assert "`/hooks`" in check.fix
         assert "trust it" in check.fix
     (codex_home / "config.toml").write_text(codex.trust_config_toml(codex_home / "hooks.json"))
-    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
     assert [check.state for check in trust] == ["ok", "ok"]
     assert all("(trusted)" in check.detail for check in trust)
