@@ -2,7 +2,13 @@
 
 The command line runs the stdlib-only shim with the real interpreter binary (see
 `real_interpreter`): a pyenv or asdf shim script costs ~150 ms per command
-before Python even starts.
+before Python even starts. It does so only while both files exist, and else exits
+0 (`guarded_command`): the agents take a failing hook as a refusal, and a removed
+mented must never block a command. `command_argv` reads both that form and the
+plain one of older installs.
+
+A project's settings file is the repository's: `read_project_settings` reads it
+without leaving the project, non-blocking, only a regular file, bounded.
 
 A settings file is the user's: it holds their other hooks, permissions and
 whatever else, in the order and layout they (or their agent) wrote. So we do
@@ -50,10 +56,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
+from mented.untrusted import Refused, read_file, shown
 from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 # Claude Code's and Codex's layout: matcher groups, `command`, `timeout` in seconds.
 NESTED = SettingsLayout()
@@ -258,11 +265,7 @@ def _set_member(text: str, obj: _Node, key: str, value: Any) -> str:  # noqa: AN
 
 def is_native_executable(path: Path) -> bool:
     """Whether `path` is a binary the kernel runs directly (not a `#!` script)."""
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) in _BINARY_MAGIC
-    except OSError:
-        return False
+    return _file_start(path, 4) in _BINARY_MAGIC
 
 
 def real_interpreter(executable: str | None = None) -> Path:
@@ -291,6 +294,66 @@ def real_interpreter(executable: str | None = None) -> Path:
     )
 
 
+def guarded_command(argv: Sequence[str], *, notice: str | None = None) -> str:
+    """The installed command line: `argv` run only while its interpreter and shim exist.
+
+    `argv` is the shim's (`interpreter -I -S shim AGENT SOCKET`). The agents run the
+    line through a shell (Claude Code and Gemini CLI `bash -c`, Codex `$SHELL -lc`,
+    Copilot CLI its `bash` field), and most read a failed hook as a refusal (exit 2
+    blocks the command in Claude Code and Gemini CLI; Codex and Copilot CLI block on
+    any failure to start). So two builtin tests come first: while both files exist the
+    shell `exec`s the interpreter (no extra process, as before); once either is gone
+    (`pip uninstall`, a deleted venv, a moved clone) the line exits 0 having printed
+    nothing, or `notice` (an answer the agent shows the user) when one is given.
+    The syntax is POSIX sh that bash, zsh and fish also read.
+    """
+    interpreter, shim = argv[0], argv[3]
+    run = f"exec {shlex.join(argv)}"
+    tests = f"[ -f {shlex.quote(shim)} ] && [ -x {shlex.quote(interpreter)} ]"
+    fallback = "exit 0" if notice is None else f"printf '%s\\n' {shlex.quote(notice)}; exit 0"
+    return f"{tests} && {run}; {fallback}"
+
+
+# The shell operators a hook command line may hold, between the words that run.
+_OPERATORS = frozenset({";", "&&", "||", "|", "&"})
+
+
+@dataclass(frozen=True)
+class HookArgv:
+    """What an installed hook command line runs: its words, and whether it is guarded."""
+
+    argv: list[str]
+    guarded: bool  # `guarded_command`'s form: it exits 0 once the files are gone
+
+
+def command_argv(command: object) -> HookArgv | None:
+    """The program and arguments a hook command line runs (None: not a command line).
+
+    Both forms are read: `guarded_command`'s (the words after `exec`), and the plain
+    `interpreter -I -S shim ...` that older installs wrote (up to the first operator,
+    such as Copilot CLI's ` || true`).
+    """
+    if not isinstance(command, str):
+        return None
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    guarded = bool(tokens) and tokens[0] == "["
+    if guarded:
+        if "exec" not in tokens:
+            return None
+        tokens = tokens[tokens.index("exec") + 1 :]
+    words = []
+    for token in tokens:
+        if token in _OPERATORS:
+            break
+        words.append(token)
+    return HookArgv(words, guarded) if words else None
+
+
 def installed_shim() -> Path:
     """The shim file of the installed `mented_client` package."""
     spec = importlib.util.find_spec("mented_client.shim")
@@ -311,11 +374,10 @@ def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
     """
     if not isinstance(command, str) or "shim.py" not in command:
         return False
-    try:
-        argv = shlex.split(command)
-    except ValueError:
+    run = command_argv(command)
+    if run is None:
         return False
-    for arg in argv[:-1]:  # the shim's path is followed by the agent name
+    for arg in run.argv[:-1]:  # the shim's path is followed by the agent name
         path = Path(arg)
         if path.name != "shim.py":
             continue
@@ -323,13 +385,29 @@ def is_mented_command(command: object, shim_path: Path | None = None) -> bool:
             return True
         if path.parent.name == "mented_client":
             return True
-        try:
-            with path.open("rb") as handle:
-                if SHIM_MARKER in handle.read(256):
-                    return True
-        except OSError:
-            continue
+        if SHIM_MARKER in _file_start(path, 256):
+            return True
     return False
+
+
+def _file_start(path: Path, size: int) -> bytes:
+    """The first `size` bytes of a regular file; b"" for anything else.
+
+    The path comes from a settings file, maybe a project's: a named pipe there must
+    not hang the caller (O_NONBLOCK), nor a device be read (fstat).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -831,6 +909,46 @@ def read_settings(path: Path) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SettingsError(f"{path}: cannot read it: not UTF-8 text ({exc})") from exc
+
+
+def read_project_settings(path: Path, project: Path) -> str | None:
+    """A project's settings file (`path` inside `project`), read as mented reads what it
+    does not own (`mented.untrusted.read_file`); None when it does not exist.
+
+    A project comes with a `git clone`: its files are the repository's. A link that
+    leads out of the project (to `~/.ssh/...`, `/dev/zero`) is refused, not followed;
+    one that stays inside is the project's own layout (a shared config directory).
+    The file itself is opened without following a link, non-blocking, and only a
+    regular file of at most `MAX_SETTINGS_BYTES` is read.
+
+    Raises:
+        SettingsError: it leads out of the project, is not a regular file, is too
+            large, or cannot be read as UTF-8 text.
+    """
+    target = outside_link(path, project)
+    if target is not None:
+        raise SettingsError(
+            f"{shown(str(path))} leads outside the project, to {shown(str(target))}; it was "
+            "not read: mented reads a project's settings only inside the project"
+        )
+    try:
+        data = read_file(os.path.realpath(path), limit=MAX_SETTINGS_BYTES, shown_as=str(path))
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        raise SettingsError(str(exc)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{shown(str(path))}: cannot read it: not UTF-8 text ({exc})") from None
+
+
+def read_settings_at(path: Path, project: Path | None) -> str | None:
+    """`read_project_settings` for a file inside `project`, else `read_settings` (the
+    user's own file, which may be a link into a dotfiles checkout)."""
+    if project is not None and path.is_relative_to(project):
+        return read_project_settings(path, project)
+    return read_settings(path)
 
 
 def _file_kind(mode: int) -> str:

@@ -108,8 +108,15 @@ class Manager:
     ) -> subprocess.CompletedProcess[str]:
         """Run a manager command; record it; raise a CommandError with its output on failure."""
         try:
+            # cwd "/": mentectl may be typed in any directory (a cloned repository);
+            # the manager needs none, and keeps none busy.
             result = subprocess.run(  # noqa: S603 - argv built here, no shell
-                argv, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT_S, check=False
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=_COMMAND_TIMEOUT_S,
+                check=False,
+                cwd="/",
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CommandError(f"`{shlex.join(argv)}` failed: {exc}") from exc
@@ -362,6 +369,7 @@ def _systemd_reachable() -> bool:
         result = subprocess.run(
             ["systemctl", "--user", "show-environment"],  # noqa: S607 - found on PATH above
             capture_output=True,
+            cwd="/",
             timeout=5,
             check=False,
         )

@@ -152,6 +152,18 @@ def parse_config(text: str) -> tuple[dict[str, str], list[str]]:
     """
     aliases: dict[str, str] = {}
     includes: list[str] = []
+    for section, key, value in config_entries(text):
+        if section == "alias" and key:
+            aliases[key] = value
+        elif section == "include" and key == "path":
+            includes.append(value)
+    return aliases, includes
+
+
+def config_entries(text: str) -> list[tuple[str, str, str]]:
+    """Every `(section, name, value)` of a git config text, in order (`parse_config`'s syntax;
+    section and name in lower case, a subsection as `section.sub`)."""
+    entries: list[tuple[str, str, str]] = []
     section = ""
     lines = text.splitlines()
     i = 0
@@ -172,11 +184,8 @@ def parse_config(text: str) -> tuple[dict[str, str], list[str]]:
         value = "true"
         if equals:
             value, i = _value(raw, lines, i)
-        if section == "alias" and key:
-            aliases[key] = value
-        elif section == "include" and key == "path":
-            includes.append(value)
-    return aliases, includes
+        entries.append((section, key, value))
+    return entries
 
 
 def _value(raw: str, lines: list[str], i: int) -> tuple[str, int]:
@@ -255,6 +264,61 @@ def _global_files() -> list[Path]:
         files.append((Path(xdg) if xdg else home / ".config") / "git" / "config")
         files.append(home / ".gitconfig")
     return files
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Where a directory's repository is: its work tree, git directory and common directory."""
+
+    work_tree: Path
+    git_dir: Path
+    common_dir: Path  # a worktree's shared directory (`commondir`); else the git directory
+
+
+def find_repository(directory: str | Path) -> Repository | None:
+    """The repository `directory` is in, found upwards as git finds it; None: none.
+
+    Read from the files alone (`.git`, a `.git` file's `gitdir:`, `commondir`), without
+    running git: git in a directory mented does not own would run what its config names.
+    """
+    current = Path(directory)
+    for _ in range(MAX_PARENTS):
+        git_dir = _git_dir(current / ".git")
+        if git_dir is not None:
+            common = git_dir
+            commondir = _read(git_dir / "commondir")
+            if commondir and commondir.strip():
+                common = git_dir / commondir.strip()
+            return Repository(current, git_dir, common)
+        if current.parent == current:
+            return None
+        current = current.parent
+    return None
+
+
+def global_config_files() -> list[Path]:
+    """The system and global config files git reads, in its order (a later value wins)."""
+    return _global_files()
+
+
+def config_file_values(path: Path, name: str, depth: int = 0) -> list[str]:
+    """The values of `name` (`section.key`, lower case) in a config file and its includes."""
+    text = _read(path)
+    if text is None:
+        return []
+    section, _, key = name.rpartition(".")
+    values: list[str] = []
+    for entry_section, entry_key, value in config_entries(text):
+        if (entry_section, entry_key) == (section, key):
+            values.append(value)
+        elif (entry_section, entry_key) == ("include", "path") and depth < MAX_INCLUDE_DEPTH:
+            target = Path(value).expanduser()
+            values.extend(
+                config_file_values(
+                    target if target.is_absolute() else path.parent / target, name, depth + 1
+                )
+            )
+    return values
 
 
 def repository_files(directory: str) -> tuple[list[Path], list[Path]]:

@@ -9,7 +9,6 @@ was then run by `codex exec` (its SessionStart hook fired).
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,10 @@ import pytest
 
 from mented.agents import codex
 from mented.agents.pretooluse import InstalledEntry
+from mented.paths import socket_path
 from mented_client.cli import main
 from mented_client.commands import doctor
+from mented_client.hook_settings import command_argv
 
 SHIM_COMMAND = (
     "/usr/bin/python3.11 -I -S '/a b/mented_client/shim.py' codex /run/user/1000/mented/mented.sock"
@@ -297,7 +298,8 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
     home: Path, codex_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mentectl(capsys, "hooks", "install", "codex")
-    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    # The socket the install wrote in: doctor fires only this installation's command line.
+    checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
     assert [check.state for check in trust] == ["fail", "fail"]
     for check in trust:
@@ -306,7 +308,7 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
         assert "`/hooks`" in check.fix
         assert "trust it" in check.fix
     (codex_home / "config.toml").write_text(codex.trust_config_toml(codex_home / "hooks.json"))
-    checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
+    checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
     assert [check.state for check in trust] == ["ok", "ok"]
     assert all("(trusted)" in check.detail for check in trust)
@@ -320,4 +322,4 @@ def test_the_codex_entry_names_mented_in_its_status_message(
     for event in ("PreToolUse", "SessionStart"):
         (hook,) = doc["hooks"][event][0]["hooks"]
         assert hook["statusMessage"].startswith("mented:")
-        assert shlex.split(hook["command"])[-2] == "codex"
+        assert command_argv(hook["command"]).argv[-2] == "codex"

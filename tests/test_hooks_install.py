@@ -6,7 +6,6 @@ import difflib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from mented.paths import socket_path
 from mented_client.cli import build_parser, main
 from mented_client.commands import doctor
 from mented_client.hook_settings import (
+    command_argv,
     installed_shim,
     is_mented_command,
     is_native_executable,
@@ -124,7 +124,7 @@ def test_fresh_install_creates_the_file_and_its_directory(
     assert hook["type"] == "command"
     assert isinstance(hook["timeout"], int)
     assert hook["timeout"] >= 1
-    python, isolated, no_site, shim, agent, socket = shlex.split(hook["command"])
+    python, isolated, no_site, shim, agent, socket = command_argv(hook["command"]).argv
     assert Path(python).is_absolute()
     assert is_native_executable(Path(python))
     assert (isolated, no_site, agent) == ("-I", "-S", "claude-code")
@@ -408,13 +408,89 @@ def test_project_install_says_when_git_would_commit_the_local_file(
     assert "git does not ignore" not in out
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_project_install_runs_no_program_the_repository_config_names(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `.git/config` brought along (a tarball, a shared volume) chooses programs git
+    runs there: none of them runs, and the install still works and still advises."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    marker = tmp_path / "MARKER"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    script.chmod(0o755)
+    with (project / ".git" / "config").open("a") as config:
+        config.write(
+            f"[core]\n\tfsmonitor = {script}\n\thooksPath = {tmp_path}\n"
+            f"\tpager = {script}\n\tsshCommand = {script}\n"
+            f"[diff]\n\texternal = {script}\n[credential]\n\thelper = !{script}\n"
+            f'[filter "x"]\n\tclean = {script}\n\tsmudge = {script}\n\tprocess = {script}\n'
+        )
+    (project / ".gitattributes").write_text("* filter=x diff=x\n")
+    for hook in ("post-index-change", "pre-commit", "post-checkout"):
+        shutil.copy(script, tmp_path / hook)
+    status, out, _ = mentectl(capsys, "hooks", "install", "claude-code", "--project", str(project))
+    assert status == 0
+    assert our_hooks(project / ".claude" / "settings.local.json")
+    assert "git does not ignore .claude/settings.local.json" in out
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_ignores_agrees_with_git(tmp_path: Path) -> None:
+    """The ignore files read as git reads them: nested `.gitignore`, negation, a directory
+    pattern, `info/exclude`, `core.excludesFile`, and a work tree in a subdirectory."""
+    from mented_client.git_ignore import git_ignores
+
+    project = tmp_path / "repo"
+    (project / "sub" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    global_ignore = tmp_path / "global-ignore"
+    global_ignore.write_text("*.global\n")
+    with (project / ".git" / "config").open("a") as config:
+        config.write(f"[core]\n\texcludesFile = {global_ignore}\n")
+    (project / ".gitignore").write_text("*.json\n!keep.json\nbuild/\n/rooted\n")
+    (project / "sub" / ".gitignore").write_text("!sub.json\nlocal.*\n")
+    (project / ".git" / "info" / "exclude").write_text("*.excluded\n")
+    names = [
+        "a.json",
+        "keep.json",
+        "sub/sub.json",
+        "sub/deep/x.json",
+        "sub/local.txt",
+        "local.txt",
+        "build/out.txt",
+        "sub/build/out.txt",
+        "rooted",
+        "sub/rooted",
+        "x.excluded",
+        "sub/x.global",
+        "plain.txt",
+    ]
+    for name in names:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("")
+    done = subprocess.run(
+        ["git", "-C", str(project), "check-ignore", "--no-index", "--", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    by_git = set(done.stdout.split())
+    mine = {name for name in names if git_ignores(project / name)}
+    assert mine == by_git
+    assert git_ignores(tmp_path / "elsewhere" / "x.json") is None
+
+
 def test_codex_install_says_to_trust_the_hook(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, out, _ = mentectl(capsys, "hooks", "install", "codex")
     assert status == 0
     hook = one_command(our_hooks(home / ".codex" / "hooks.json"))
-    assert shlex.split(hook["command"])[-2] == "codex"
+    assert command_argv(hook["command"]).argv[-2] == "codex"
     assert "/hooks" in out
     assert "trust" in out
 
@@ -472,7 +548,7 @@ def test_the_socket_at_install_time_becomes_the_fallback_argument(
     monkeypatch.setenv("MENTED_SOCKET", "/run/custom/mented.sock")
     mentectl(capsys, "hooks", "install", "claude-code")
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/custom/mented.sock"]
+    assert command_argv(hook["command"]).argv[-2:] == ["claude-code", "/run/custom/mented.sock"]
 
 
 def test_the_socket_option_becomes_the_fallback_argument(
@@ -481,7 +557,7 @@ def test_the_socket_option_becomes_the_fallback_argument(
     monkeypatch.setenv("MENTED_SOCKET", "/run/from-env/mented.sock")  # --socket wins, as always
     mentectl(capsys, "--socket", "/run/explicit/mented.sock", "hooks", "install", "claude-code")
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-2:] == ["claude-code", "/run/explicit/mented.sock"]
+    assert command_argv(hook["command"]).argv[-2:] == ["claude-code", "/run/explicit/mented.sock"]
 
 
 def test_the_runtime_dir_at_install_time_is_written_in(
@@ -491,7 +567,7 @@ def test_the_runtime_dir_at_install_time_is_written_in(
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
     mentectl(capsys, "hooks", "install", "codex")
     hook = one_command(our_hooks(home / ".codex" / "hooks.json"))
-    assert shlex.split(hook["command"])[-1] == "/run/user/4242/mented/mented.sock"
+    assert command_argv(hook["command"]).argv[-1] == "/run/user/4242/mented/mented.sock"
 
 
 def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
@@ -507,7 +583,7 @@ def test_another_socket_updates_the_entry_and_uninstall_still_finds_it(
         "Updated the mented hook for Claude Code in ~/.claude/settings.json.",
     )
     hook = one_command(our_hooks(settings))
-    assert hook["command"].endswith(" claude-code /run/b/mented.sock")
+    assert hook["command"].endswith(" claude-code /run/b/mented.sock; exit 0")
     _, out, _ = mentectl(capsys, "hooks", "status", "--json")
     (claude,) = json.loads(out)["claude-code"]
     assert claude["hooks"][0]["socket"] == "/run/b/mented.sock"
@@ -524,7 +600,7 @@ def test_setup_installs_the_hook_with_the_socket_option(
         build_parser().parse_args(["--socket", "/run/setup/mented.sock", "setup", "claude-code"])
     )
     hook = one_command(our_hooks(home / ".claude" / "settings.json"))
-    assert shlex.split(hook["command"])[-1] == "/run/setup/mented.sock"
+    assert command_argv(hook["command"]).argv[-1] == "/run/setup/mented.sock"
 
 
 def test_hooks_command_prints_what_install_writes(
@@ -626,7 +702,8 @@ def test_an_older_install_without_the_session_start_entry_is_reported_and_comple
     (session_start,) = doc["hooks"]["SessionStart"]
     assert session_start["matcher"] == SESSION_START_MATCHER
     assert (
-        session_start["hooks"][0]["command"] == doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        command_argv(session_start["hooks"][0]["command"]).argv
+        == command_argv(doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]).argv
     )
     assert mentectl(capsys, "hooks", "status")[0] == 0
     # Again: idempotent.
@@ -664,13 +741,45 @@ def test_status_refuses_a_settings_path_that_leads_to_a_device(
     (tmp_path / ".claude" / "settings.json").symlink_to("/dev/zero")  # cwd is tmp_path
     status, out, err = mentectl(capsys, "hooks", "status")
     assert status == 1
-    assert (
-        ".claude/settings.json: not a regular file (a character device); a settings file "
-        "must be a JSON file: remove or replace it"
-    ) in out
+    # A project's file is not followed out of the project.
+    assert ".claude/settings.json leads outside the project, to /dev/zero; it was not read" in out
     assert "Traceback" not in out + err
     checks = doctor.check_hooks(doctor.FireTarget(home / "no.sock", daemon_up=False, budget_ms=250))
-    assert any("a character device" in check.detail and check.state == "fail" for check in checks)
+    assert any("to /dev/zero" in check.detail and check.state == "fail" for check in checks)
+
+
+def test_a_project_settings_file_that_is_a_pipe_is_refused_without_waiting(
+    home: Path, tmp_path: Path
+) -> None:
+    """A named pipe in a project (a clone can carry one) hangs no one: a process that
+    would wait for a writer is stopped by the test's timeout, and fails."""
+    (tmp_path / ".claude").mkdir()
+    os.mkfifo(tmp_path / ".claude" / "settings.json")  # cwd is tmp_path
+    # A hook entry whose shim and interpreter are named pipes too (in a settings file
+    # the project commits under another agent's name).
+    (tmp_path / "vendor").mkdir()
+    os.mkfifo(tmp_path / "vendor" / "shim.py")
+    os.mkfifo(tmp_path / "vendor" / "python")
+    command = f"{tmp_path}/vendor/python -I -S {tmp_path}/vendor/shim.py codex"
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "hooks.json").write_text(
+        json.dumps(
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": command}]}]}}
+        )
+    )
+    env = {**os.environ, "HOME": str(home)}
+    for verb in (["hooks", "status"], ["doctor"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "mented_client.cli", *verb],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ".claude/settings.json: a named pipe, not a regular file" in done.stdout, verb
+        assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(

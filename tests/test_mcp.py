@@ -784,6 +784,26 @@ def test_claude_install_runs_claude_mcp_add(
     assert len(calls.read_text().splitlines()) == 1  # nothing run the second time
 
 
+def test_claude_cli_runs_in_the_home_directory_not_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`claude` reads a project's `.claude/` and `.mcp.json` from its working directory:
+    a `mentectl setup` typed in a cloned repository does not run it there."""
+    bin_dir, home, project = tmp_path / "bin", tmp_path / "home", tmp_path / "cloned"
+    for directory in (bin_dir, home, project):
+        directory.mkdir()
+    where = tmp_path / "cwd.txt"
+    fake = bin_dir / "claude"
+    fake.write_text(f"#!/bin/sh\npwd >> {where}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.chdir(project)
+    mcp_command.install_mcp("claude-code")
+    assert where.read_text().splitlines() == [str(home)]
+
+
 def test_mentectl_mcp_status_says_how_to_register(short_tmp: Path) -> None:
     env = isolated_env(short_tmp) | {"PATH": "/usr/bin:/bin"}
     result = subprocess.run(

@@ -344,7 +344,7 @@ def test_copilot_install_writes_its_own_file_and_uninstall_removes_it(home: Path
     assert entry["type"] == "command"
     assert entry["matcher"] == "bash"
     assert entry["timeoutSec"] == 5
-    assert entry["bash"].endswith(" || true")  # a failing hook would deny the command
+    assert entry["bash"].endswith("; exit 0")  # a failing hook would deny the command
     assert list(doc["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact"]
     assert "matcher" not in doc["hooks"]["SessionStart"][0]  # every source
     assert mentectl("hooks", "uninstall", "copilot-cli") == 0

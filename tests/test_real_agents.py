@@ -33,6 +33,7 @@ from mented.protocol import (
     StoredReply,
     StoreRequest,
 )
+from mented_client.hook_settings import installed_shim
 from tests.conftest import DaemonProcess
 from tests.model_server import ModelServer, Script, Turn
 from tests.real_agents import (
@@ -184,6 +185,39 @@ def test_with_the_daemon_stopped_the_commit_runs_quietly(session: AgentSession) 
     assert not turns[1].result.is_error
     assert not mented_texts(turns[-1])
     assert not result.hook_errors()
+
+
+def test_with_the_shim_gone_the_commit_still_runs(session: AgentSession) -> None:
+    """`pip uninstall mented`, a deleted venv or a moved clone, without `mentectl
+    uninstall` first: the installed command line names a shim that is gone. The agent
+    must run the command as if there were no hook (before, exit 2 blocked it)."""
+    if session.agent.name not in ("claude-code", "codex"):
+        pytest.skip("checked with Claude Code and Codex")
+    add_rule(session.daemon, RULE)
+    settings = session.config_dir / MENTED_AGENTS[session.agent.name].settings_name
+    original, trust = settings.read_text(), session.codex_trust
+    moved = session.daemon.root / "moved-clone" / "mented_client" / "shim.py"
+    moved.parent.mkdir(parents=True)
+    shutil.copy(installed_shim(), moved)
+    settings.write_text(original.replace(str(installed_shim()), str(moved)))
+    if session.agent.name == "codex":
+        session._trust_codex_hooks()  # the entries changed: trusted again
+    moved.unlink()
+    try:
+        script = Script(commands=[commit(1)], probe=lambda: commit_count(session.repo))
+        with ModelServer(script) as server:
+            result = session.run(server, PROMPT)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert commit_count(session.repo) == 1
+        turns = server.turns
+        assert len(turns) == 2, "the commit was not run exactly once"
+        assert turns[1].result is not None
+        assert not turns[1].result.is_error
+        assert not mented_texts(turns[-1])
+        assert not result.hook_errors()
+    finally:
+        settings.write_text(original)
+        session.codex_trust = trust
 
 
 RULES = [

@@ -21,6 +21,7 @@ from mented_client.bench.corpus import HEREDOC_COMMIT, RULES_PER_REPLY, hook_eve
 from mented_client.bench.plans import Plan, Progress
 from mented_client.bench.processes import Daemon
 from mented_client.bench.timing import BenchError, Summary, summarize
+from mented_client.hook_settings import command_argv
 
 
 class HookCase(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,7 +155,12 @@ HOOK_CASES = (
 def bench_hook(plan: Plan, root: Path, daemon: Daemon, progress: Progress) -> HookSection:
     """Spawn the installed hook and the bare interpreter, interleaved, in shuffled order."""
     command_line = install_hook(root, daemon.socket)
-    hook_argv = shlex.split(command_line)
+    # The words the command line `exec`s (the agent's shell costs the same with or
+    # without mented; its two file tests, measured in docs/benchmarks.md, next to nothing).
+    run_words = command_argv(command_line)
+    if run_words is None:
+        raise BenchError(f"cannot read the installed hook command line {command_line!r}")
+    hook_argv = run_words.argv
     # The same binary the hook runs, so the difference is the shim and nothing else.
     bare_argv = [hook_argv[0], "-I", "-S", "-c", "pass"]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "PYTHON"))}

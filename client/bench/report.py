@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from mented_client.bench.corpus import LONG_PR_CREATE, RULES_PER_REPLY
 from mented_client.bench.runner import BenchResult
 from mented_client.bench.timing import Summary
+from mented_client.hook_settings import command_argv
 
 
 def _duration(micros: float) -> str:
@@ -399,7 +399,8 @@ def _session_cost_section(result: BenchResult) -> list[str]:
 
 def _portable_command_line(command_line: str) -> str:
     """The hook's command line with this machine's paths named by what they are."""
-    words = shlex.split(command_line)
+    run_words = command_argv(command_line)
+    words = run_words.argv if run_words is not None else []
     if len(words) < 4:
         return command_line
     named = ["<real python3>", *words[1:3], "<mented_client>/shim.py", *words[4:]]

@@ -7,6 +7,12 @@ exist; and a sample `git commit` event, fed to the installed hook command the
 way the agent runs it (a shell, the event JSON on stdin), comes back within the
 hook's time budget, silent on stderr, and reaches the daemon.
 
+Doctor runs no command line it reads from a file. A settings file (a project's
+`.claude/settings.json` comes with a `git clone`) may hold an entry that only looks
+like mented's; only the exact command line `hooks install` writes for this
+installation is test-fired, built here and compared with the file's. Any other
+entry is reported, not run (docs/security.md).
+
 Every failed link names the fix. `setup` installs what is missing (the
 service, or a detached daemon where there is no service manager; the hook),
 then runs doctor and shows how to add a first rule.
@@ -19,6 +25,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -256,10 +263,85 @@ class FireTarget:
     budget_ms: int
 
 
+def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check | None]:
+    """The command line `hooks install` writes for each agent and event, on this machine.
+
+    The only command lines doctor runs: one found in a settings file is not run unless
+    it is exactly one of these (a project's file is the repository's, and a command
+    that only looks like mented's would run whatever the repository chose).
+    """
+    expected = {}
+    try:
+        for name, agent in AGENTS.items():
+            for event in agent.hook_events:
+                expected[name, event] = hooks.hook_command(agent, None, str(socket), event)
+    except CommandError as exc:
+        return {}, Check(
+            "hooks",
+            "warn",
+            f"cannot tell the hook command of this installation, so none is test-fired: {exc}",
+        )
+    return expected, None
+
+
+def own_command(
+    agent: Agent,
+    settings: str,
+    hook: hooks.HookCheck,
+    expected: dict[tuple[str, str], str],
+    socket: Path,
+) -> str | None:
+    """The command line `hooks install` writes here that `hook` holds; None: it holds another.
+
+    In any file, the default one (`expected`, from `this_installation`); in the user's
+    own settings file also the one written with `--python` (the user chose that
+    interpreter; a project's file did not).
+    """
+    ours = expected.get((agent.name, hook.event))
+    if ours is not None and hook.command == ours:
+        return ours
+    if Path(settings) != agent.settings_path() or not hook.interpreter:
+        return None
+    try:
+        chosen = hooks.hook_command(agent, hook.interpreter, str(socket), hook.event)
+    except CommandError:
+        return None
+    return chosen if hook.command == chosen else None
+
+
+def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Check:
+    """An entry that runs mented's shim but not with this installation's command line."""
+    why = "not the command line this installation's `hooks install` writes"
+    if not hook.guarded:
+        why += (
+            " (it has the form of older installs, which exits 2, and the agent then blocks "
+            "the command, once mented is uninstalled or moved)"
+        )
+    runs = hook.command if len(hook.command) <= 200 else hook.command[:200] + "..."
+    user_file = Path(settings) == AGENTS[name].settings_path()
+    fix = (
+        f"`mentectl hooks install {name}` rewrites it"
+        if user_file
+        else f"if the entry is yours, `mentectl hooks install {name} --settings "
+        f"{shlex.quote(settings)}` rewrites it; one the project committed runs what the "
+        "project chose"
+    )
+    return Check(
+        f"hook {name} {hook.event}",
+        "warn",
+        f"{settings}: {why}, so doctor does not run it (runs: {runs})",
+        fix=fix,
+    )
+
+
 def check_hooks(target: FireTarget) -> list[Check]:
     checks: list[Check] = []
-    commands: dict[str, tuple[Agent, object]] = {}
+    commands: dict[str, tuple[Agent, str, object]] = {}
+    installed = False
     needs = hooks.status_needs(str(target.socket))
+    expected, unknown = this_installation(target.socket)
+    if unknown is not None:
+        checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
         places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
         entries = [(place, hook) for place in places for hook in place.hooks]
@@ -284,6 +366,8 @@ def check_hooks(target: FireTarget) -> list[Check]:
             )
         for place, hook in entries:
             link = f"hook {name} {hook.event}"
+            installed = True
+            ours = own_command(agent, place.settings, hook, expected, target.socket)
             if hook.problems:
                 checks.append(
                     Check(
@@ -297,10 +381,15 @@ def check_hooks(target: FireTarget) -> list[Check]:
                 checks.append(
                     Check(link, "fail", f"{place.settings}: {hook.trust_problem}", hook.trust_fix)
                 )
+            elif expected and ours is None:
+                checks.append(not_this_installation(name, place.settings, hook))
             else:
                 trust = f" ({hook.trust})" if hook.trust else ""
                 checks.append(Check(link, "ok", f"installed in {place.settings}{trust}"))
-                commands.setdefault(hook.command, (agent, hook.timeout))
+                # One sample fire per agent, with its tool event's command line: built
+                # here (`own_command`), never read from the file.
+                if ours is not None and (hook.event == agent.event_name or name not in commands):
+                    commands[name] = (agent, ours, hook.timeout)
         checks.extend(
             Check(
                 f"hook {name}",
@@ -323,7 +412,7 @@ def check_hooks(target: FireTarget) -> list[Check]:
         )
     # A filtered install has one handler per condition: the same verdict, said once.
     checks = list({(c.link, c.state, c.detail, c.fix): c for c in checks}.values())
-    if not commands and not any(check.state == "fail" for check in checks):
+    if not installed and not any(check.state == "fail" for check in checks):
         checks.append(
             Check(
                 "hooks",
@@ -332,7 +421,7 @@ def check_hooks(target: FireTarget) -> list[Check]:
                 fix="`mentectl setup claude-code` (or codex)",
             )
         )
-    for command, (agent, timeout) in commands.items():
+    for agent, command, timeout in commands.values():
         seconds = agent.layout.timeout_seconds(timeout) or hooks.DEFAULT_TIMEOUT_S
         checks.append(check_fire(agent, command, seconds, target))
     return checks
@@ -348,7 +437,11 @@ def sample_event(session: str, cwd: Path, agent: Agent | None = None) -> bytes:
 
 
 def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget) -> Check:
-    """Run the installed hook command as the agent would, on a sample commit event."""
+    """Run the installed hook command as the agent would, on a sample commit event.
+
+    `command` is this installation's own command line (`this_installation`), which the
+    settings file was found to hold: never a command line read from a file.
+    """
     link = f"fire {agent.name}"
     session = f"mented-doctor-{os.getpid()}-{time.time_ns()}"
     started = time.perf_counter()

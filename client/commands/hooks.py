@@ -1,8 +1,11 @@
 """`mentectl hooks ...`: install, uninstall, status, command.
 
-The installed hook runs the stdlib-only shim with the real interpreter::
+The installed hook runs the stdlib-only shim with the real interpreter, while both
+files exist (else it exits 0: a removed mented never blocks the agent)::
 
-    /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code /run/user/1000/mented/mented.sock
+    [ -f /abs/mented_client/shim.py ] && [ -x /abs/python3.11 ] &&
+    exec /abs/python3.11 -I -S /abs/mented_client/shim.py claude-code \\
+    /run/user/1000/mented/mented.sock; exit 0
 
 The interpreter is the actual binary, never a pyenv (or asdf, ...) shim script;
 `-I -S` skip the environment, the user site and the `site` import. The settings
@@ -20,12 +23,13 @@ tool or a path to an action, `mentectl reload` and `hooks install` again;
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
-import subprocess
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -42,17 +46,20 @@ from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
+from mented_client.git_ignore import git_ignores
 from mented_client.hook_settings import (
     MentedEntry,
     SettingsError,
     add_hook,
     backup_kept,
+    command_argv,
     find_entries,
+    guarded_command,
     installed_shim,
     is_native_executable,
     missing_events,
     outside_link,
-    read_settings,
+    read_settings_at,
     real_interpreter,
     remove_hooks,
     write_without_ours,
@@ -160,14 +167,22 @@ def project_directory(value: str) -> Path:
 # --------------------------------------------------------------- the command line
 
 
-def hook_command(agent: Agent, python: str | None = None, socket: str | None = None) -> str:
-    """The shell command line the agent runs for each shell command.
+def hook_command(
+    agent: Agent, python: str | None = None, socket: str | None = None, event: str = EVENT_NAME
+) -> str:
+    """The shell command line the agent runs for each shell command (and for `event`).
+
+    It runs the shim only while the interpreter and the shim exist, and else exits 0
+    (`guarded_command`): a removed installation must never block the agent's commands.
+    On `SessionStart`, an agent that shows a hook's `systemMessage` to the user is
+    told instead that mented's hook no longer runs (`gone_notice`).
 
     Args:
         agent: the agent that runs it.
         python: the interpreter (default: the real binary behind this one).
         socket: mentectl's `--socket`; with `$MENTED_SOCKET` and the default it
             gives the socket written in as the shim's fallback argument.
+        event: the event the entry is for.
     """
     try:
         interpreter = Path(python).absolute() if python else real_interpreter()
@@ -190,7 +205,40 @@ def hook_command(agent: Agent, python: str | None = None, socket: str | None = N
             "nothing was written. Choose a shorter path (`mentectl --socket PATH ...` or "
             "$MENTED_SOCKET), the same one the daemon uses (`mented --socket PATH`)."
         )
-    return shlex.join([str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)])
+    argv = [str(interpreter), "-I", "-S", str(shim), agent.name, str(fallback)]
+    notice = gone_notice(agent, shim) if event == SESSION_START and agent.user_notices else None
+    return guarded_command(argv, notice=notice)
+
+
+def gone_notice(agent: Agent, shim: Path) -> str:
+    """What a session start shows the user once the hook's shim or interpreter is gone."""
+    message = (
+        f"mented: the hook no longer runs, {shim} or its Python is gone (mented uninstalled, "
+        "its virtual environment deleted or its clone moved), so your rules are not handed "
+        f"over. Install mented again and run `mentectl setup {agent.name}`, or remove the "
+        f"hook entries that run shim.py from the {agent.title} settings."
+    )
+    return json.dumps({"systemMessage": message}, ensure_ascii=True)
+
+
+def with_session_command(
+    groups: dict[str, list[dict[str, Any]]], agent: Agent, command: str, session_command: str
+) -> dict[str, list[dict[str, Any]]]:
+    """`groups` (`Agent.hook_groups`) with `session_command` in the `SessionStart` entries."""
+    if session_command == command or SESSION_START not in groups:
+        return groups
+    key = agent.layout.command_key
+
+    def swap(entry: dict[str, Any]) -> dict[str, Any]:
+        return {**entry, key: session_command} if entry.get(key) == command else entry
+
+    session = [
+        {**group, "hooks": [swap(hook) for hook in group["hooks"]]}
+        if agent.layout.nested
+        else swap(group)
+        for group in groups[SESSION_START]
+    ]
+    return {**groups, SESSION_START: session}
 
 
 def settings_paths(agent: Agent, args: argparse.Namespace) -> list[Path]:
@@ -257,16 +305,23 @@ def run_install(args: argparse.Namespace) -> int:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
+    session_command = hook_command(agent, args.python, args.socket, SESSION_START)
     needs = needs_in_force(args.socket)
     prefilter = not getattr(args, "all_commands", False)
+    groups = with_session_command(
+        agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
+        agent,
+        command,
+        session_command,
+    )
     try:
-        previous = read_settings(path)
+        previous = read_settings_at(path, args.project)
         layout = agent.layout
         before = find_entries(previous, path, installed_shim(), layout) if previous else []
         text = add_hook(
             previous or "",
             path,
-            groups=agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
+            groups=groups,
             shim_path=installed_shim(),
             layout=layout,
         )
@@ -277,7 +332,12 @@ def run_install(args: argparse.Namespace) -> int:
             (place, removal)
             for place in older
             if (
-                removal := remove_from(place, agent, up_to=cleanup_root(agent, place, args.project))
+                removal := remove_from(
+                    place,
+                    agent,
+                    up_to=cleanup_root(agent, place, args.project),
+                    project=args.project,
+                )
             ).removed
         ]
     except SettingsError as exc:
@@ -290,7 +350,7 @@ def run_install(args: argparse.Namespace) -> int:
     if trusted:
         notes.append(f"{agent.title} already trusts these entries: nothing to do there.")
     if args.project:
-        notes.extend(_project_notes(agent, args.project, path))
+        notes.extend(_project_notes(agent, path))
     if args.json:
         print_json(
             {
@@ -344,7 +404,7 @@ def _all_trusted(agent: Agent, path: Path, text: str) -> bool:
     )
 
 
-def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
+def _project_notes(agent: Agent, path: Path) -> list[str]:
     """What to know about a project install: the file is committed, or git would commit it."""
     if agent.project_local_file is None:
         return [
@@ -354,27 +414,13 @@ def _project_notes(agent: Agent, project: Path, path: Path) -> list[str]:
             f".git/info/exclude), or install for your user instead (`mentectl hooks install "
             f"{agent.name}`)."
         ]
-    if git_ignores(project, path) is False:
+    if git_ignores(path) is False:
         name = agent.project_local_file
         return [
             f"git does not ignore {name} in this repository: add it to .gitignore (or "
             ".git/info/exclude) so that this machine's paths are not committed."
         ]
     return []
-
-
-def git_ignores(project: Path, path: Path) -> bool | None:
-    """Whether git ignores `path` in `project`'s repository; None: no repository, or no git."""
-    try:
-        result = subprocess.run(  # noqa: S603 - a fixed git command line, paths as arguments
-            ["git", "-C", str(project), "check-ignore", "-q", "--", str(path)],  # noqa: S607
-            capture_output=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return {0: True, 1: False}.get(result.returncode)
 
 
 @dataclass(frozen=True)
@@ -407,7 +453,9 @@ def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path 
     return None
 
 
-def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Removal:
+def remove_from(
+    path: Path, agent: Agent, *, up_to: Path | None = None, project: Path | None = None
+) -> Removal:
     """Take `agent`'s hook entries out of the settings file at `path`.
 
     A file left as an empty object (`{}`: the install created it, or it held
@@ -424,7 +472,7 @@ def remove_from(path: Path, agent: Agent, *, up_to: Path | None = None) -> Remov
             entries would change anything else.
         OSError: it cannot be written.
     """
-    previous = read_settings(path)
+    previous = read_settings_at(path, project)
     if not previous:
         return Removal()
     layout = agent.layout
@@ -480,7 +528,10 @@ def uninstall_hook(
     """
     try:
         return [
-            (path, remove_from(path, agent, up_to=cleanup_root(agent, path, project)))
+            (
+                path,
+                remove_from(path, agent, up_to=cleanup_root(agent, path, project), project=project),
+            )
             for path in places
         ]
     except SettingsError as exc:
@@ -534,6 +585,9 @@ class HookCheck:
     trust: str | None = None  # the agent's own verdict, where it has one (Codex)
     trust_problem: str | None = None  # why the agent will not run it
     trust_fix: str | None = None  # the step that makes it run
+    # The line exits 0 once the shim or interpreter is gone (`guarded_command`); older
+    # installs' did not (exit 2: the agent blocked every command).
+    guarded: bool = True
 
 
 @dataclass
@@ -595,10 +649,8 @@ def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck
 
 def check_entry(entry: MentedEntry) -> HookCheck:
     """Whether the interpreter and the shim an entry runs still exist."""
-    try:
-        argv = shlex.split(entry.command)
-    except ValueError:
-        argv = []
+    run = command_argv(entry.command)
+    argv = run.argv if run is not None else []
     interpreter = Path(argv[0]) if argv else None
     at = next((i for i, arg in enumerate(argv) if Path(arg).name == "shim.py"), None)
     shim = None if at is None else Path(argv[at])
@@ -618,6 +670,7 @@ def check_entry(entry: MentedEntry) -> HookCheck:
         shim=str(shim) if shim else None,
         socket=socket,
         problems=problems,
+        guarded=run is not None and run.guarded,
     )
 
 
@@ -643,13 +696,17 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
     calls none of them runs for (`gaps`).
     """
     user = agent.settings_path()
-    paths = [user, *agent.project_install_paths(Path.cwd())]
-    if extra:
-        paths.append(Path(extra).expanduser().absolute())
+    here = Path.cwd()
+    paths = [user, *agent.project_install_paths(here)]
+    extra_path = Path(extra).expanduser().absolute() if extra else None
+    if extra_path is not None:
+        paths.append(extra_path)
     places = []
     for path in dict.fromkeys(paths):  # unique, in order
         try:
-            text = read_settings(path)
+            # The user's file, and `extra` named on the command line, are theirs; the
+            # directory's own files are the project's (a cloned repository's).
+            text = read_settings_at(path, None if path in (user, extra_path) else here)
         except SettingsError as exc:
             places.append(SettingsPlace(settings=str(path), exists=True, error=str(exc)))
             continue

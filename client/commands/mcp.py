@@ -285,6 +285,10 @@ def _claude_cli(*args: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(  # noqa: S603 - argv list, no shell
             [claude, *args],
+            # In the home directory, not the one mentectl was started in: the
+            # registration is the user's (`--scope user`), and Claude Code reads a
+            # project's `.claude/` and `.mcp.json` from its working directory.
+            cwd=paths.home(),
             capture_output=True,
             text=True,
             timeout=CLAUDE_TIMEOUT_S,

@@ -32,7 +32,12 @@ from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
 from mented_client.files import display_path
-from mented_client.hook_settings import SettingsError, find_entries, read_settings
+from mented_client.hook_settings import (
+    SettingsError,
+    find_entries,
+    read_project_settings,
+    read_settings,
+)
 from mented_client.service_manager import detect
 from mented_client.suggest import did_you_mean
 
@@ -111,7 +116,7 @@ def project_hooks(agent: Agent, project: Path) -> list[Path]:
     found = []
     for path in agent.project_install_paths(project):
         try:
-            text = read_settings(path)
+            text = read_project_settings(path, project)
             if text and text.strip() and find_entries(text, path, None, agent.layout):
                 found.append(path)
         except SettingsError:

@@ -25,7 +25,9 @@ An entry is flat (no matcher groups): `{"type": "command", "bash": ...,
 A hook that *fails* denies the call (1.0.102: a command exiting 1 gives
 "Denied by preToolUse hook from <file> (hook errored)"); one that times out is
 let through. The shim always exits 0, but a shell that cannot start it (the
-interpreter was removed) exits 127: the installed command ends in `|| true`.
+interpreter was removed) exits 127: the installed command line exits 0 once the
+shim or its interpreter is gone (`mented_client.hook_settings.guarded_command`;
+installs before it ended in `|| true`).
 
 `/clear` ends the session (a new one gets a new id); `PreCompact` (fired when a
 compaction starts) empties the context of the session.
@@ -69,8 +71,6 @@ PRE_COMPACT = "PreCompact"
 SESSION_SOURCES = frozenset({"startup", "new", "resume"})
 RESUME = "resume"
 SHELL_TOOL_MATCHER = "bash"  # Copilot's own name for its shell tool (the payload says Bash)
-# A failing preToolUse hook denies the call: a shell that cannot start the shim must not fail.
-NEVER_FAIL = " || true"
 
 
 _encoder = msgspec.json.Encoder()
@@ -84,10 +84,6 @@ class CopilotAgent(EveryCallAgent):
         """Copilot's own `SessionStart` answer: the context at the top level."""
         return _encoder.encode({"additionalContext": text})
 
-    def hook_command(self, command: str) -> str:
-        """The installed command line: the shim's, made unable to fail."""
-        return command + NEVER_FAIL
-
     def hook_entry(
         self,
         command: str,
@@ -97,7 +93,9 @@ class CopilotAgent(EveryCallAgent):
     ) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "type": "command",
-            "bash": self.hook_command(command),
+            # A failing preToolUse hook denies the call: the command line exits 0 once
+            # the shim is gone (mented_client.hook_settings.guarded_command).
+            "bash": command,
             "timeoutSec": self.layout.timeout_value(timeout_s),
         }
         if event == EVENT_NAME:
