@@ -51,7 +51,7 @@ from mented.agents import ToolCall
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
-from mented.hooks import HookHandler, decode_event
+from mented.hooks import HookAnswer, HookHandler, decode_event
 from mented.listener import (
     ListenerError,
     bind_socket,
@@ -539,7 +539,9 @@ class Server:
                 self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
                 if len(reply) > _SMALL_REPLY:
                     reply = self._hold_reply(conn, reply)
-                if not await self._send_reply(conn, reply):
+                sent = await self._send_reply(conn, reply)
+                self._settle_hook(conn, sent=sent)
+                if not sent:
                     return
                 del reply  # not held while the connection waits for its next request
                 self.held.release(conn)
@@ -555,6 +557,7 @@ class Server:
             # decoder once did) ends the connections nursery and with it the daemon.
             log.exception("connection_failed")
         finally:
+            self._settle_hook(conn, sent=False)  # an answer whose send failed: read by nobody
             if conn.subscription is not None:  # also when its `subscribed` was never sent
                 self.events.unsubscribe(conn.subscription)
             self.held.release(conn)
@@ -693,13 +696,18 @@ class Server:
         request = decode_request(body)
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
-            # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
-            # after that is read by nobody, so the work stops there.
-            deadline = received + self.config.hook.budget_ms / 1000
-            answer = frame(await self._answer_hook(request, deadline))
+            # gives up at its deadline: an answer after that is read by nobody, so the
+            # work stops there, and what it would hand over counts only once it was
+            # sent in time (`_settle_hook`, after the send).
+            deadline = _hook_deadline(request.deadline, received, self.config.hook.budget_ms)
+            hook_answer = await self._answer_hook(request, deadline)
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
-            return answer
+            if time.monotonic() >= deadline:
+                hook_answer.dropped()
+                return frame(b"")
+            conn.hook_answer, conn.hook_deadline = hook_answer, deadline
+            return frame(hook_answer.out)
         if isinstance(request, SubscribeRequest):
             return encode(self._subscribe(request, conn))
         if isinstance(request, ErrorReply):
@@ -767,7 +775,18 @@ class Server:
             log.error("store_failed", error=self.store_failure)
             self.request_shutdown()
 
-    async def _answer_hook(self, request: HookRequest, deadline: float) -> bytes:
+    def _settle_hook(self, conn: _Connection, *, sent: bool) -> None:
+        """Count the hook answer just sent on `conn` as handed over, if it went out
+        before its caller's deadline; else withdraw it (nobody read it)."""
+        answer, conn.hook_answer = conn.hook_answer, None
+        if answer is None:
+            return
+        if sent and time.monotonic() < conn.hook_deadline:
+            answer.sent()
+        else:
+            answer.dropped()
+
+    async def _answer_hook(self, request: HookRequest, deadline: float) -> HookAnswer:
         """The hook's stdout bytes; a command slow to match is matched off the event loop.
 
         Most commands match in well under a millisecond, here. One that takes longer
@@ -782,14 +801,14 @@ class Server:
         if command and matcher.quick_actions_in(command, _QUICK_MATCH_S, aliases=aliases) is None:
             async with self._slow_matches:
                 if time.monotonic() >= deadline:
-                    return b""
+                    return HookAnswer()
                 # Cached by the matcher for the handler's lookup below.
                 await trio.to_thread.run_sync(
                     functools.partial(
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle_decoded(request.agent, call, deadline=deadline, aliases=aliases)
+        return self.hooks.answer_decoded(request.agent, call, deadline=deadline, aliases=aliases)
 
     async def _answer(self, request: Request) -> Reply:
         store = self.store
@@ -1312,13 +1331,31 @@ class _Connection:
     peer that goes away raises OSError, which `_serve_connection` handles.
     """
 
-    __slots__ = ("held", "pending", "sock", "subscription")
+    __slots__ = ("held", "hook_answer", "hook_deadline", "pending", "sock", "subscription")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
         self.pending = b""  # bytes received past the last frame (pipelined requests)
         self.held = 0  # bytes counted for it in `_HeldBytes`
         self.subscription: Subscription | None = None  # set by `subscribe`
+        # The hook answer being sent, and when its caller stops waiting (time.monotonic).
+        self.hook_answer: HookAnswer | None = None
+        self.hook_deadline = 0.0
+
+
+def _hook_deadline(caller_deadline: float | None, received: float, budget_ms: int) -> float:
+    """When a hook's caller stops waiting, as a `time.monotonic()` value.
+
+    The caller's own deadline (Unix seconds, sent in the request) says it even for a
+    request that waited unread in the socket while the event loop was held; never
+    later than `budget_ms` after the request was read (a client whose clock is off
+    cannot make the daemon work longer than a hook may). Without one (a client older
+    than the field), `budget_ms` from when the request was read.
+    """
+    latest = received + budget_ms / 1000
+    if caller_deadline is None:
+        return latest
+    return min(latest, time.monotonic() + (caller_deadline - time.time()))
 
 
 class _HeldBytes:
