@@ -7,7 +7,8 @@ below its hand-written mark:
 - `matcher`  the matcher per command, over the acceptance rows too (`matcher.py`);
 - `lookups`  facts recalled by topic, the recall index's build, a session start's
              pinned rules (`lookups.py`);
-- `travel`   export, import and sync, and the hook with project rules (`travel.py`).
+- `travel`   export, import and sync, and the hook with project rules (`travel.py`);
+- `startup`  a new daemon's first hook and the MCP server's first answers (`startup.py`).
 
 Each takes its own options: `python -m mented_client.bench travel --help`.
 """
@@ -18,12 +19,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mented_client.bench import lookups, matcher, travel
+from mented_client.bench import lookups, matcher, startup, travel
 
 PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "matcher": matcher.main,
     "lookups": lookups.main,
     "travel": travel.main,
+    "startup": startup.main,
 }
 
 
