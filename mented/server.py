@@ -539,6 +539,8 @@ class Server:
                 self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
                 if len(reply) > _SMALL_REPLY:
                     reply = self._hold_reply(conn, reply)
+                    if reply is _BUSY_SENDING_FRAME:  # a hook's answer replaced: not handed over
+                        self._settle_hook(conn, sent=False)
                 sent = await self._send_reply(conn, reply)
                 self._settle_hook(conn, sent=sent)
                 if not sent:
