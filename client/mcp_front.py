@@ -106,7 +106,8 @@ class Front:
         self._wire = wire
         self._stdin = stdin
         self._stdout = stdout
-        self._lock = threading.Lock()  # guards what follows and every write to stdout
+        self._lock = threading.Lock()  # guards what follows (taken before `_out_lock`)
+        self._out_lock = threading.Lock()  # one line at a time on stdout
         self._waiting: list[bytes] = []  # lines for the SDK, in order
         self._tools_asked: list[Any] = []  # ids of `tools/list` waiting for the table
         self._listing: str | None = None  # the tools/list answer, once the table is known
@@ -137,6 +138,18 @@ class Front:
         sdk_out, from_sdk = os.pipe()
         copier = threading.Thread(target=self._copy_from_sdk, args=(sdk_out,), daemon=True)
         copier.start()
+        # What waited goes to the SDK from another thread: more than a pipe holds
+        # would block until the SDK reads, and it reads once `serve` runs.
+        threading.Thread(target=self._pass_on, args=(to_sdk,), daemon=True).start()
+        try:
+            serve(sdk_in, from_sdk)
+        finally:
+            copier.join(timeout=5)
+
+    # ---------------------------------------------------------------- internals
+
+    def _pass_on(self, to_sdk: int) -> None:
+        """Replay `initialize` to the SDK, then what waited; from then on, every line."""
         with self._lock:
             if self._initialize is not None:
                 replayed = dict(self._initialize, id=REPLAYED_ID)
@@ -152,12 +165,6 @@ class Front:
             self._to_sdk = to_sdk
             if self._ended:
                 os.close(to_sdk)
-        try:
-            serve(sdk_in, from_sdk)
-        finally:
-            copier.join(timeout=5)
-
-    # ---------------------------------------------------------------- internals
 
     def _read(self) -> None:
         while line := self._stdin.readline(_MAX_LINE):
@@ -205,15 +212,16 @@ class Front:
         return False
 
     def _write(self, text: str) -> None:
-        self._stdout.write(text.encode() + b"\n")
-        self._stdout.flush()
+        with self._out_lock:
+            self._stdout.write(text.encode() + b"\n")
+            self._stdout.flush()
 
     def _copy_from_sdk(self, fd: int) -> None:
         with os.fdopen(fd, "rb") as lines:
             for line in lines:
                 if _answers_replay(line):
                     continue  # `initialize` was answered already, by us
-                with self._lock:
+                with self._out_lock:
                     self._stdout.write(line)
                     self._stdout.flush()
 

@@ -174,6 +174,7 @@ _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 # Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
 _QUICK_MATCH_S = 0.005
 _SLOW_MATCHES = 2  # worker threads matching slow commands at once
+_MAX_HOOK_WAIT_S = 10.0  # the longest a hook's caller says it waits (the shim's MAX_BUDGET_MS)
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
@@ -1349,15 +1350,15 @@ def _hook_deadline(caller_deadline: float | None, received: float, budget_ms: in
     """When a hook's caller stops waiting, as a `time.monotonic()` value.
 
     The caller's own deadline (Unix seconds, sent in the request) says it even for a
-    request that waited unread in the socket while the event loop was held; never
-    later than `budget_ms` after the request was read (a client whose clock is off
-    cannot make the daemon work longer than a hook may). Without one (a client older
-    than the field), `budget_ms` from when the request was read.
+    request that waited unread in the socket while the event loop was held; at most
+    `_MAX_HOOK_WAIT_S` from now (the shim's longest budget: a client whose clock is
+    off cannot make the daemon hold an answer longer). Without one (a client older
+    than the field), `budget_ms` (`[hook] budget_ms`) from when the request was read.
     """
-    latest = received + budget_ms / 1000
     if caller_deadline is None:
-        return latest
-    return min(latest, time.monotonic() + (caller_deadline - time.time()))
+        return received + budget_ms / 1000
+    left = min(caller_deadline - time.time(), _MAX_HOOK_WAIT_S)
+    return time.monotonic() + left
 
 
 class _HeldBytes:
