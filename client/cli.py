@@ -103,6 +103,26 @@ def _verb_of(words: Sequence[str]) -> str | None:
     return None
 
 
+# `mentectl mcp`'s options that take a value, and the top-level one.
+_MCP_VALUED = frozenset({"--socket", "--agent", "--project-dir", "--fallback-socket"})
+
+
+def _serves_mcp(words: Sequence[str]) -> bool:
+    """Whether `words` run the MCP server (`mentectl mcp [OPTIONS]`, no verb after it)."""
+    if _verb_of(words) != "mcp" or {"-h", "--help", "--version"} & set(words):
+        return False
+    after = list(words)[list(words).index("mcp") + 1 :]
+    skip_next = False
+    for word in after:
+        if skip_next:
+            skip_next = False
+        elif word in _MCP_VALUED:
+            skip_next = True
+        elif not word.startswith("-"):
+            return False  # `mcp install`, `mcp status`, ...
+    return True
+
+
 def _describe_verbs(parser: argparse.ArgumentParser) -> None:
     """Give every verb without a description its one-line help as one, for `VERB --help`."""
     for action in parser._actions:  # noqa: SLF001 - argparse keeps its verbs nowhere else
@@ -122,6 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = word.encode("utf-8", "surrogateescape")
             message = f"an argument is not valid UTF-8 text: {shown!r}"
             return _fail(message, status=2, code=INVALID_ARGUMENT, as_json=_wants_json(words))
+    if _serves_mcp(words):
+        # The agent waits for the MCP server's first answer: it comes before the
+        # imports below and the SDK's (seconds), from the front (see its module).
+        from mented_client import mcp_front  # noqa: PLC0415 - `mentectl mcp` alone
+
+        mcp_front.start()
     parser = build_parser(words)
     # argparse's own usage errors stay text on stderr: it exits here, before `--json` is known.
     args, extras = parser.parse_known_args(words)

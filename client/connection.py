@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import select
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -200,7 +201,14 @@ class Client:
             yield body
 
     def hook(self, agent: str, event: bytes) -> bytes:
-        """What the hook shim would print for `event` (raw stdout bytes)."""
+        """What the hook shim would print for `event` (raw stdout bytes).
+
+        Sends this client's deadline (now plus `timeout`): an answer the daemon could
+        only send later is dropped, not counted as handed over.
+        """
         import msgspec  # noqa: PLC0415 - only this call needs Raw
 
-        return self.roundtrip(encode(HookRequest(agent=agent, event=msgspec.Raw(event))))
+        request = HookRequest(
+            agent=agent, event=msgspec.Raw(event), deadline=time.time() + self.timeout
+        )
+        return self.roundtrip(encode(request))

@@ -13,7 +13,9 @@ bytes travel verbatim inside the request envelope and the daemon decodes them.
 Whatever goes wrong -- no daemon, a stale socket, a daemon that hangs, a garbled
 or oversized answer, oversized stdin, a bug in this file -- it prints nothing
 and exits 0, so the agent's command runs untouched. A hard deadline (default
-250 ms, `MENTED_HOOK_BUDGET_MS` overrides) bounds the whole run. It writes no
+250 ms, `MENTED_HOOK_BUDGET_MS` overrides) bounds the whole run, and travels in
+the request (as Unix seconds: the clock the daemon shares), so that an answer the
+daemon could only send too late is dropped, not counted as read. It writes no
 files and needs no home directory.
 
 The socket is found the way `mented.paths.socket_path` finds it:
@@ -141,6 +143,10 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
     start = time.monotonic()
     budget = budget_seconds(environ)
     deadline = start + budget
+    # The same deadline on the clock the daemon shares, sent with the request: a
+    # request that waits unread while the daemon is held up is then answered only
+    # if there is still time, and counted as handed over only if it was.
+    shared_deadline = repr(time.time() + budget).encode()
     _signal.signal(_signal.SIGALRM, _on_deadline)
     _signal.setitimer(_signal.ITIMER_REAL, budget)
     if len(argv) < 2:
@@ -154,8 +160,17 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
     if not event.startswith(b"{"):
         return b""
     # `mentectl doctor` and `setup` mark their test fires, which are not the user's.
-    test = b'","test":true' if environ.get(b"MENTED_TEST_FIRE") == b"1" else b'"'
-    body = b'{"type":"hook","agent":"' + agent + test + b',"event":' + event + b"}"
+    test = b',"test":true' if environ.get(b"MENTED_TEST_FIRE") == b"1" else b""
+    body = (
+        b'{"type":"hook","agent":"'
+        + agent
+        + b'","deadline":'
+        + shared_deadline
+        + test
+        + b',"event":'
+        + event
+        + b"}"
+    )
     reply = _exchange(socket_path(environ, fallback), len(body).to_bytes(4, "big") + body, deadline)
     # A hook reply is the agent's stdout; a typed daemon message (an error from an
     # older daemon, say) is never something to show the agent.

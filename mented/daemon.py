@@ -22,7 +22,7 @@ from pathlib import Path
 
 import trio
 
-from mented import __version__, paths, service
+from mented import __version__, parser_tables, paths, service
 from mented.log import configure_logging, log
 from mented.server import (
     DESCRIPTOR_RESERVE,
@@ -131,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
+    if parser_tables.BUILDS:  # at import, before logging was set up: said now
+        log.info("parser_tables_built", why=parser_tables.problem)
     # A fatal signal (SIGBUS when the data file is cut short under the open store,
     # SIGSEGV) then leaves a Python traceback on stderr, in the service's log,
     # instead of a silent exit.

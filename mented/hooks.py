@@ -43,6 +43,14 @@ The same event delivered twice within `[hook] dedupe_seconds` (a hook
 registered both in settings and in a plugin) is answered once. Events are
 remembered by a 16-byte digest, not by their command (up to the shim's 1 MiB).
 
+An answer counts only once it reached the caller in time. The daemon asks for a
+`HookAnswer` (`answer_decoded`): what it hands over is written to the session
+memory at once (a stop is said only once recorded), and withdrawn when the
+answer could not be sent before the caller's deadline (a stall, a shim that
+gave up): the session gets the full text next time. What else the answer
+changes (the stop its retry follows, the de-duplication, the once-per-session
+notice, the fire log) happens only once it was sent.
+
 Every command that names an action is recorded in a bounded in-memory log
 (`mentectl log`), with how its rules were delivered and why; every field that
 comes from the event is cut to a bound there.
@@ -53,6 +61,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict, deque
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -110,10 +119,44 @@ WHY_PINNED_HANDED = "this session already has its pinned rules"
 WHY_CHECK_FAILED = "a check of its rules failed"
 WHY_CHECK_TOLD = "a check of its rules failed ([checks] mode is `tell`)"
 WHY_CHECK_LET_THROUGH = "a check failed again after [checks] max_stops stops: let through"
+WHY_LATE = "answered after the hook gave up: nothing reached the model (handed over next time)"
 WHY_NOT_ANALYZED = (
     "not analyzed: {length} characters (without heredoc bodies), over the cap of {cap}: "
     "no action could be named"
 )
+
+
+@dataclass(eq=False, slots=True)
+class HookAnswer:
+    """A hook's stdout bytes, and what they change once they reached the caller in time.
+
+    The caller sends `out`, then calls `sent()` when it was written before the
+    caller's deadline, else `dropped()`: once, one or the other.
+    """
+
+    out: bytes = b""
+    _on_sent: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+    _on_dropped: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+
+    def when_sent(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the answer reached its caller in time."""
+        self._on_sent.append(callback)
+
+    def when_dropped(self, callback: Callable[[], None]) -> None:
+        """Call `callback` if nobody read the answer (it undoes what was written for it)."""
+        self._on_dropped.append(callback)
+
+    def sent(self) -> None:
+        """The answer reached its caller in time: what it handed over counts."""
+        callbacks, self._on_sent, self._on_dropped = self._on_sent, [], []
+        for callback in callbacks:
+            callback()
+
+    def dropped(self) -> None:
+        """Nobody read the answer: withdraw what it handed over."""
+        callbacks, self._on_sent, self._on_dropped = self._on_dropped, [], []
+        for callback in callbacks:
+            callback()
 
 
 class HookHandler:
@@ -199,12 +242,32 @@ class HookHandler:
         call's `git_aliases_for`, when the caller looked them up already (a few `stat`s
         not made twice). `test`: a test fire (`mentectl doctor`, `setup`): answered and
         logged as any other, marked, and not the user's activity (not the last fire,
-        not in the characters per session, not sent to subscribers). Never raises."""
+        not in the characters per session, not sent to subscribers). Counts the answer
+        as sent (`answer_decoded` lets the caller say). Never raises."""
+        answer = self.answer_decoded(agent, call, deadline=deadline, aliases=aliases, test=test)
+        answer.sent()
+        return answer.out
+
+    def answer_decoded(
+        self,
+        agent: str,
+        call: HookEvent | None,
+        *,
+        deadline: float | None = None,
+        aliases: Aliases | None = None,
+        test: bool = False,
+    ) -> HookAnswer:
+        """`handle_decoded`, for a caller that sends the answer itself: it then calls the
+        answer's `sent()` or `dropped()` (whether it went out before the deadline).
+        Never raises."""
+        answer = HookAnswer()
         try:
-            return self._handle(agent, call, deadline, aliases, test=test)
+            answer.out = self._handle(agent, call, deadline, aliases, answer, test=test)
         except Exception as exc:  # noqa: BLE001 - the hook's contract: failure is silence
             self._log_failure_once(exc, agent=agent)
-            return b""
+            answer.dropped()  # withdraw what it wrote before failing
+            return HookAnswer()
+        return answer
 
     def recent_fires(self, n: int) -> list[FireRecord]:
         """The last `n` fires, newest first."""
@@ -233,12 +296,13 @@ class HookHandler:
             self._failures_logged.add(kind)
             log.warning("hook_failed", error=repr(exc), exc_info=True, **fields)
 
-    def _handle(
+    def _handle(  # noqa: PLR0913 - the request, its answer and whether it is a test fire
         self,
         agent: str,
         call: HookEvent | None,
         deadline: float | None,
         aliases: Aliases | None,
+        answer: HookAnswer,
         *,
         test: bool,
     ) -> bytes:
@@ -247,7 +311,7 @@ class HookHandler:
         if adapter is None or call is None or _past(deadline):
             return b""
         if isinstance(call, SessionStarted):
-            return self._session_started(adapter, call, started, test=test)
+            return self._session_started(adapter, call, started, answer, test=test)
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
@@ -270,16 +334,16 @@ class HookHandler:
         ]
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
         if verdict is not None and verdict.answer is not None:
-            out, fire = self._deliver_failed_checks(adapter, call, visible, verdict)
+            out, fire = self._deliver_failed_checks(adapter, call, visible, verdict, answer)
         else:
-            out, fire = self._deliver(adapter, call, visible)
-        out = self._with_untrusted_notice(adapter, call, out)
+            out, fire = self._deliver(adapter, call, visible, answer)
+        out = self._with_untrusted_notice(adapter, call, out, answer)
         if out:
-            self._remember(event_key, now)
+            answer.when_sent(lambda: self._remember(event_key, now))
         fire.actions = list(actions)
         fire.latency_us = (time.perf_counter() - started) * 1e6
         key = SessionKey(adapter.name, call.session) if call.session else None
-        self._record(fire, key, test=test)
+        self._record_when_settled(fire, answer, key, test=test)
         return out
 
     def _record_not_analyzed(
@@ -306,7 +370,9 @@ class HookHandler:
             test=test,
         )
 
-    def _with_untrusted_notice(self, adapter: Agent, call: ToolCall, out: bytes) -> bytes:
+    def _with_untrusted_notice(
+        self, adapter: Agent, call: ToolCall, out: bytes, answer: HookAnswer
+    ) -> bytes:
         """`out`, with a notice to the user (once per session) when the command runs in a
         project whose committed rules are not trusted yet: they are never handed over."""
         if not isinstance(self._store, RuleLookup) or not call.session:
@@ -323,13 +389,22 @@ class HookHandler:
         noticed = adapter.with_notice(out, notice)
         if noticed is None:
             return out
+        answer.when_sent(lambda: self._note_noticed(key))
+        return noticed
+
+    def _note_noticed(self, key: bytes) -> None:
         self._noticed[key] = None
         while len(self._noticed) > MAX_SESSIONS_COUNTED:
             self._noticed.popitem(last=False)
-        return noticed
 
     def _session_started(
-        self, adapter: Agent, start: SessionStarted, started: float, *, test: bool
+        self,
+        adapter: Agent,
+        start: SessionStarted,
+        started: float,
+        answer: HookAnswer,
+        *,
+        test: bool,
     ) -> bytes:
         """The pinned rules for a session start (forgetting the session when emptied)."""
         key = SessionKey(adapter.name, start.session) if start.session else None
@@ -355,12 +430,12 @@ class HookHandler:
             fire.why = WHY_PINNED_HANDED
         elif rendered.text:
             if key is not None:
-                self._hand_over(key, rendered.shown_ids)
+                self._hand_over(key, rendered.shown_ids, answer, before=handed)
             fire.mode, fire.delivery, fire.why = "context", "full", f"session {start.source}"
             fire.full_ids, fire.chars = rendered.shown_ids, len(rendered.text)
             out = adapter.render_session_context(rendered.text)
         fire.latency_us = (time.perf_counter() - started) * 1e6
-        self._record(fire, key, test=test)
+        self._record_when_settled(fire, answer, key, test=test)
         return out
 
     def _actions_of(
@@ -374,7 +449,11 @@ class HookHandler:
         return self._edits.actions_for(call.edited, call.cwd)
 
     def _deliver(
-        self, adapter: Agent, call: ToolCall, visible: list[tuple[str, list[Memory]]]
+        self,
+        adapter: Agent,
+        call: ToolCall,
+        visible: list[tuple[str, list[Memory]]],
+        answer: HookAnswer,
     ) -> tuple[bytes, FireRecord]:
         """The answer for a command with these visible rules, and its log record."""
         fire = FireRecord(
@@ -450,7 +529,11 @@ class HookHandler:
             fire.why = WHY_TOO_LONG
             return b"", fire
         handed_now = [rule.id for section in new for rule in section.rules]
-        if key is not None and unremembered is None and not self._hand_over(key, handed_now):
+        if (
+            key is not None
+            and unremembered is None
+            and not self._hand_over(key, handed_now, answer, before=handed)
+        ):
             unremembered = WHY_NO_MEMORY
             if stop:  # unrecorded, the stop could come again: say it as context instead
                 stop = False
@@ -469,7 +552,8 @@ class HookHandler:
             fire.why = WHY_CHANGED if earlier else WHY_NEW
         if stop:
             assert key is not None  # a stop needs the session memory
-            self._remember_stop(key, call)
+            stopped = _call_digest(call)
+            answer.when_sent(lambda: self._remember_stop(key, stopped))
             return adapter.render_deny(rendered.text), fire
         return adapter.render_context(rendered.text), fire
 
@@ -479,10 +563,11 @@ class HookHandler:
         call: ToolCall,
         visible: list[tuple[str, list[Memory]]],
         verdict: Verdict,
+        answer: HookAnswer,
     ) -> tuple[bytes, FireRecord]:
         """The answer for a command that fails its rules' checks (`mented.prechecks`):
         the failures, then the rules the session was not handed yet, in full."""
-        _, fire = self._deliver(adapter, call, [])  # the log record, nothing delivered
+        _, fire = self._deliver(adapter, call, [], answer)  # the log record, nothing delivered
         fire.rule_ids = [rule.id for _, rules in visible for rule in rules]
         stop = verdict.answer == "stop"
         text = render_failures(verdict, self._config.checks.max_stops)
@@ -500,24 +585,22 @@ class HookHandler:
                 text = f"{text}\n\n{rendered.text}"
                 fire.full_ids = rendered.shown_ids
                 if key is not None and unremembered is None:
-                    self._hand_over(key, rendered.shown_ids)
+                    self._hand_over(key, rendered.shown_ids, answer, before=handed)
         if not stop and not adapter.takes_context(call):
             fire.why = WHY_NO_CONTEXT.format(agent=adapter.title)
             return b"", fire
         fire.mode = "stop" if stop else "context"
         fire.delivery = "full"
-        fire.chars = len(text)
+        fire.chars = len(text)  # counted for the session once the answer is sent (`_record`)
         fire.why = {
             "stop": WHY_CHECK_FAILED,
             "tell": WHY_CHECK_TOLD,
             "let-through": WHY_CHECK_LET_THROUGH,
         }[verdict.answer or "tell"]
-        if key is not None:
-            self._count_chars(key, len(text))
         return (adapter.render_deny(text) if stop else adapter.render_context(text)), fire
 
-    def _remember_stop(self, key: SessionKey, call: ToolCall) -> None:
-        self._stopped[key.digest] = _call_digest(call)
+    def _remember_stop(self, key: SessionKey, call_digest: bytes) -> None:
+        self._stopped[key.digest] = call_digest
         self._stopped.move_to_end(key.digest)
         while len(self._stopped) > MAX_STOPPED:
             self._stopped.popitem(last=False)
@@ -547,8 +630,14 @@ class HookHandler:
             self._memory_failed(exc, agent=key.agent)
             return set(), WHY_NO_MEMORY
 
-    def _hand_over(self, key: SessionKey, rule_ids: list[str]) -> bool:
-        """Record that `rule_ids` went to the model in this session; whether that worked."""
+    def _hand_over(
+        self, key: SessionKey, rule_ids: list[str], answer: HookAnswer, *, before: set[str]
+    ) -> bool:
+        """Record that `rule_ids` go to the model in this session; whether that worked.
+
+        Recorded now, so that a stop is said only once remembered; withdrawn if the
+        answer is dropped (`before`: what the session had, which stays).
+        """
         if self._sessions is None:
             return False
         try:
@@ -556,6 +645,9 @@ class HookHandler:
         except SessionMemoryError as exc:
             self._memory_failed(exc, agent=key.agent)
             return False
+        added = [rule_id for rule_id in rule_ids if rule_id not in before]
+        if added:
+            answer.when_dropped(lambda: self._withdraw(key, added))
         if self._problems is not None:
             self._problems.clear(SESSION_MEMORY)
         return True
@@ -565,6 +657,15 @@ class HookHandler:
         self._log_failure_once(exc, agent=agent)
         if self._problems is not None:
             self._problems.note(SESSION_MEMORY, *session_memory_unavailable(str(exc), reopens=True))
+
+    def _withdraw(self, key: SessionKey, rule_ids: list[str]) -> None:
+        """The answer handing `rule_ids` over was read by nobody: hand them over next time."""
+        if self._sessions is None:
+            return
+        try:
+            self._sessions.withdraw(key, rule_ids)
+        except SessionMemoryError as exc:
+            self._memory_failed(exc, agent=key.agent)
 
     def _touch(self, key: SessionKey) -> None:
         if self._sessions is None:
@@ -593,6 +694,13 @@ class HookHandler:
         while len(self._chars) > MAX_SESSIONS_COUNTED:
             _, dropped = self._chars.popitem(last=False)
             self._chars_total -= dropped
+
+    def _record_when_settled(
+        self, fire: FireRecord, answer: HookAnswer, key: SessionKey | None, *, test: bool
+    ) -> None:
+        """Log `fire` once the answer is sent; logged as handing nothing if it is dropped."""
+        answer.when_sent(lambda: self._record(fire, key, test=test))
+        answer.when_dropped(lambda: self._record(_dropped(fire), test=test))
 
     def _record(
         self, fire: FireRecord, key: SessionKey | None = None, *, test: bool = False
@@ -639,6 +747,13 @@ def decode_event(agent: str, event: bytes) -> HookEvent | None:
     """
     adapter = AGENTS.get(agent)
     return adapter.decode(event) if adapter is not None else None
+
+
+def _dropped(fire: FireRecord) -> FireRecord:
+    """What `fire` became when its answer was read by nobody: nothing handed over."""
+    return msgspec.structs.replace(
+        fire, mode="none", delivery="none", why=WHY_LATE, chars=0, full_ids=[]
+    )
 
 
 def _cut(text: str | None, limit: int) -> str | None:

@@ -67,12 +67,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-import bashlex
 import msgspec
 
-from mented import git_aliases
+from mented import git_aliases, parser_tables
 from mented.actions import ANY_WORD, ActionTable, ProgramSpec, Shape, WrapperSpec
 from mented.git_aliases import NO_ALIASES, Aliases
+
+parser_tables.install()  # before bashlex builds its parser: it reads the tables instead
+import bashlex  # noqa: E402 - after install(), see above
 
 # Longer commands are not analyzed at all: no action, a note saying why. A command
 # up to `MAX_HEREDOC_SCAN_CHARS` is first read once for its heredocs, whose bodies

@@ -149,6 +149,11 @@ class HookRequest(_Request, tag="hook", kw_only=True):
     # as any other, logged as a test, and never counted as the user's activity.
     test: bool = False
     event: msgspec.Raw = msgspec.Raw(b"null")
+    # When the caller stops waiting, in Unix seconds (the clock every process on the
+    # machine shares): an answer the daemon cannot send before then is dropped, and
+    # counts as handed over to nobody. None (a client older than this field): the
+    # daemon counts `[hook] budget_ms` from when it read the request.
+    deadline: float | None = None
 
 
 class LogRequest(_Request, tag="log", kw_only=True):

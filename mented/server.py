@@ -54,7 +54,7 @@ from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
-from mented.hooks import HookHandler, decode_event
+from mented.hooks import HookAnswer, HookHandler, decode_event
 from mented.listener import (
     ListenerError,
     bind_socket,
@@ -194,6 +194,7 @@ _PROJECT_READ_S = 5.0
 # Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
 _QUICK_MATCH_S = 0.005
 _SLOW_MATCHES = 2  # worker threads matching slow commands at once
+_MAX_HOOK_WAIT_S = 10.0  # the longest a hook's caller says it waits (the shim's MAX_BUDGET_MS)
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
@@ -583,7 +584,11 @@ class Server:
                     self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
                 if len(reply) > _SMALL_REPLY:
                     reply = self._hold_reply(conn, reply)
-                if not await self._send_reply(conn, reply):
+                    if reply is _BUSY_SENDING_FRAME:  # a hook's answer replaced: not handed over
+                        self._settle_hook(conn, sent=False)
+                sent = await self._send_reply(conn, reply)
+                self._settle_hook(conn, sent=sent)
+                if not sent:
                     return
                 del reply  # not held while the connection waits for its next request
                 self.held.release(conn)
@@ -599,6 +604,7 @@ class Server:
             # decoder once did) ends the connections nursery and with it the daemon.
             log.exception("connection_failed")
         finally:
+            self._settle_hook(conn, sent=False)  # an answer whose send failed: read by nobody
             if conn.subscription is not None:  # also when its `subscribed` was never sent
                 self.events.unsubscribe(conn.subscription)
             self.held.release(conn)
@@ -738,13 +744,18 @@ class Server:
         conn.untimed = isinstance(request, _UNTIMED)
         if isinstance(request, HookRequest):
             # The hook's reply is raw stdout bytes; HookHandler never raises. Its shim
-            # gives up at its budget (`[hook] budget_ms`, as set for the shim): an answer
-            # after that is read by nobody, so the work stops there.
-            deadline = received + self.config.hook.budget_ms / 1000
-            answer = frame(await self._answer_hook(request, deadline))
+            # gives up at its deadline: an answer after that is read by nobody, so the
+            # work stops there, and what it would hand over counts only once it was
+            # sent in time (`_settle_hook`, after the send).
+            deadline = _hook_deadline(request.deadline, received, self.config.hook.budget_ms)
+            hook_answer = await self._answer_hook(request, deadline)
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
-            return answer
+            if time.monotonic() >= deadline:
+                hook_answer.dropped()
+                return frame(b"")
+            conn.hook_answer, conn.hook_deadline = hook_answer, deadline
+            return frame(hook_answer.out)
         if isinstance(request, SubscribeRequest):
             return encode(self._subscribe(request, conn))
         if isinstance(request, ErrorReply):
@@ -833,7 +844,18 @@ class Server:
             log.error("store_failed", error=self.store_failure)
             self.request_shutdown()
 
-    async def _answer_hook(self, request: HookRequest, deadline: float) -> bytes:
+    def _settle_hook(self, conn: _Connection, *, sent: bool) -> None:
+        """Count the hook answer just sent on `conn` as handed over, if it went out
+        before its caller's deadline; else withdraw it (nobody read it)."""
+        answer, conn.hook_answer = conn.hook_answer, None
+        if answer is None:
+            return
+        if sent and time.monotonic() < conn.hook_deadline:
+            answer.sent()
+        else:
+            answer.dropped()
+
+    async def _answer_hook(self, request: HookRequest, deadline: float) -> HookAnswer:
         """The hook's stdout bytes; a command slow to match is matched off the event loop.
 
         Most commands match in well under a millisecond, here. One that takes longer
@@ -850,14 +872,14 @@ class Server:
         if command and matcher.quick_actions_in(command, _QUICK_MATCH_S, aliases=aliases) is None:
             async with self._slow_matches:
                 if time.monotonic() >= deadline:
-                    return b""
+                    return HookAnswer()
                 # Cached by the matcher for the handler's lookup below.
                 await trio.to_thread.run_sync(
                     functools.partial(
                         matcher.actions_in, command, deadline=deadline, aliases=aliases
                     )
                 )
-        return self.hooks.handle_decoded(
+        return self.hooks.answer_decoded(
             request.agent, call, deadline=deadline, aliases=aliases, test=request.test
         )
 
@@ -1445,7 +1467,15 @@ class _Connection:
     peer that goes away raises OSError, which `_serve_connection` handles.
     """
 
-    __slots__ = ("held", "pending", "sock", "subscription", "untimed")
+    __slots__ = (
+        "held",
+        "hook_answer",
+        "hook_deadline",
+        "pending",
+        "sock",
+        "subscription",
+        "untimed",
+    )
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
@@ -1453,6 +1483,24 @@ class _Connection:
         self.held = 0  # bytes counted for it in `_HeldBytes`
         self.subscription: Subscription | None = None  # set by `subscribe`
         self.untimed = False  # the request being answered is long by design (`_UNTIMED`)
+        # The hook answer being sent, and when its caller stops waiting (time.monotonic).
+        self.hook_answer: HookAnswer | None = None
+        self.hook_deadline = 0.0
+
+
+def _hook_deadline(caller_deadline: float | None, received: float, budget_ms: int) -> float:
+    """When a hook's caller stops waiting, as a `time.monotonic()` value.
+
+    The caller's own deadline (Unix seconds, sent in the request) says it even for a
+    request that waited unread in the socket while the event loop was held; at most
+    `_MAX_HOOK_WAIT_S` from now (the shim's longest budget: a client whose clock is
+    off cannot make the daemon hold an answer longer). Without one (a client older
+    than the field), `budget_ms` (`[hook] budget_ms`) from when the request was read.
+    """
+    if caller_deadline is None:
+        return received + budget_ms / 1000
+    left = min(caller_deadline - time.time(), _MAX_HOOK_WAIT_S)
+    return time.monotonic() + left
 
 
 class _HeldBytes:

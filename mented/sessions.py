@@ -169,6 +169,21 @@ class SessionMemory:
         except lmdb.Error as exc:
             raise SessionMemoryError(f"cannot write the session memory: {exc}") from exc
 
+    def withdraw(self, key: SessionKey, rule_ids: list[str]) -> None:
+        """Take back `rule_ids`: the answer handing them over reached nobody (too late).
+
+        Raises:
+            SessionMemoryError: the memory cannot be written.
+        """
+        now = time.time()
+        entry = self._get(key.digest)
+        if entry is None or entry.expires <= now:
+            return
+        gone = set(rule_ids)
+        kept = [rule_id for rule_id in entry.rule_ids if rule_id not in gone]
+        if len(kept) < len(entry.rule_ids):
+            self._put(key.digest, _Session(expires=entry.expires, rule_ids=kept), now)
+
     def __len__(self) -> int:
         return int(self._env.stat()["entries"])
 

@@ -107,7 +107,7 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
     assert "| **2. recall_for_action, one connection** |" in text
     assert "## What bounds each figure" in text
     assert "targets" in done.stdout  # the table on stdout
-
+    check_startup(result, text)
     # Its own daemons, sockets and stores only: the user's paths stay untouched.
     assert not Path(env["MENTED_SOCKET"]).exists()
     assert not Path(env["MENTED_DATA_DIR"]).exists()
@@ -156,3 +156,15 @@ def test_an_unknown_part_is_refused_with_the_known_ones(short_tmp: Path) -> None
     assert done.returncode == 2
     assert "matcher" in done.stderr
     assert "travel" in done.stderr
+
+
+def check_startup(result: dict[str, Any], text: str) -> None:
+    """The daemon's first hook and the MCP server's first answers, beside bare trio."""
+    startup = result["startup"]
+    assert set(startup) == {"bare_trio", "ready", "first_hook", "mcp_initialize", "mcp_tools"}
+    assert "## Start-up" in text
+    assert "| first hook after a start (socket activation), full answer |" in text
+    assert {target["figure"] for target in result["targets"]} >= {
+        "first hook after a start (socket activation)",
+        "MCP server answers initialize",
+    }

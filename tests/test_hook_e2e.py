@@ -8,8 +8,11 @@ real PreToolUse payload on stdin, exactly as Claude Code or Codex would.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ import pytest
 
 from mented.agents.pretooluse import pretooluse_event
 from mented.memory import short_handle
+from mented.protocol import StatusReply, StatusRequest
 from tests.conftest import DaemonProcess
 
 COMMIT = 'git -c commit.gpgsign=false commit -m "fix: x"'
@@ -293,3 +297,39 @@ def test_daemon_down_prints_nothing(daemon: DaemonProcess, claude: Agent) -> Non
     add_rule(daemon, "git-commit", "single line")
     daemon.stop()
     assert claude.bash(COMMIT) == b""
+
+
+def served(daemon: DaemonProcess) -> int:
+    """How many requests the daemon answered (this one not counted)."""
+    with daemon.client() as client:
+        return client.expect(StatusRequest(), StatusReply).requests_served  # type: ignore[union-attr]
+
+
+def test_an_answer_the_shim_gave_up_on_is_not_counted_as_handed_over(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    # Issue 22, item 4: while the daemon was held up, the shim gave up and printed
+    # nothing; the daemon then read the queued request, answered it, and recorded
+    # "stopped once, rules handed over": the retry got nothing, the session never
+    # saw the rules. The shim's deadline travels with the request now.
+    add_rule(daemon, "git-commit", "commit messages: single line")
+    before = served(daemon)
+    os.kill(daemon.proc.pid, signal.SIGSTOP)  # held up: nothing is read or answered
+    try:
+        late = claude.run(
+            pre_tool_use(COMMIT, session="s-late"),
+            env=daemon.env | {"MENTED_HOOK_BUDGET_MS": "300"},
+        )
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert late.stdout == b""  # the shim gave up
+    # The daemon comes back and reads the request that waited for it.
+    deadline = time.monotonic() + 30
+    while served(daemon) < before + 2:  # the status above, then the queued hook
+        assert time.monotonic() < deadline, "the queued hook request was never read"
+        time.sleep(0.02)
+    retry = json.loads(claude.bash(COMMIT, session="s-late"))["hookSpecificOutput"]
+    assert retry["permissionDecision"] == "deny"
+    assert "commit messages: single line" in retry["permissionDecisionReason"]
+    # And the stop was recorded this time: its retry passes.
+    assert claude.bash(COMMIT, session="s-late") == b""

@@ -481,6 +481,44 @@ def test_a_stop_that_could_not_be_sent_does_not_count_as_handed_over(
     assert "single line" in deny_reason_of(handler.handle("claude-code", event()))
 
 
+def test_an_answer_nobody_read_hands_nothing_over(store: Store, sessions: SessionMemory) -> None:
+    # Issue 22, item 4: the daemon could only send the stop after the shim gave up.
+    rule(store, "git-commit", "commit messages: single line")
+    pinned = store.store("we use uv, never pip", tags=["pinned"])
+    handler = stopping(store, sessions)
+    call = hooks.decode_event("claude-code", event())
+    late = handler.answer_decoded("claude-code", call)
+    assert "single line" in deny_reason_of(late.out)
+    late.dropped()
+    fire = handler.recent_fires(1)[0]
+    assert (fire.mode, fire.delivery, fire.why) == ("none", "none", hooks.WHY_LATE)
+    assert handler.last_fire is None
+    assert handler.chars_per_session() == (None, 0)
+    # The same command again is not "the retry of the stop": the rules come in full.
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event()))
+    assert handler.handle("claude-code", event()) == b""  # now its retry passes
+    # A session start whose pinned rules were read by nobody gets them the next time.
+    start = msgspec.json.encode(
+        {"session_id": "s-pin", "hook_event_name": "SessionStart", "source": "startup"}
+    )
+    unread = handler.answer_decoded("claude-code", hooks.decode_event("claude-code", start))
+    assert pinned.content.encode() in unread.out
+    unread.dropped()
+    assert pinned.content.encode() in handler.handle("claude-code", start)
+    assert handler.handle("claude-code", start) == b""  # handed over once it was sent
+
+
+def test_an_answer_sent_in_time_counts_once_sent(store: Store, sessions: SessionMemory) -> None:
+    rule(store, "git-commit", "commit messages: single line")
+    handler = stopping(store, sessions)
+    answer = handler.answer_decoded("claude-code", hooks.decode_event("claude-code", event()))
+    assert handler.recent_fires(1) == []  # not logged before it went out
+    answer.sent()
+    answer.dropped()  # once settled, settled: nothing withdrawn
+    assert handler.recent_fires(1)[0].mode == "stop"
+    assert handler.handle("claude-code", event()) == b""  # the retry of the stop
+
+
 def test_rules_left_out_for_room_do_not_stop_the_command_again(
     store: Store, sessions: SessionMemory
 ) -> None:

@@ -24,3 +24,11 @@ def test_the_built_in_action_table_is_package_data() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "*.toml" in config["package-data"]["mented"]
     assert (ROOT / "mented" / "actions.toml").is_file()
+
+
+def test_the_tables_read_at_start_are_package_data() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "*.json" in config["package-data"]["mented"]
+    assert (ROOT / "mented" / "bashlex_tables.json").is_file()
+    assert "*.json" in config["package-data"]["mented_client.mcp_server"]
+    assert (ROOT / "client" / "mcp_server" / "wire.json").is_file()

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -307,6 +308,33 @@ def test_a_hook_envelope_around_broken_stdin_is_answered_with_silence(
     body = b'{"type":"hook","agent":"claude-code","event":{not json}'
     assert raw_exchange(daemon.socket, frame(body)) == frame(b"")
     assert_alive(daemon)
+
+
+def hook_envelope(command: str, session: str, deadline: float | None) -> bytes:
+    """A hook request frame as the shim sends it, with `deadline` or (None) as an older shim."""
+    event = pretooluse_event(command, cwd="/home/u/repo", session=session)
+    late = b"" if deadline is None else b'"deadline":' + repr(deadline).encode() + b","
+    return frame(b'{"type":"hook","agent":"claude-code",' + late + b'"event":' + event + b"}")
+
+
+def test_a_hook_past_its_callers_deadline_is_dropped_and_older_shims_keep_working(
+    daemon: DaemonProcess,
+) -> None:
+    with daemon.client() as client:
+        client.expect(
+            StoreRequest(content="commit messages: single line", tags=[COMMIT]), StoredReply
+        )
+    commit = 'git commit -m "fix: x"'
+    # The caller gave up already (it sent its request a second ago): nobody reads it.
+    late = hook_envelope(commit, "s-1", time.time() - 1)
+    assert raw_exchange(daemon.socket, late) == frame(b"")
+    # So the session still gets the rules: from an older shim that sends no deadline...
+    (answer,) = split_frames(raw_exchange(daemon.socket, hook_envelope(commit, "s-1", None)))
+    assert b"commit messages: single line" in answer
+    # ...and from one with time left.
+    fresh = hook_envelope(commit, "s-2", time.time() + 5)
+    (answer,) = split_frames(raw_exchange(daemon.socket, fresh))
+    assert b"commit messages: single line" in answer
 
 
 def test_a_data_dir_that_is_a_file_is_refused_with_a_message(short_tmp: Path) -> None:

@@ -151,13 +151,27 @@ def test_the_shim_imports_nothing_but_cheap_builtins(short_tmp: Path) -> None:
 
 def test_the_event_travels_verbatim_and_the_answer_is_printed_verbatim(short_tmp: Path) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        before = time.time()
         result, _ = run_shim(server.path, EVENT + b"\n")
     assert result.stdout == ANSWER
     assert result.returncode == 0
     (request,) = server.requests
-    expected = {"type": "hook", "agent": "claude-code", "event": json.loads(EVENT)}
-    assert json.loads(request) == expected
+    sent = json.loads(request)
+    deadline = sent.pop("deadline")
+    assert sent == {"type": "hook", "agent": "claude-code", "event": json.loads(EVENT)}
     assert request.endswith(EVENT + b"}")
+    # Its own deadline, on the clock the daemon shares: its budget after it started.
+    assert before < deadline <= time.time() + BUDGET_MS / 1000
+
+
+def test_the_deadline_sent_is_the_budget_the_environment_sets(short_tmp: Path) -> None:
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        before = time.time()
+        run_shim(server.path, EVENT, budget_ms=4000)
+        after = time.time()
+    (request,) = server.requests
+    deadline = json.loads(request)["deadline"]
+    assert before + 4 < deadline <= after + 4
 
 
 def test_an_empty_answer_prints_nothing(short_tmp: Path) -> None:

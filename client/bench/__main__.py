@@ -9,7 +9,8 @@ below its hand-written mark:
              pinned rules (`lookups.py`);
 - `travel`   export, import and sync, and the hook with project rules (`travel.py`);
 - `commands` the action table's recall and precision on the tldr pages' command
-             examples, given a checkout of them (`command_corpus.py`).
+             examples, given a checkout of them (`command_corpus.py`);
+- `startup`  a new daemon's first hook and the MCP server's first answers (`startup.py`).
 
 Each takes its own options: `python -m mented_client.bench travel --help`.
 """
@@ -20,13 +21,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mented_client.bench import command_corpus, lookups, matcher, travel
+from mented_client.bench import command_corpus, lookups, matcher, startup, travel
 
 PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "matcher": matcher.main,
     "lookups": lookups.main,
     "travel": travel.main,
     "commands": command_corpus.main,
+    "startup": startup.main,
 }
 
 

@@ -397,6 +397,25 @@ def _session_cost_section(result: BenchResult) -> list[str]:
     ]
 
 
+def _startup_section(result: BenchResult) -> list[str]:
+    if result.startup is None:
+        return []
+    from mented_client.bench.startup import render  # noqa: PLC0415 - its own table
+
+    return [
+        "## Start-up",
+        "",
+        "From spawning the process, interleaved rounds: a new daemon answering `status` on "
+        "its own socket, the first hook's full answer on a socket that listened before the "
+        "daemon started (as under socket activation: what the first command after a start "
+        "waits; the hook's budget is 250 ms), and `mentectl mcp` answering `initialize` "
+        "and `tools/list` (its front answers them before the MCP SDK is imported).",
+        "",
+        *render(result.startup),
+        "",
+    ]
+
+
 def _portable_command_line(command_line: str) -> str:
     """The hook's command line with this machine's paths named by what they are."""
     run_words = command_argv(command_line)
@@ -453,6 +472,7 @@ def render_markdown(result: BenchResult) -> str:
         ),
         "",
         *_session_cost_section(result),
+        *_startup_section(result),
         "## What bounds each figure",
         "",
     ]

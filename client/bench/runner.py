@@ -23,6 +23,7 @@ from mented_client.bench.plans import Plan, Progress
 from mented_client.bench.processes import FLOOR_KINDS, Daemon, EchoServer, placements
 from mented_client.bench.recall import Floor, RecallSize, bench_scaling
 from mented_client.bench.session_cost import SESSION_COMMITS, SessionCost, bench_session_cost
+from mented_client.bench.startup import StartupSection, bench_startup
 from mented_client.bench.writes import WritesSection, bench_durable_adds
 
 
@@ -51,6 +52,7 @@ class BenchResult(msgspec.Struct, kw_only=True):
     memory: list[MemorySize]
     targets: list[Target]
     session_cost: list[SessionCost] = []
+    startup: StartupSection | None = None  # None: a result from before this section
 
 
 def _targets(result: BenchResult) -> list[Target]:
@@ -121,6 +123,24 @@ def _targets(result: BenchResult) -> list[Target]:
                 met=cost.chars <= goal and cost.full_texts == 1 and cost.stops == 1,
             )
         )
+    if result.startup is not None:
+        first_hook = result.startup.first_hook.p50_us / 1000
+        initialize = result.startup.mcp_initialize.p50_us / 1000
+        floor = result.startup.bare_trio.p50_us / 1000
+        targets += [
+            Target(
+                figure="first hook after a start (socket activation)",
+                target=f"<= 250 ms (bare trio here: {floor:.0f} ms)",
+                measured=f"{first_hook:.0f} ms",
+                met=first_hook <= 250,
+            ),
+            Target(
+                figure="MCP server answers initialize",
+                target="<= 300 ms",
+                measured=f"{initialize:.0f} ms",
+                met=initialize <= 300,
+            ),
+        ]
     return targets
 
 
@@ -142,6 +162,8 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         matcher = bench_matcher(plan)
         progress(f"session cost: sessions of {' and '.join(map(str, SESSION_COMMITS))} commits")
         session_cost = bench_session_cost(root)
+        progress(f"start-up: {plan.cold_starts} rounds of daemon and MCP server starts")
+        startup = bench_startup(plan.cold_starts, root, config, progress)
         floors = [EchoServer(root, kind) for kind in FLOOR_KINDS]
         daemon = Daemon(root, "hook", config)
         fill_hook_store(daemon.data_dir)
@@ -193,6 +215,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         memory=memory,
         targets=[],
         session_cost=session_cost,
+        startup=startup,
     )
     result.targets = _targets(result)
     result.seconds = time.perf_counter() - started

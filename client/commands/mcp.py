@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from mented import paths
 from mented.agents import AGENTS, DEFAULT_AGENT, Agent
 from mented.memory import InvalidInputError
+from mented_client import mcp_front
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, remove_file, write_atomically
 from mented_client.hook_settings import (
@@ -685,6 +686,15 @@ WRITERS: dict[str, Writer] = {
 
 
 def run_server(args: argparse.Namespace) -> int:
+    # As the hook: --socket, else $MENTED_SOCKET, else the socket written in at install.
+    socket = args.socket or os.environ.get(paths.SOCKET_ENV) or args.fallback_socket
+    in_force = None
+    front = mcp_front.active()
+    if front is not None:
+        # The front answered `initialize` already: the tools can be listed before
+        # the SDK is imported, once the action table is known.
+        in_force = mcp_front.startup_table(socket)
+        front.use_table(in_force)
     try:
         from mented_client import mcp_server  # noqa: PLC0415 - the SDK is heavy and optional
     except ImportError as exc:
@@ -692,9 +702,7 @@ def run_server(args: argparse.Namespace) -> int:
             raise
         raise CommandError(f"{SDK_MISSING} ({exc})") from exc
 
-    # As the hook: --socket, else $MENTED_SOCKET, else the socket written in at install.
-    socket = args.socket or os.environ.get(paths.SOCKET_ENV) or args.fallback_socket
-    mcp_server.run(agent=args.agent, socket_path=socket, cwd=args.project_dir)
+    mcp_server.run(agent=args.agent, socket_path=socket, cwd=args.project_dir, in_force=in_force)
     return 0
 
 

@@ -28,7 +28,9 @@ blocking socket client does not stall the stdio loop.
 Layout: `bridge.py` talks to the daemon for the tools, `schema.py` holds the
 tools' shared arguments and their answers, `rule_tools.py` the tools for action
 rules, `lookup_tools.py` those of pinned rules and facts; this module puts the
-server together.
+server together. `mented_client.mcp_front` answers the first requests while this
+package is imported (seconds), and hands the connection over to it (`run`);
+`wire.py` takes the answers it gives from the SDK.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ import os
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
 from mented import __version__
-from mented.actions import TableInForce, load_table_in_force
+from mented.actions import TableInForce
 from mented.agents import DEFAULT_AGENT
-from mented.paths import config_path as default_config_path
-from mented_client.mcp_server.bridge import Bridge, describe_actions
+from mented_client import mcp_front
+from mented_client.mcp_front import describe_actions
+from mented_client.mcp_server.bridge import Bridge
 from mented_client.mcp_server.lookup_tools import add_pin_rule, add_recall, add_remember
 from mented_client.mcp_server.rule_tools import (
     add_forget_rule,
@@ -76,7 +78,11 @@ contradicting rule: the old one would keep firing.
 
 
 def make_server(
-    *, agent: str = DEFAULT_AGENT, socket_path: str | Path | None = None, cwd: str | None = None
+    *,
+    agent: str = DEFAULT_AGENT,
+    socket_path: str | Path | None = None,
+    cwd: str | None = None,
+    in_force: TableInForce | None = None,
 ) -> MCPServer:
     """The MCP server with its tools, bridging to the daemon at `socket_path`.
 
@@ -85,16 +91,27 @@ def make_server(
             whose view `rules_for_action` shows.
         socket_path: the daemon's socket (default: as `mentectl` finds it).
         cwd: the project directory of the session (default: the working directory).
+        in_force: the action table for the tools' descriptions (default: the
+            daemon's, else the config file's: `mcp_front.startup_table`).
     """
     bridge = Bridge(
         socket_path=Path(socket_path) if socket_path else None,
         agent=agent,
         cwd=os.path.abspath(cwd or os.getcwd()),  # noqa: PTH100, PTH109 - lexical, like the hook's cwd
     )
-    in_force = _startup_table(bridge)
+    if in_force is None:
+        in_force = mcp_front.startup_table(socket_path)
     # With what each action is, where the model picks one.
-    known_text = describe_actions(in_force.table)
-    known_names = ", ".join(in_force.table.names())
+    return _with_tools(bridge, describe_actions(in_force.table), ", ".join(in_force.table.names()))
+
+
+def marked_server() -> MCPServer:
+    """The server with the front's marks where the known actions go (`wire.py`)."""
+    bridge = Bridge(socket_path=None, agent=DEFAULT_AGENT, cwd=os.sep)
+    return _with_tools(bridge, mcp_front.KNOWN_TEXT, mcp_front.KNOWN_NAMES)
+
+
+def _with_tools(bridge: Bridge, known_text: str, known_names: str) -> MCPServer:
     server = MCPServer(
         SERVER_NAME,
         title="mented: the user's rules for actions",
@@ -116,15 +133,20 @@ def make_server(
     return server
 
 
-def _startup_table(bridge: Bridge) -> TableInForce:
-    """The actions for the tool descriptions: the daemon's config if it answers, else ours."""
-    try:
-        # Briefly: the agent waits for the server to start, and a hung daemon must not stall it.
-        return bridge.table_in_force(timeout=1.0)
-    except ToolError:
-        return load_table_in_force(default_config_path())
+def run(
+    *,
+    agent: str,
+    socket_path: str | Path | None,
+    cwd: str | None = None,
+    in_force: TableInForce | None = None,
+) -> None:
+    """Serve on stdin/stdout until the client closes the connection (taking it over
+    from the front when one answered the first requests)."""
+    server = make_server(agent=agent, socket_path=socket_path, cwd=cwd, in_force=in_force)
+    front = mcp_front.active()
+    if front is None:
+        server.run("stdio")
+        return
+    from mented_client.mcp_server.wire import serve_on  # noqa: PLC0415 - with the front only
 
-
-def run(*, agent: str, socket_path: str | Path | None, cwd: str | None = None) -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
-    make_server(agent=agent, socket_path=socket_path, cwd=cwd).run("stdio")
+    front.hand_over(lambda stdin_fd, stdout_fd: serve_on(server, stdin_fd, stdout_fd))

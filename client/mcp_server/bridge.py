@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from mented.actions import ActionTable, TableInForce, check_action
+from mented.actions import TableInForce, check_action
 from mented.memory import InvalidInputError, MemoryType
 from mented.protocol import Request, StoredReply, StoreRequest
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
@@ -17,17 +17,6 @@ from mented_client.scope import daemon_table
 from mented_client.scope import project_dir as resolve_project_dir
 
 T = TypeVar("T")
-
-
-def describe_actions(table: ActionTable) -> str:
-    """The known actions for a tool description: `git-commit` (what it is), ..."""
-    if not table.names():
-        return "(none: is mented's action table installed?)"
-    descriptions = table.descriptions()
-    return "; ".join(
-        f"{name} ({descriptions[name]})" if descriptions.get(name) else name
-        for name in table.names()
-    )
 
 
 @dataclass(frozen=True)

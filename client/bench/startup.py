@@ -1,0 +1,226 @@
+"""Start-up: how soon a new daemon answers a hook, and the MCP server `initialize`.
+
+Side by side, in interleaved rounds, with the floor: a bare interpreter importing
+trio (mented is a trio program; nothing it does can start sooner). Each figure is
+from spawning the process:
+
+- `bare trio`: until `python -c "import trio"` exits;
+- `ready`: until the daemon, binding its own socket, answers `status`;
+- `first hook`: until the first hook's answer (a commit's rules, in full) has
+  arrived, on a socket that listens before the daemon starts, as under socket
+  activation: the hook connects at once and waits in the backlog, so this is what
+  the first command after a start waits (its budget is 250 ms);
+- `MCP initialize` and `MCP tools/list`: until `mentectl mcp` has answered them.
+
+`python -m mented_client.bench startup` runs it alone; `mentectl bench` runs it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import msgspec
+
+from mented.agents.pretooluse import pretooluse_event
+from mented.protocol import (
+    HookRequest,
+    StoredReply,
+    StoreRequest,
+    encode,
+    recv_frame,
+)
+from mented_client.bench.plans import Progress
+from mented_client.bench.processes import Daemon
+from mented_client.bench.timing import BenchError, Summary, summarize
+from mented_client.connection import Client
+
+RULE = "commit messages: a single line with a conventional prefix"
+_TIMEOUT_S = 60.0
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "mentectl-bench", "version": "1"},
+    },
+}
+
+
+class StartupSection(msgspec.Struct, frozen=True, kw_only=True):
+    bare_trio: Summary
+    ready: Summary
+    first_hook: Summary
+    mcp_initialize: Summary
+    mcp_tools: Summary
+
+
+def bench_startup(rounds: int, root: Path, config: Path, progress: Progress) -> StartupSection:
+    """`rounds` of each start, interleaved; the times from spawn (see the module doc)."""
+    daemon = Daemon(root, "startup", config)
+    daemon.start()
+    try:
+        with Client(daemon.socket) as client:
+            client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+    finally:
+        daemon.stop()
+    samples: dict[str, list[int]] = {name: [] for name in StartupSection.__struct_fields__}
+    for n in range(rounds):
+        progress(f"start-up: round {n + 1} of {rounds}")
+        samples["bare_trio"].append(_bare_trio())
+        samples["ready"].append(int(daemon.start() * 1e9))
+        daemon.stop()
+        samples["first_hook"].append(_first_hook(daemon, f"bench-{n}"))
+        initialize, tools = _mcp(root, daemon.socket)
+        samples["mcp_initialize"].append(initialize)
+        samples["mcp_tools"].append(tools)
+    return StartupSection(**{name: summarize(values) for name, values in samples.items()})
+
+
+def _bare_trio() -> int:
+    started = time.perf_counter_ns()
+    subprocess.run([sys.executable, "-c", "import trio"], check=True, timeout=_TIMEOUT_S)
+    return time.perf_counter_ns() - started
+
+
+def _first_hook(daemon: Daemon, session: str) -> int:
+    """Spawn the daemon on a socket already listening; the ns until a hook's full answer."""
+    daemon.socket.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(daemon.socket))
+    listener.listen(64)
+    fd = listener.fileno()
+    # As systemd hands it over: descriptor 3, LISTEN_PID the daemon's own (the shell's
+    # pid, which exec keeps).
+    moved = "" if fd == 3 else f"exec 3<&{fd} {fd}<&-; "
+    script = f'{moved}LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"'
+    argv = ["/bin/sh", "-c", script, "sh", *_daemon_argv(daemon)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "LISTEN_"))}
+    event = pretooluse_event('git commit -m "fix: x"', cwd=str(daemon.data_dir), session=session)
+    request = encode(HookRequest(agent="claude-code", event=msgspec.Raw(event)))
+    with daemon.log_path.open("ab") as log:
+        started = time.perf_counter_ns()
+        proc = subprocess.Popen(argv, pass_fds=(fd,), stdout=log, stderr=log, env=env)  # noqa: S603
+    listener.close()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(_TIMEOUT_S)
+            sock.connect(str(daemon.socket))
+            sock.sendall(request)
+            answer = recv_frame(sock)
+            elapsed = time.perf_counter_ns() - started
+    finally:
+        proc.terminate()
+        proc.wait(timeout=_TIMEOUT_S)
+    if RULE.encode() not in answer:
+        raise BenchError(f"the first hook after a start got no rules: {answer[:200]!r}")
+    return elapsed
+
+
+def _daemon_argv(daemon: Daemon) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mented.daemon",
+        "--data-dir",
+        str(daemon.data_dir),
+        "--config",
+        str(daemon.config),
+        "--log-level",
+        "warning",
+    ]
+
+
+def _mcp(root: Path, daemon_socket: Path) -> tuple[int, int]:
+    """Spawn `mentectl mcp`; the ns until it answered `initialize`, then `tools/list`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MENTED_")}
+    env["MENTED_SOCKET"] = str(daemon_socket)  # not running: the local table, as on a cold start
+    started = time.perf_counter_ns()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mented_client.cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=root,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(_INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        _answer(proc.stdout, 1)
+        initialized = time.perf_counter_ns() - started
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proc.stdin.write(json.dumps(listing).encode() + b"\n")
+        proc.stdin.flush()
+        _answer(proc.stdout, 2)
+        listed = time.perf_counter_ns() - started
+    finally:
+        proc.kill()
+        proc.wait(timeout=_TIMEOUT_S)
+    return initialized, listed
+
+
+def _answer(stdout: IO[bytes], request_id: int) -> None:
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise BenchError(f"mentectl mcp did not answer request {request_id}")
+        line = stdout.readline()
+        if not line:
+            raise BenchError("mentectl mcp exited (is the MCP SDK installed?)")
+        if json.loads(line).get("id") == request_id:
+            return
+
+
+def render(section: StartupSection) -> list[str]:
+    """The section's table, for docs/benchmarks.md and the terminal."""
+    floor = section.bare_trio.p50_us
+    rows = [
+        ("bare interpreter importing trio", section.bare_trio),
+        ("daemon ready (own socket, `status` answered)", section.ready),
+        ("first hook after a start (socket activation), full answer", section.first_hook),
+        ("MCP server: `initialize` answered", section.mcp_initialize),
+        ("MCP server: `tools/list` answered", section.mcp_tools),
+    ]
+    lines = [
+        "| from spawn until | median | min | max | vs bare trio |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {name} | {s.p50_us / 1000:.1f} ms | {s.min_us / 1000:.1f} ms | "
+        f"{s.max_us / 1000:.1f} ms | {s.p50_us / floor:.2f}x |"
+        for name, s in rows
+    ]
+    return lines
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mented_client.bench startup")
+    parser.add_argument("--rounds", type=int, default=10, help="starts of each kind")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="mb-", dir="/tmp"))
+    try:
+        config = root / "config.toml"
+        config.write_text("# mentectl bench: built-in defaults\n")
+        section = bench_startup(args.rounds, root, config, lambda m: print(m, file=sys.stderr))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\n".join(render(section)))
+    return 0
