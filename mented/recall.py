@@ -65,10 +65,19 @@ WRITER_HEAP_BYTES = 15_000_000  # Tantivy's smallest indexing buffer
 _BATCH = 10_000  # change-log entries applied per commit
 _WORD = re.compile(r"\w+")
 _META_ID = "~meta"  # the metadata document's id: no memory id has a `~`
+SEARCH_WAIT_S = 5.0  # how long a search waits for the index held by a catch-up
+_BUSY = (
+    "the recall index is being rebuilt (`mentectl reindex`, or a first start on this "
+    "store); try again in a few seconds. Rules work as before"
+)
 
 
 class RecallError(Exception):
     """The index cannot be used (a directory that cannot be written, Tantivy refusing)."""
+
+
+class RecallBusyError(RecallError):
+    """The index is being rebuilt (or held longer than a search may wait): try again."""
 
 
 class RebuildSummary(msgspec.Struct, kw_only=True, frozen=True):
@@ -124,6 +133,7 @@ class RecallIndex:
         self._applied_cache: int | None = None
         self._lock = threading.Lock()
         self._closing = False  # a rebuild in progress stops at its next batch
+        self.rebuilding = False  # set while the whole index is rebuilt: searches are refused
         self._writer: tantivy.IndexWriter | None = None  # made on the first write
         self._open_index: tantivy.Index | None = None  # see `release`
         self.path = directory
@@ -252,6 +262,13 @@ class RecallIndex:
 
     def _rebuild(self) -> RebuildSummary:
         """Index every live fact, a batch of the store at a time; stop early when closing."""
+        self.rebuilding = True
+        try:
+            return self._rebuild_all()
+        finally:
+            self.rebuilding = False
+
+    def _rebuild_all(self) -> RebuildSummary:
         started = time.perf_counter()
         writer = self._writer_now()
         writer.delete_all_documents()
@@ -309,37 +326,56 @@ class RecallIndex:
     # ------------------------------------------------------------------ search
 
     def search(
-        self, query: str, *, agent: str | None = None, cwd: str | None = None, k: int = 5
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        cwd: str | None = None,
+        k: int = 5,
+        wait_s: float = SEARCH_WAIT_S,
     ) -> list[Hit]:
         """The `k` live facts best matching `query` that the caller may see, best first.
 
+        A search waits at most `wait_s` for the index (a catch-up after a write holds
+        it for milliseconds); during a rebuild it does not wait at all.
+
         Raises:
             InvalidInputError: the query has no words, or `k` is out of range.
+            RecallBusyError: the index is being rebuilt, or was held past `wait_s`.
         """
         if not 1 <= k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, not {k}")
         words = query_words(query)
+        if self.rebuilding or not self._lock.acquire(timeout=wait_s):
+            raise RecallBusyError(_BUSY)
+        try:
+            if self.rebuilding:  # a rebuild started by the catch-up below would be refused
+                raise RecallBusyError(_BUSY)
+            return self._search(words, agent, cwd, k)
+        finally:
+            self._lock.release()
+
+    def _search(self, words: list[str], agent: str | None, cwd: str | None, k: int) -> list[Hit]:
         hits: list[Hit] = []
         offset = 0
         batch = 2 * k  # candidates read per round: most are visible; each costs two reads
-        with self._lock:
-            self._catch_up()  # one read of the log's head when nothing is pending
-            parsed = self._index.parse_query(
-                " ".join(words), ["content", "tags"], field_boosts={"tags": TAGS_BOOST}
-            )
-            searcher = self._index.searcher()
-            while len(hits) < k:
-                found = searcher.search(parsed, batch, count=False, offset=offset).hits
-                if not found:
-                    break
-                ranked = [(score, searcher.doc(address)["id"][0]) for score, address in found]
-                memories = self._store.load_many(memory_id for _, memory_id in ranked)
-                for score, memory_id in ranked:
-                    memory = memories.get(memory_id)
-                    if memory is not None and memory.is_live and visible_to(memory, agent, cwd):
-                        hits.append(Hit(memory=memory, score=score))
-                        if len(hits) == k:
-                            break
-                offset += batch
-                batch *= 4
+        self._catch_up()  # one read of the log's head when nothing is pending
+        parsed = self._index.parse_query(
+            " ".join(words), ["content", "tags"], field_boosts={"tags": TAGS_BOOST}
+        )
+        searcher = self._index.searcher()
+        while len(hits) < k:
+            found = searcher.search(parsed, batch, count=False, offset=offset).hits
+            if not found:
+                break
+            ranked = [(score, searcher.doc(address)["id"][0]) for score, address in found]
+            memories = self._store.load_many(memory_id for _, memory_id in ranked)
+            for score, memory_id in ranked:
+                memory = memories.get(memory_id)
+                if memory is not None and memory.is_live and visible_to(memory, agent, cwd):
+                    hits.append(Hit(memory=memory, score=score))
+                    if len(hits) == k:
+                        break
+            offset += batch
+            batch *= 4
         return hits

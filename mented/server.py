@@ -60,6 +60,7 @@ from mented.listener import (
 )
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
+from mented.looplag import LoopLag
 from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_uid
@@ -115,7 +116,7 @@ from mented.protocol import (
     encode,
     frame,
 )
-from mented.recall import RebuildSummary, RecallError, RecallIndex
+from mented.recall import RebuildSummary, RecallBusyError, RecallError, RecallIndex
 from mented.service import has_controlling_terminal
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import (
@@ -174,6 +175,7 @@ _HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 # Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
 _QUICK_MATCH_S = 0.005
 _SLOW_MATCHES = 2  # worker threads matching slow commands at once
+_SEARCHES = 2  # worker threads recalling facts at once (the others wait, off the loop)
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
@@ -260,6 +262,7 @@ class Server:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.stats = _Stats()
+        self.loop_lag = LoopLag()  # the longest event-loop step, for `status`
         self._lock: DataDirLock | None = None
         self._listen_sock: socket.socket | None = None
         self._socket_identity: tuple[int, int] | None = None
@@ -275,6 +278,7 @@ class Server:
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
         self._slow_matches = trio.CapacityLimiter(_SLOW_MATCHES)
+        self._searches = trio.CapacityLimiter(_SEARCHES)  # fact recalls, in worker threads
         self.config = Config()
         self.config_error: str | None = None  # why the config on disk is unusable, for `status`
         # Started with an invalid config file: the built-in settings serve until a reload.
@@ -369,6 +373,16 @@ class Server:
         assert self._listen_sock is not None, "call open() first"
         sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
         listener = trio.socket.from_stdlib_socket(self._listen_sock)
+        self.loop_lag.start()
+        trio.lowlevel.add_instrument(self.loop_lag)
+        try:
+            await self._serve(listener, task_status)
+        finally:
+            trio.lowlevel.remove_instrument(self.loop_lag)
+
+    async def _serve(
+        self, listener: trio.socket.SocketType, task_status: trio.TaskStatus[Server]
+    ) -> None:
         async with trio.open_nursery() as nursery:
             if self.options.handle_signals:
                 await nursery.start(self._watch_signals)
@@ -855,11 +869,7 @@ class Server:
                     ]
                 )
             case RecallFactsRequest():
-                k = self.config.recall.k if request.k is None else request.k
-                hits = self._recall_index().search(
-                    request.query, agent=request.agent, cwd=request.cwd, k=k
-                )
-                return RecalledReply(hits=hits)
+                return await self._recall_facts(request)
             case ReindexRequest():
                 summary = await _in_thread(self._reindex)
                 return ReindexedReply(
@@ -879,6 +889,19 @@ class Server:
                 return OkReply(message="shutting down")
             case _:  # HookRequest is answered before; kept for exhaustiveness
                 return ErrorReply(code=ErrorCode.UNKNOWN_REQUEST, message="unsupported request")
+
+    async def _recall_facts(self, request: RecallFactsRequest) -> RecalledReply:
+        """The facts best matching the query, searched off the event loop: a search may
+        wait for the index (a rebuild holds it for seconds)."""
+        k = self.config.recall.k if request.k is None else request.k
+        search = functools.partial(
+            self._recall_index().search, request.query, agent=request.agent, cwd=request.cwd, k=k
+        )
+        try:
+            hits = await _in_thread(search, self._searches)
+        except RecallBusyError as exc:
+            raise RecallUnavailableError(str(exc)) from None
+        return RecalledReply(hits=hits)
 
     async def _list(self, request: ListRequest) -> Reply:
         """A listing (a scan, off the event loop), saying when a project's rules are not served."""
@@ -1281,6 +1304,9 @@ class Server:
             requests_served=self.stats.requests,
             p50_us=self.stats.percentile(0.5),
             p99_us=self.stats.percentile(0.99),
+            loop_lag_ms=self.loop_lag.worst.seconds * 1000,
+            loop_lag_task=self.loop_lag.worst.task,
+            loop_lag_recent_ms=self.loop_lag.recent.seconds * 1000,
             last_hook_fire=self.hooks.last_fire,
             hook_chars_per_session=chars_per_session,
             hook_sessions=sessions,
