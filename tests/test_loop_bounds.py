@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.protocol import (
     ErrorCode,
     RecalledReply,
@@ -24,10 +25,13 @@ from mented.protocol import (
     ReindexRequest,
     StatusReply,
     StatusRequest,
+    StoredReply,
+    StoreRequest,
+    frame,
 )
 from mented.store import Store, StoreItem
 from mented_client.connection import DaemonError
-from tests.conftest import DaemonProcess
+from tests.conftest import DaemonProcess, raw_exchange, split_frames
 from tests.reliability import record_figures
 from tests.test_hostile_clients import RULE, bystander_hooks
 
@@ -129,3 +133,67 @@ def test_a_recall_during_a_reindex_does_not_hold_the_loop(short_tmp: Path) -> No
         loop_lag_ms=round(lag, 1),
         reindex_s=round(rebuilt[0].seconds, 2),
     )
+
+
+# ---------------------------------- 2. recall over matches the caller may not see
+
+
+def test_recall_over_others_facts_costs_the_loop_nothing(short_tmp: Path) -> None:
+    # Every one of another project's facts matched: each recall fetched ever larger
+    # candidate sets on the event loop until the index ran out, 2.5 to 3.8 s at 60,000.
+    others = (
+        StoreItem(content=f"fact {n} about the staging database", project="/work/other")
+        for n in range(FACTS)
+    )
+    daemon = seeded_daemon(short_tmp, others)
+    mine = ["the staging database is stg-db-2", "staging database backups run at 3am"]
+    try:
+        with daemon.client() as client:
+            for content in mine:
+                client.expect(StoreRequest(content=content, project="/work/app"), StoredReply)
+
+        def recall() -> object:
+            with daemon.client(timeout=120) as client:
+                return client.expect(
+                    RecallFactsRequest(query="staging database", cwd="/work/app/src", k=5),
+                    RecalledReply,
+                )
+
+        searches = [in_background(recall) for _ in range(4)]
+        hooks = bystander_hooks(daemon, 5)
+        for search, _ in searches:
+            search.join()
+        lag = loop_lag_ms(daemon)
+    finally:
+        daemon.stop()
+    for _, answer in searches:
+        assert isinstance(answer[0], RecalledReply), answer
+        assert sorted(hit.memory.content for hit in answer[0].hits) == sorted(mine)
+    assert len(hooks) >= 4, "the bystander's hooks went silent during the recalls"
+    assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
+    record_figures("recall_over_hidden_facts", facts=FACTS, loop_lag_ms=round(lag, 1))
+
+
+# ------------------------------- a working directory no directory can have
+
+
+def hook_frame(event: bytes) -> bytes:
+    return frame(b'{"type":"hook","agent":"claude-code","event":' + event + b"}")
+
+
+def test_a_megabyte_working_directory_does_not_hold_the_loop(daemon: DaemonProcess) -> None:
+    # Walking up 60 KB of `/a/a/...` (for its repository, its project, who may see
+    # what) held the event loop 2.8 s; 200 KB more than 15 s; a megabyte, minutes.
+    with daemon.client() as client:
+        client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+    event = pretooluse_event(
+        "git commit -m x", cwd="/a" * 500_000, session="huge", tool_use_id="toolu_huge"
+    )
+    thread, answers = in_background(lambda: raw_exchange(daemon.socket, hook_frame(event), 120))
+    hooks = bystander_hooks(daemon, 3)
+    thread.join()
+    lag = loop_lag_ms(daemon)
+    (answer,) = split_frames(answers[0])  # type: ignore[arg-type]
+    assert RULE in (text_of_answer(answer) or ""), answer[:200]
+    assert len(hooks) >= 2, "the bystander's hooks went silent"
+    assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
