@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mented.digest_cache import DigestCache
 from mented.memory import (
     MIN_HANDLE_LENGTH,
     ORIGIN_PROJECT,
@@ -59,6 +60,7 @@ MAX_FILES = 64
 MAX_FILE_BYTES = 1 << 20
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _MAX_ROOTS_CACHED = 4096
+_MAX_ROOTS_BYTES = 4 << 20  # the roots cache, keyed by the working directory's digest
 
 
 class AuthoredRule(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
@@ -108,7 +110,10 @@ class ProjectRules:
     def __init__(self, data_dir: Path) -> None:
         self._trust_path = data_dir / "trusted.json"
         self._trusted: dict[str, str] = self._load_trust()
-        self._roots: dict[str, tuple[str | None, float]] = {}
+        # By the digest of the working directory (an event's, up to 4 KiB), bounded in bytes.
+        self._roots: DigestCache[tuple[str | None, float]] = DigestCache(
+            max_entries=_MAX_ROOTS_CACHED, max_bytes=_MAX_ROOTS_BYTES
+        )
         self._projects: dict[str, Project] = {}
         self._lock = threading.Lock()  # `trust` runs in a worker thread
 
@@ -202,9 +207,7 @@ class ProjectRules:
         if cached is not None and cached[1] > now:
             return cached[0]
         root = find_root(cwd)
-        if len(self._roots) >= _MAX_ROOTS_CACHED:
-            self._roots.clear()
-        self._roots[cwd] = (root, now + ROOT_TTL_S)
+        self._roots.put(cwd, (root, now + ROOT_TTL_S), len(root or ""))
         return root
 
     # ------------------------------------------------------------------ trust

@@ -33,7 +33,7 @@ from mented.sessions import MAX_SESSIONS, SessionKey, SessionMemory
 from mented.store import Store, StoreItem
 from mented_client.connection import DaemonError
 from tests.conftest import DaemonProcess, raw_exchange, split_frames
-from tests.reliability import record_figures
+from tests.reliability import record_figures, rss_kib
 from tests.test_hostile_clients import RULE, bystander_hooks, hook_event
 
 LAG_BOUND_MS = 250.0  # each attack below held the loop 0.35 to 95 s on main
@@ -230,3 +230,32 @@ def test_new_sessions_past_the_bound_do_not_hold_the_loop(short_tmp: Path) -> No
     assert len(hooks) >= 2, "the bystander's hooks went silent"
     assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
     record_figures("new_sessions_past_the_bound", sessions=MAX_SESSIONS, loop_lag_ms=round(lag, 1))
+
+
+# ------------------------------------- 6. caches keyed by what a client sent
+
+
+def test_hooks_with_megabyte_working_directories_leave_no_memory_behind(
+    daemon: DaemonProcess,
+) -> None:
+    # A 1 MB `cwd` was kept whole as a key in two caches: 250 such hooks added 478 MiB.
+    with daemon.client() as client:
+        client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+    assert daemon.proc is not None
+    bystander_hooks(daemon, 1, first_call=5000)
+    before = rss_kib(daemon.proc.pid)
+    for n in range(150):
+        cwd = f"/work/{n}/" + "x" * 1_000_000
+        event = pretooluse_event(
+            "git commit -m x", cwd=cwd, session=f"big-{n}", tool_use_id=f"toolu_big_{n}"
+        )
+        (answer,) = split_frames(raw_exchange(daemon.socket, hook_frame(event)))
+        assert RULE in (text_of_answer(answer) or "")
+    hooks = bystander_hooks(daemon, 2, first_call=6000)
+    grown_mib = (rss_kib(daemon.proc.pid) - before) / 1024
+    lag = loop_lag_ms(daemon)
+    assert len(hooks) >= 1
+    # Each hook's megabyte is freed with it; before, 150 of them kept about 290 MiB.
+    assert grown_mib < 48, f"the daemon grew {grown_mib:.0f} MiB"
+    assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
+    record_figures("megabyte_cwd_hooks", hooks=150, rss_growth_mib=round(grown_mib, 1))
