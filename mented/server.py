@@ -49,7 +49,7 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import ToolCall
 from mented.config import Config, ConfigError, load_config
-from mented.events import EventHub, Subscription, serve_subscription
+from mented.events import EventHub, SubscribersFullError, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookHandler, decode_event
 from mented.listener import (
@@ -63,7 +63,7 @@ from mented.log import log
 from mented.looplag import LoopLag
 from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
-from mented.peercred import is_own_user, peer_uid
+from mented.peercred import is_own_user, peer_pid, peer_uid
 from mented.pinned import check_cap, over_cap
 from mented.portable import export_store, import_file
 from mented.protocol import (
@@ -147,6 +147,7 @@ _SMALL_REPLY = 64 * 1024
 # ~48 MiB. Hooks connect for milliseconds; long-lived clients are a few per agent.
 MAX_CONNECTIONS = 8192
 DESCRIPTOR_RESERVE = 32  # descriptors kept for the store, the listener and logging
+HOOK_SHARE = 8  # one connection slot in this many is kept for hooks alone
 # Answers that may hold this many memories come from a scan run off the trio thread.
 _SCAN_ABOVE = 256
 # While a scan runs, the trio thread waits at most this long for the GIL each time it
@@ -277,6 +278,8 @@ class Server:
         self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
+        # Past this many connections, only hooks are served (the rest: `busy`).
+        self._open_to_all = self._max_connections - max(1, self._max_connections // HOOK_SHARE)
         self._slow_matches = trio.CapacityLimiter(_SLOW_MATCHES)
         self._searches = trio.CapacityLimiter(_SEARCHES)  # fact recalls, in worker threads
         self.config = Config()
@@ -391,6 +394,7 @@ class Server:
             nursery.start_soon(self._sync_by_itself)
             nursery.start_soon(self._catch_up_recall)
             nursery.start_soon(self._release_recall_when_idle)
+            nursery.start_soon(self.events.fan_out)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -545,6 +549,11 @@ class Server:
                     await self._send_reply(conn, _BUSY_RECEIVING_FRAME)
                     return
                 if body is None:
+                    return
+                if self._connections > self._open_to_all and not body.startswith(_HOOK_PREFIX):
+                    # The last slots are the hooks': long-lived clients (subscribers, idle
+                    # connections) must never leave an agent's hook without an answer.
+                    await self._send_reply(conn, _BUSY_FRAME)
                     return
                 started = time.perf_counter()
                 reply = await self._dispatch(body, conn)
@@ -769,7 +778,12 @@ class Server:
                 message=f"project must be an absolute directory, not {request.project!r}",
             )
         kinds = list(dict.fromkeys(request.kinds))  # each once, in the order asked
-        conn.subscription = self.events.subscribe(kinds, request.project)
+        try:
+            conn.subscription = self.events.subscribe(
+                kinds, request.project, client=peer_pid(conn.sock)
+            )
+        except SubscribersFullError as exc:
+            return ErrorReply(code=ErrorCode.BUSY, message=str(exc))
         return SubscribedReply(kinds=kinds, project=conn.subscription.project)
 
     def _stop_for_store_failure(self) -> None:

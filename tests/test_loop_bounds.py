@@ -11,14 +11,17 @@ seconds before (docs/reliability.md has the figures, before and after).
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mented.agents.pretooluse import pretooluse_event, text_of_answer
+from mented.events import MAX_PER_CLIENT
 from mented.protocol import (
     ErrorCode,
+    ErrorReply,
     RecalledReply,
     RecallFactsRequest,
     ReindexedReply,
@@ -27,13 +30,18 @@ from mented.protocol import (
     StatusRequest,
     StoredReply,
     StoreRequest,
+    SubscribedReply,
+    SubscribeRequest,
+    encode,
     frame,
+    recv_frame,
+    reply_decoder,
 )
 from mented.sessions import MAX_SESSIONS, SessionKey, SessionMemory
 from mented.store import Store, StoreItem
 from mented_client.connection import DaemonError
-from tests.conftest import DaemonProcess, raw_exchange, split_frames
-from tests.reliability import record_figures, rss_kib
+from tests.conftest import DaemonProcess, connect_unix, raw_exchange, split_frames
+from tests.reliability import ConstrainedDaemon, record_figures, rss_kib
 from tests.test_hostile_clients import RULE, bystander_hooks, hook_event
 
 LAG_BOUND_MS = 250.0  # each attack below held the loop 0.35 to 95 s on main
@@ -259,3 +267,89 @@ def test_hooks_with_megabyte_working_directories_leave_no_memory_behind(
     assert grown_mib < 48, f"the daemon grew {grown_mib:.0f} MiB"
     assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
     record_figures("megabyte_cwd_hooks", hooks=150, rss_growth_mib=round(grown_mib, 1))
+
+
+# ------------------------------------------------------- 5. subscriptions
+
+
+def subscribe(daemon: DaemonProcess) -> tuple[socket.socket, object]:
+    sock = connect_unix(daemon.socket)
+    sock.sendall(encode(SubscribeRequest()))
+    return sock, reply_decoder.decode(recv_frame(sock))
+
+
+def test_long_lived_clients_cannot_take_the_hooks_connection_slots(short_tmp: Path) -> None:
+    # 8,192 idle subscriptions took every connection slot: from then on every hook got
+    # `busy`, and no agent any rule. Here 64 descriptors: 32 connections served.
+    daemon = ConstrainedDaemon(short_tmp, nofile=64)
+    daemon.start()
+    held: list[socket.socket] = []
+    try:
+        with daemon.client() as client:
+            client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+        refused = 0
+        for _ in range(40):
+            sock, reply = subscribe(daemon)
+            if isinstance(reply, SubscribedReply):
+                held.append(sock)
+            else:
+                assert isinstance(reply, ErrorReply), reply
+                assert reply.code == ErrorCode.BUSY
+                refused += 1
+                sock.close()
+        hooks = bystander_hooks(daemon, 3)
+        for sock in held:
+            sock.close()
+        time.sleep(0.5)  # the daemon counts them out once it sees them close
+        lag = loop_lag_ms(daemon)
+    finally:
+        for sock in held:
+            sock.close()
+        daemon.stop()
+    assert len(held) == 28  # the last 4 slots are the hooks'
+    assert refused == 12
+    assert len(hooks) >= 2, "the hooks got no slot"
+    assert lag < LAG_BOUND_MS
+
+
+def test_one_client_holds_a_bounded_number_of_subscriptions(daemon: DaemonProcess) -> None:
+    held = []
+    try:
+        for _ in range(MAX_PER_CLIENT):
+            sock, reply = subscribe(daemon)
+            assert isinstance(reply, SubscribedReply), reply
+            held.append(sock)
+        sock, reply = subscribe(daemon)
+        sock.close()
+    finally:
+        for each in held:
+            each.close()
+    assert isinstance(reply, ErrorReply)
+    assert reply.code == ErrorCode.BUSY
+    assert f"holds {MAX_PER_CLIENT} subscriptions" in reply.message
+    assert "one per buffer" in reply.message
+
+
+def test_hooks_cost_the_same_with_many_subscribers(short_tmp: Path) -> None:
+    # Fanned out on the hook's path: 300 subscribers took hooks from 1.1 to 48 ms p50.
+    daemon = DaemonProcess(short_tmp)
+    daemon.start()
+    held = []
+    try:
+        with daemon.client() as client:
+            client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+        for _ in range(MAX_PER_CLIENT):
+            sock, reply = subscribe(daemon)
+            assert isinstance(reply, SubscribedReply)
+            held.append(sock)
+        for call in range(300):
+            (answer,) = split_frames(raw_exchange(daemon.socket, hook_frame(hook_event(call))))
+            assert RULE in (text_of_answer(answer) or "")
+        hooks = bystander_hooks(daemon, 3, first_call=1000)
+        lag = loop_lag_ms(daemon)
+    finally:
+        for sock in held:
+            sock.close()
+        daemon.stop()
+    assert len(hooks) >= 2
+    assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
