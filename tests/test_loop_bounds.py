@@ -353,3 +353,44 @@ def test_hooks_cost_the_same_with_many_subscribers(short_tmp: Path) -> None:
         daemon.stop()
     assert len(hooks) >= 2
     assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
+
+
+# ---------------------------------------------- 3. path patterns that backtracked
+
+
+def test_a_backtracking_path_pattern_does_not_hold_the_loop(short_tmp: Path) -> None:
+    # `paths = ["**/a/**/a/**/a/**/a/**/b"]` (the config accepts it) and an edit of a
+    # 90-level-deep path held the loop 3.3 to 4.2 s (95 s with five `a` segments).
+    daemon = DaemonProcess(short_tmp)
+    daemon.write_config(
+        "[actions.deep-edit]\n"
+        'description = "an edit deep down"\n'
+        'paths = ["**/a/**/a/**/a/**/a/**/a/**/b"]\n'
+    )
+    daemon.start()
+    deep_rule = "Deep files: ask before editing."
+    try:
+        with daemon.client() as client:
+            client.expect(StoreRequest(content=RULE, tags=["trigger:git-commit"]), StoredReply)
+            client.expect(StoreRequest(content=deep_rule, tags=["trigger:deep-edit"]), StoredReply)
+        deep = "/work/" + "/".join(["a"] * 90)
+        answers = []
+        for n, name in enumerate(["c.txt", "b"]):
+            event = pretooluse_event(
+                "",
+                cwd="/work",
+                session=f"deep-{n}",
+                tool_use_id=f"toolu_deep_{n}",
+                tool_name="Edit",
+                tool_input={"file_path": f"{deep}/{name}", "old_string": "x", "new_string": "y"},
+            )
+            (answer,) = split_frames(raw_exchange(daemon.socket, hook_frame(event), 120))
+            answers.append(text_of_answer(answer) or "")
+        hooks = bystander_hooks(daemon, 3)
+        lag = loop_lag_ms(daemon)
+    finally:
+        daemon.stop()
+    assert deep_rule not in answers[0]
+    assert deep_rule in answers[1]  # matched, and the rule handed over
+    assert len(hooks) >= 2
+    assert lag < LAG_BOUND_MS, f"the event loop was held {lag:.0f} ms"
