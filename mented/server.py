@@ -885,7 +885,9 @@ class Server:
             case RecallFactsRequest():
                 return await self._recall_facts(request)
             case ReindexRequest():
-                summary = await _in_thread(self._reindex)
+                # As a scan: the collector paused, the GIL handed back often (it walks
+                # every fact, building a document of each).
+                summary = await self._scan(self._reindex)
                 return ReindexedReply(
                     facts=summary.facts, pinned=summary.pinned, seconds=summary.seconds
                 )

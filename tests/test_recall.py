@@ -127,8 +127,8 @@ def test_a_megabyte_working_directory_costs_no_more_than_a_real_one(
     index.catch_up()
     # `realpath` and walking up such a path cost its length squared: minutes.
     assert sorted(found(index, "deploy note", cwd="/a" * 500_000)) == [
-        "deploy note for everyone",
         "deploy note for /a",
+        "deploy note for everyone",
     ]
 
 
