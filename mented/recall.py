@@ -76,7 +76,7 @@ MAX_CANDIDATES = 1000
 _UNSCOPED = "~all"  # a fact's agent or project when it has none: no agent or path has a `~`
 _WORD = re.compile(r"\w+")
 _META_ID = "~meta"  # the metadata document's id: no memory id has a `~`
-SEARCH_WAIT_S = 5.0  # how long a search waits for the index held by a catch-up
+SEARCH_WAIT_S = 2.0  # how long a search waits for the index held by a catch-up or rebuild
 _BUSY = (
     "the recall index is being rebuilt (`mentectl reindex`, or a first start on this "
     "store); try again in a few seconds. Rules work as before"
@@ -147,7 +147,7 @@ class RecallIndex:
         self._applied_cache: int | None = None
         self._lock = threading.Lock()
         self._closing = False  # a rebuild in progress stops at its next batch
-        self.rebuilding = False  # set while the whole index is rebuilt: searches are refused
+        self.rebuilding = False  # set while the whole index is rebuilt
         self._writer: tantivy.IndexWriter | None = None  # made on the first write
         self._open_index: tantivy.Index | None = None  # see `release`
         self.path = directory
@@ -357,7 +357,8 @@ class RecallIndex:
         """The `k` live facts best matching `query` that the caller may see, best first.
 
         A search waits at most `wait_s` for the index (a catch-up after a write holds
-        it for milliseconds); during a rebuild it does not wait at all.
+        it for milliseconds, the rebuild of a small store a moment); past that it is
+        refused. The caller runs it off the event loop.
 
         Raises:
             InvalidInputError: the query has no words, or `k` is out of range.
@@ -366,11 +367,9 @@ class RecallIndex:
         if not 1 <= k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, not {k}")
         words = query_words(query)
-        if self.rebuilding or not self._lock.acquire(timeout=wait_s):
+        if not self._lock.acquire(timeout=wait_s):
             raise RecallBusyError(_BUSY)
         try:
-            if self.rebuilding:  # a rebuild started by the catch-up below would be refused
-                raise RecallBusyError(_BUSY)
             return self._search(words, agent, cwd, k)
         finally:
             self._lock.release()

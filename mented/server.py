@@ -537,6 +537,7 @@ class Server:
             if not is_own_user(sock):
                 log.warning("peer_refused", peer_uid=peer_uid(sock))
                 return
+            first = True  # the first request: whether this connection gets a slot
             while not self._stopping:
                 try:
                     body = await self._read_frame(conn)
@@ -550,11 +551,16 @@ class Server:
                     return
                 if body is None:
                     return
-                if self._connections > self._open_to_all and not body.startswith(_HOOK_PREFIX):
+                if (
+                    first
+                    and self._connections > self._open_to_all
+                    and not body.startswith(_HOOK_PREFIX)
+                ):
                     # The last slots are the hooks': long-lived clients (subscribers, idle
                     # connections) must never leave an agent's hook without an answer.
                     await self._send_reply(conn, _BUSY_FRAME)
                     return
+                first = False
                 started = time.perf_counter()
                 reply = await self._dispatch(body, conn)
                 del body  # not held while the client takes its time reading the answer
