@@ -1,10 +1,13 @@
 """File edits as actions: which actions an edit of these files performs, by path pattern.
 
 An action may name `paths`, patterns of the files whose edits perform it
-(`db-migration`: `**/migrations/**`). They are .gitignore patterns, matched by
-`pathspec` (the library pip and black use for the same job): `CHANGELOG.md`
-matches at any depth, `/CHANGELOG.md` only at the root, `migrations/` any
-directory of that name, `**` any number of directories.
+(`db-migration`: `**/migrations/**`). They are .gitignore patterns, with
+`pathspec`'s semantics (the library pip and black use for the same job), matched
+by `mented.path_patterns` in time linear in the path (pathspec's regular
+expressions backtrack: one pattern held the event loop for seconds):
+`CHANGELOG.md` matches at any depth, `/CHANGELOG.md` only at the root,
+`migrations/` any directory of that name, `**` any number of directories. A path
+longer than PATH_MAX, or deeper than `MAX_PATH_DEPTH`, performs no action.
 
 Paths are matched relative to the project root: the nearest directory above
 the file that holds a `.git` (a repository's top level), else the agent's
@@ -17,10 +20,12 @@ import functools
 import itertools
 import os
 import posixpath  # agents send POSIX paths; pathlib would build objects per call
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import pathspec
+
+from mented.digest_cache import DigestCache
+from mented.path_patterns import MAX_PATH_CHARS, PathSpec, compile_pattern
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -28,21 +33,23 @@ if TYPE_CHECKING:
     from mented.actions import ActionTable
 
 MAX_ROOTS_CACHED = 1024  # directories whose project root is remembered
+MAX_ROOTS_BYTES = 1 << 20
 MAX_PATHS_PER_EDIT = 64  # files looked at in one edit (a patch may touch many)
 
 
 def path_pattern_problem(pattern: str) -> str | None:
     """Why `pattern` is not a usable path pattern, or None."""
     try:
-        _compile((pattern,))
-    except ValueError as exc:  # pathspec raises a ValueError subclass for bad patterns
+        compile_pattern(pattern)  # the bounds first: pathspec's check is a regex too
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError as exc:  # both raise ValueError subclasses for bad patterns
         return str(exc)
     return None
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+def _compile(patterns: tuple[str, ...]) -> PathSpec:
+    return PathSpec(patterns)
 
 
 def _exists(path: str) -> bool:
@@ -62,7 +69,10 @@ class EditMatcher:
             for action in table.actions()
             if action.paths
         ]
-        self._roots: OrderedDict[str, str | None] = OrderedDict()
+        # By the directory's digest (an agent's path, up to 4 KiB), bounded in bytes.
+        self._roots: DigestCache[tuple[str | None]] = DigestCache(
+            max_entries=MAX_ROOTS_CACHED, max_bytes=MAX_ROOTS_BYTES
+        )
 
     def __bool__(self) -> bool:
         """Whether any action is performed by a file edit."""
@@ -85,7 +95,7 @@ class EditMatcher:
         for path in itertools.islice(paths, MAX_PATHS_PER_EDIT):
             relative = self.relative_path(path, cwd)
             found.extend(
-                (name, str(pattern.pattern), relative)
+                (name, pattern.pattern, relative)
                 for name, spec in self._specs
                 for pattern in spec.patterns
                 if pattern.include and pattern.match_file(relative)
@@ -95,6 +105,8 @@ class EditMatcher:
     def relative_path(self, path: str, cwd: str | None) -> str:
         """`path` relative to its project root (see the module doc), with `/` separators."""
         absolute = posixpath.normpath(posixpath.join(cwd or "/", path))
+        if len(absolute) > MAX_PATH_CHARS:
+            return ""  # no file has such a path: no pattern matches it (and no walk up)
         root = self._root_of(posixpath.dirname(absolute)) or (cwd and posixpath.normpath(cwd))
         if root and (absolute == root or absolute.startswith(root.rstrip("/") + "/")):
             return posixpath.relpath(absolute, root)
@@ -102,9 +114,9 @@ class EditMatcher:
 
     def _root_of(self, directory: str) -> str | None:
         """The nearest directory from `directory` up that holds `.git`; cached."""
-        if directory in self._roots:
-            self._roots.move_to_end(directory)
-            return self._roots[directory]
+        cached = self._roots.get(directory)
+        if cached is not None:
+            return cached[0]
         root: str | None = None
         current = directory
         while True:
@@ -115,7 +127,5 @@ class EditMatcher:
             if parent == current:
                 break
             current = parent
-        self._roots[directory] = root
-        if len(self._roots) > MAX_ROOTS_CACHED:
-            self._roots.popitem(last=False)
+        self._roots.put(directory, (root,), len(root or ""))
         return root

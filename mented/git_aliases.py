@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mented.digest_cache import DigestCache
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -42,6 +44,7 @@ MAX_CONFIG_BYTES = 256 * 1024
 MAX_INCLUDE_DEPTH = 4
 # Directories whose answers are kept (an agent works in a handful).
 MAX_CACHED_DIRECTORIES = 256
+MAX_CACHED_BYTES = 4 << 20  # what those answers hold together (paths, aliases)
 # `git a` where `a = b`, `b = c`, ...: git follows chains too, and stops at a loop.
 MAX_ALIAS_CHAIN = 8
 # How far up from the working directory a repository is looked for, from how long a path.
@@ -363,8 +366,9 @@ class GitAliases:
 
     def __init__(self) -> None:
         # The watched paths as strings: checked at each hook, a `stat` is faster on one.
-        self._cache: dict[str, tuple[tuple[tuple[str, tuple[int, int] | None], ...], Aliases]]
-        self._cache = {}
+        # By the directory's digest (an event's, up to 4 KiB), bounded in bytes too.
+        self._cache: DigestCache[tuple[tuple[tuple[str, tuple[int, int] | None], ...], Aliases]]
+        self._cache = DigestCache(max_entries=MAX_CACHED_DIRECTORIES, max_bytes=MAX_CACHED_BYTES)
         self._lock = threading.Lock()
 
     def for_directory(self, directory: str | None) -> Aliases:
@@ -376,10 +380,11 @@ class GitAliases:
             return cached[1]
         aliases, watched = self._load(directory)
         stamps = tuple((os.fspath(path), _stamp(path)) for path in watched)
+        weight = sum(len(path) for path, _ in stamps) + sum(
+            len(name) + len(value) for name, value in aliases.table.items()
+        )
         with self._lock:
-            if len(self._cache) >= MAX_CACHED_DIRECTORIES and key not in self._cache:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = (stamps, aliases)
+            self._cache.put(key, (stamps, aliases), weight)
         return aliases
 
     def _load(self, directory: str | None) -> tuple[Aliases, list[Path]]:

@@ -58,6 +58,7 @@ comes from the event is cut to a bound there.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections import OrderedDict, deque
@@ -66,7 +67,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from mented.agents import AGENTS, ContextEmptied, SessionStarted
+from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
@@ -84,7 +85,7 @@ from mented.tool_triggers import ToolMatcher
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mented.agents import Agent, ToolCall
+    from mented.agents import Agent
 
     HookEvent = ToolCall | SessionStarted | ContextEmptied  # what an adapter decodes
     from mented.config import Config
@@ -102,6 +103,7 @@ MAX_SESSIONS_COUNTED = 4096  # sessions in the "characters per session" average 
 MAX_LOGGED_COMMAND = 1000
 MAX_LOGGED_CWD = 1024
 MAX_LOGGED_SESSION = 128
+MAX_CWD_CHARS = 4096  # PATH_MAX on Linux: a longer working directory is taken as `/`
 
 # Why rules went (or did not go) the way they did, as `mentectl log` shows it.
 WHY_NEW = "first time in this session"
@@ -746,7 +748,13 @@ def decode_event(agent: str, event: bytes) -> HookEvent | None:
     Never raises: the adapters answer an undecodable event with None.
     """
     adapter = AGENTS.get(agent)
-    return adapter.decode(event) if adapter is not None else None
+    call = adapter.decode(event) if adapter is not None else None
+    if isinstance(call, ToolCall | SessionStarted) and call.cwd and len(call.cwd) > MAX_CWD_CHARS:
+        # No directory has such a path; walking up one (for its repository, its project
+        # root, who may see what) costs its length squared: 60 KB of `/a/a/...` held the
+        # event loop 2.8 s. Taken as the root: only rules for everywhere apply.
+        call = dataclasses.replace(call, cwd="/")
+    return call
 
 
 def _dropped(fire: FireRecord) -> FireRecord:

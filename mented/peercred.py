@@ -40,6 +40,20 @@ def peer_uid(sock: _Socket) -> int | None:
         return None
 
 
+def peer_pid(sock: _Socket) -> int | None:
+    """The pid of the process at the other end (Linux's SO_PEERCRED); None elsewhere or unknown.
+
+    Which client a connection comes from, to bound what one client holds (subscriptions).
+    """
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    except OSError:
+        return None
+    return int(_UCRED.unpack(raw)[0]) or None
+
+
 def is_own_user(sock: _Socket) -> bool:
     """True when the process at the other end runs as our user (unknown counts as not)."""
     return peer_uid(sock) == os.getuid()

@@ -339,6 +339,11 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     requests_served: int = 0
     p50_us: float | None = None
     p99_us: float | None = None
+    # The longest the event loop was held by one task step (every request waits that
+    # long): since the daemon started, the task that did it, and in the last minute or two.
+    loop_lag_ms: float | None = None
+    loop_lag_task: str | None = None
+    loop_lag_recent_ms: float | None = None
     last_hook_fire: FireRecord | None = None
     # Characters of rules handed to the model per agent session, on average since start.
     hook_chars_per_session: float | None = None

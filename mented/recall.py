@@ -29,13 +29,20 @@ for it now. The index is rebuilt whole when it belongs to another store, is
 ahead of the log (a store restored from a backup), finds the log already
 dropped past it, or cannot be opened (the directory is moved aside first).
 
-Visibility is the store's one predicate (`mented.store.visible_to`), applied to
-the ranked candidates, read back from the store, so a fact superseded or
-forgotten a moment ago is never shown even if the index lagged.
+Visibility is filtered inside the index first: each document carries its fact's
+agent and project (or a mark for "everyone", "everywhere"), and the query asks
+only for the caller's agent and the directories that hold the caller's working
+directory. So a search costs the same whatever others' facts match (60,000 facts
+of another project, all matching, once made each recall walk them all), and its
+candidates are capped (`MAX_CANDIDATES`). The store's one predicate
+(`mented.store.visible_to`) is then applied to the candidates, read back from the
+store, so a fact superseded or forgotten a moment ago is never shown even if the
+index lagged.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import threading
@@ -48,7 +55,7 @@ import tantivy
 from mented.log import log
 from mented.memory import InvalidInputError
 from mented.protocol import FactHit as Hit
-from mented.store import visible_to
+from mented.store import MAX_PROJECT_LENGTH, visible_to
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,18 +64,31 @@ if TYPE_CHECKING:
     from mented.memory import Memory
     from mented.store import Store
 
-FORMAT = 1  # of the index's schema and tokenizers: another value means a rebuild
+FORMAT = 2  # of the index's schema and tokenizers: another value means a rebuild
 MAX_QUERY_WORDS = 32
 MAX_K = 100
 TAGS_BOOST = 2.0  # a tag is a word the user chose to file the fact under
 WRITER_HEAP_BYTES = 15_000_000  # Tantivy's smallest indexing buffer
 _BATCH = 10_000  # change-log entries applied per commit
+# Candidates a search reads at most: visibility is filtered in the index, so only
+# facts changed since it caught up (none, usually) are read and left out.
+MAX_CANDIDATES = 1000
+_UNSCOPED = "~all"  # a fact's agent or project when it has none: no agent or path has a `~`
 _WORD = re.compile(r"\w+")
 _META_ID = "~meta"  # the metadata document's id: no memory id has a `~`
+SEARCH_WAIT_S = 2.0  # how long a search waits for the index held by a catch-up or rebuild
+_BUSY = (
+    "the recall index is being rebuilt (`mentectl reindex`, or a first start on this "
+    "store); try again in a few seconds. Rules work as before"
+)
 
 
 class RecallError(Exception):
     """The index cannot be used (a directory that cannot be written, Tantivy refusing)."""
+
+
+class RecallBusyError(RecallError):
+    """The index is being rebuilt (or held longer than a search may wait): try again."""
 
 
 class RebuildSummary(msgspec.Struct, kw_only=True, frozen=True):
@@ -84,6 +104,9 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("content", tokenizer_name="en_stem")
     builder.add_text_field("tags", tokenizer_name="en_stem")
+    # Who may see the fact, for the search's filter: its agent, its project directory.
+    builder.add_text_field("agent", tokenizer_name="raw")
+    builder.add_text_field("project", tokenizer_name="raw")
     # The metadata document's fields: how far into the change log, whose store.
     builder.add_unsigned_field("applied", stored=True)
     builder.add_text_field("store_id", stored=True, tokenizer_name="raw")
@@ -124,6 +147,7 @@ class RecallIndex:
         self._applied_cache: int | None = None
         self._lock = threading.Lock()
         self._closing = False  # a rebuild in progress stops at its next batch
+        self.rebuilding = False  # set while the whole index is rebuilt
         self._writer: tantivy.IndexWriter | None = None  # made on the first write
         self._open_index: tantivy.Index | None = None  # see `release`
         self.path = directory
@@ -252,6 +276,13 @@ class RecallIndex:
 
     def _rebuild(self) -> RebuildSummary:
         """Index every live fact, a batch of the store at a time; stop early when closing."""
+        self.rebuilding = True
+        try:
+            return self._rebuild_all()
+        finally:
+            self.rebuilding = False
+
+    def _rebuild_all(self) -> RebuildSummary:
         started = time.perf_counter()
         writer = self._writer_now()
         writer.delete_all_documents()
@@ -288,7 +319,13 @@ class RecallIndex:
 
     @staticmethod
     def _document(memory: Memory) -> tantivy.Document:
-        return tantivy.Document(id=memory.id, content=memory.content, tags=" ".join(memory.tags))
+        return tantivy.Document(
+            id=memory.id,
+            content=memory.content,
+            tags=" ".join(memory.tags),
+            agent=memory.agent or _UNSCOPED,
+            project=memory.project or _UNSCOPED,
+        )
 
     def _commit(self, applied: int) -> None:
         """Commit what was written with the metadata saying how far it goes: one atomic step."""
@@ -309,37 +346,92 @@ class RecallIndex:
     # ------------------------------------------------------------------ search
 
     def search(
-        self, query: str, *, agent: str | None = None, cwd: str | None = None, k: int = 5
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        cwd: str | None = None,
+        k: int = 5,
+        wait_s: float = SEARCH_WAIT_S,
     ) -> list[Hit]:
         """The `k` live facts best matching `query` that the caller may see, best first.
 
+        A search waits at most `wait_s` for the index (a catch-up after a write holds
+        it for milliseconds, the rebuild of a small store a moment); past that it is
+        refused. The caller runs it off the event loop.
+
         Raises:
             InvalidInputError: the query has no words, or `k` is out of range.
+            RecallBusyError: the index is being rebuilt, or was held past `wait_s`.
         """
         if not 1 <= k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}, not {k}")
         words = query_words(query)
+        if not self._lock.acquire(timeout=wait_s):
+            raise RecallBusyError(_BUSY)
+        try:
+            return self._search(words, agent, cwd, k)
+        finally:
+            self._lock.release()
+
+    def _search(self, words: list[str], agent: str | None, cwd: str | None, k: int) -> list[Hit]:
+        self._catch_up()  # one read of the log's head when nothing is pending
+        query = self._visible_query(words, agent, cwd)
+        searcher = self._index.searcher()
         hits: list[Hit] = []
-        offset = 0
-        batch = 2 * k  # candidates read per round: most are visible; each costs two reads
-        with self._lock:
-            self._catch_up()  # one read of the log's head when nothing is pending
-            parsed = self._index.parse_query(
-                " ".join(words), ["content", "tags"], field_boosts={"tags": TAGS_BOOST}
+        seen: set[str] = set()  # each candidate looked at once, whichever round found it
+        limit = 2 * k
+        while True:
+            found = searcher.search(query, limit, count=False).hits
+            ranked = []
+            for score, address in found:
+                memory_id = searcher.doc(address)["id"][0]
+                if memory_id not in seen:
+                    seen.add(memory_id)
+                    ranked.append((score, memory_id))
+            memories = self._store.load_many(memory_id for _, memory_id in ranked)
+            for score, memory_id in ranked:
+                memory = memories.get(memory_id)
+                if memory is not None and memory.is_live and visible_to(memory, agent, cwd):
+                    hits.append(Hit(memory=memory, score=score))
+            if len(hits) >= k or len(found) < limit or limit >= MAX_CANDIDATES:
+                break
+            limit = min(MAX_CANDIDATES, limit * 4)
+        hits.sort(key=lambda hit: -hit.score)  # stable: the index's order among equals
+        return hits[:k]
+
+    def _visible_query(self, words: list[str], agent: str | None, cwd: str | None) -> tantivy.Query:
+        """`words` over the facts' text and tags, only among those the caller may see."""
+        text = self._index.parse_query(
+            " ".join(words), ["content", "tags"], field_boosts={"tags": TAGS_BOOST}
+        )
+        clauses = [(tantivy.Occur.Must, text)]
+        if agent is not None:
+            agents = tantivy.Query.term_set_query(self._schema, "agent", [_UNSCOPED, agent])
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(agents, 0.0)))
+        if cwd is not None:
+            places = tantivy.Query.term_set_query(
+                self._schema, "project", [_UNSCOPED, *_directories_holding(cwd)]
             )
-            searcher = self._index.searcher()
-            while len(hits) < k:
-                found = searcher.search(parsed, batch, count=False, offset=offset).hits
-                if not found:
-                    break
-                ranked = [(score, searcher.doc(address)["id"][0]) for score, address in found]
-                memories = self._store.load_many(memory_id for _, memory_id in ranked)
-                for score, memory_id in ranked:
-                    memory = memories.get(memory_id)
-                    if memory is not None and memory.is_live and visible_to(memory, agent, cwd):
-                        hits.append(Hit(memory=memory, score=score))
-                        if len(hits) == k:
-                            break
-                offset += batch
-                batch *= 4
-        return hits
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(places, 0.0)))
+        return tantivy.Query.boolean_query(clauses)
+
+
+def _directories_holding(cwd: str) -> list[str]:
+    """Every directory a fact's project may name to be seen from `cwd`: `cwd` and each
+    directory above it, as given and through its symlinks (`mented.store.visible_to`).
+    None longer than a project may be, so a megabyte of `cwd` costs no more than 4 KiB."""
+    lexical = os.path.normpath(cwd)
+    places = [lexical]
+    if len(lexical) <= MAX_PROJECT_LENGTH:
+        places.append(os.path.realpath(lexical))
+    found = ["/"]
+    for place in places:
+        found.extend(
+            place[:end]
+            for end, char in enumerate(place[: MAX_PROJECT_LENGTH + 1])
+            if char == "/" and end
+        )
+        if len(place) <= MAX_PROJECT_LENGTH:
+            found.append(place)
+    return list(dict.fromkeys(found))

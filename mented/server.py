@@ -52,7 +52,7 @@ from mented.checks import rule_checks
 from mented.compliance import ComplianceRecord, report_row
 from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
-from mented.events import EventHub, Subscription, serve_subscription
+from mented.events import EventHub, SubscribersFullError, Subscription, serve_subscription
 from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookAnswer, HookHandler, decode_event
 from mented.listener import (
@@ -63,9 +63,10 @@ from mented.listener import (
 )
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
+from mented.looplag import LoopLag
 from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
-from mented.peercred import is_own_user, peer_uid
+from mented.peercred import is_own_user, peer_pid, peer_uid
 from mented.pinned import check_cap, over_cap
 from mented.portable import export_store, read_export, unknown_actions
 from mented.problems import (
@@ -131,7 +132,7 @@ from mented.protocol import (
     encode,
     frame,
 )
-from mented.recall import RebuildSummary, RecallError, RecallIndex
+from mented.recall import RebuildSummary, RecallBusyError, RecallError, RecallIndex
 from mented.service import has_controlling_terminal
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import (
@@ -164,6 +165,7 @@ _SMALL_REPLY = 64 * 1024
 # ~48 MiB. Hooks connect for milliseconds; long-lived clients are a few per agent.
 MAX_CONNECTIONS = 8192
 DESCRIPTOR_RESERVE = 32  # descriptors kept for the store, the listener and logging
+HOOK_SHARE = 8  # one connection slot in this many is kept for hooks alone
 # Answers that may hold this many memories come from a scan run off the trio thread.
 _SCAN_ABOVE = 256
 # While a scan runs, the trio thread waits at most this long for the GIL each time it
@@ -195,6 +197,7 @@ _PROJECT_READ_S = 5.0
 _QUICK_MATCH_S = 0.005
 _SLOW_MATCHES = 2  # worker threads matching slow commands at once
 _MAX_HOOK_WAIT_S = 10.0  # the longest a hook's caller says it waits (the shim's MAX_BUDGET_MS)
+_SEARCHES = 2  # worker threads recalling facts at once (the others wait, off the loop)
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
 _GIL_SWITCH_INTERVAL_S = 0.0005
@@ -289,6 +292,7 @@ class Server:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
         self.stats = _Stats()
+        self.loop_lag = LoopLag()  # the longest event-loop step, for `status`
         self._lock: DataDirLock | None = None
         self._listen_sock: socket.socket | None = None
         self._socket_identity: tuple[int, int] | None = None
@@ -303,7 +307,10 @@ class Server:
         self._last_activity = 0.0  # trio clock: the last connection opened or closed
         self._drained = trio.Event()  # set when the last connection closes during shutdown
         self._max_connections = _connection_limit()
+        # Past this many connections, only hooks are served (the rest: `busy`).
+        self._open_to_all = self._max_connections - max(1, self._max_connections // HOOK_SHARE)
         self._slow_matches = trio.CapacityLimiter(_SLOW_MATCHES)
+        self._searches = trio.CapacityLimiter(_SEARCHES)  # fact recalls, in worker threads
         self.config = Config()
         self.config_error: str | None = None  # why the config on disk is unusable, for `status`
         # Started with an invalid config file: the built-in settings serve until a reload.
@@ -412,6 +419,16 @@ class Server:
         assert self._listen_sock is not None, "call open() first"
         sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
         listener = trio.socket.from_stdlib_socket(self._listen_sock)
+        self.loop_lag.start()
+        trio.lowlevel.add_instrument(self.loop_lag)
+        try:
+            await self._serve(listener, task_status)
+        finally:
+            trio.lowlevel.remove_instrument(self.loop_lag)
+
+    async def _serve(
+        self, listener: trio.socket.SocketType, task_status: trio.TaskStatus[Server]
+    ) -> None:
         async with trio.open_nursery() as nursery:
             if self.options.handle_signals:
                 await nursery.start(self._watch_signals)
@@ -420,6 +437,7 @@ class Server:
             nursery.start_soon(self._sync_by_itself)
             nursery.start_soon(self._catch_up_recall)
             nursery.start_soon(self._release_recall_when_idle)
+            nursery.start_soon(self.events.fan_out)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
@@ -562,6 +580,7 @@ class Server:
             if not is_own_user(sock):
                 log.warning("peer_refused", peer_uid=peer_uid(sock))
                 return
+            first = True  # the first request: whether this connection gets a slot
             while not self._stopping:
                 try:
                     body = await self._read_frame(conn)
@@ -575,23 +594,20 @@ class Server:
                     return
                 if body is None:
                     return
-                started = time.perf_counter()
-                conn.untimed = False
-                reply = await self._dispatch(body, conn)
-                del body  # not held while the client takes its time reading the answer
-                self.stats.requests += 1
-                if not conn.untimed:
-                    self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
-                if len(reply) > _SMALL_REPLY:
-                    reply = self._hold_reply(conn, reply)
-                    if reply is _BUSY_SENDING_FRAME:  # a hook's answer replaced: not handed over
-                        self._settle_hook(conn, sent=False)
-                sent = await self._send_reply(conn, reply)
-                self._settle_hook(conn, sent=sent)
-                if not sent:
+                if (
+                    first
+                    and self._connections > self._open_to_all
+                    and not body.startswith(_HOOK_PREFIX)
+                ):
+                    # The last slots are the hooks': long-lived clients (subscribers, idle
+                    # connections) must never leave an agent's hook without an answer.
+                    await self._send_reply(conn, _BUSY_FRAME)
                     return
-                del reply  # not held while the connection waits for its next request
-                self.held.release(conn)
+                first = False
+                answering = self._answer(conn, body)
+                del body  # held by the answer alone, which lets go of it once dispatched
+                if not await answering:
+                    return
                 if conn.subscription is not None:
                     await self._stream_events(conn)
                     return
@@ -613,6 +629,27 @@ class Server:
             sock.close()
             if self._stopping and not self._connections:
                 self._drained.set()
+
+    async def _answer(self, conn: _Connection, body: bytes) -> bool:
+        """Dispatch one request and send its answer; whether the connection goes on."""
+        started = time.perf_counter()
+        conn.untimed = False
+        reply = await self._dispatch(body, conn)
+        del body  # not held while the client takes its time reading the answer
+        self.stats.requests += 1
+        if not conn.untimed:
+            self.stats.latencies_us.append((time.perf_counter() - started) * 1e6)
+        if len(reply) > _SMALL_REPLY:
+            reply = self._hold_reply(conn, reply)
+            if reply is _BUSY_SENDING_FRAME:  # a hook's answer replaced: not handed over
+                self._settle_hook(conn, sent=False)
+        sent = await self._send_reply(conn, reply)
+        self._settle_hook(conn, sent=sent)
+        if not sent:
+            return False
+        del reply  # not held while the connection waits for its next request
+        self.held.release(conn)
+        return True
 
     async def _read_frame(self, conn: _Connection) -> bytes | None:
         """The next frame's body; None at end of stream, idle timeout or shutdown.
@@ -832,7 +869,12 @@ class Server:
                 message=f"project must be an absolute directory, not {request.project!r}",
             )
         kinds = list(dict.fromkeys(request.kinds))  # each once, in the order asked
-        conn.subscription = self.events.subscribe(kinds, request.project)
+        try:
+            conn.subscription = self.events.subscribe(
+                kinds, request.project, client=peer_pid(conn.sock)
+            )
+        except SubscribersFullError as exc:
+            return ErrorReply(code=ErrorCode.BUSY, message=str(exc))
         return SubscribedReply(kinds=kinds, project=conn.subscription.project)
 
     def _stop_for_store_failure(self) -> None:
@@ -953,13 +995,11 @@ class Server:
                     ]
                 )
             case RecallFactsRequest():
-                k = self.config.recall.k if request.k is None else request.k
-                hits = self._recall_index().search(
-                    request.query, agent=request.agent, cwd=request.cwd, k=k
-                )
-                return RecalledReply(hits=hits)
+                return await self._recall_facts(request)
             case ReindexRequest():
-                summary = await _in_thread(self._reindex)
+                # As a scan: the collector paused, the GIL handed back often (it walks
+                # every fact, building a document of each).
+                summary = await self._scan(self._reindex)
                 return ReindexedReply(
                     facts=summary.facts, pinned=summary.pinned, seconds=summary.seconds
                 )
@@ -988,6 +1028,19 @@ class Server:
         synced = await _in_thread(functools.partial(self._indexed, self._sync, request.init_remote))
         self.events.publish_batch("synced", added=synced.added, forgotten=synced.forgotten)
         return synced
+
+    async def _recall_facts(self, request: RecallFactsRequest) -> RecalledReply:
+        """The facts best matching the query, searched off the event loop: a search may
+        wait for the index (a rebuild holds it for seconds)."""
+        k = self.config.recall.k if request.k is None else request.k
+        search = functools.partial(
+            self._recall_index().search, request.query, agent=request.agent, cwd=request.cwd, k=k
+        )
+        try:
+            hits = await _in_thread(search, self._searches)
+        except RecallBusyError as exc:
+            raise RecallUnavailableError(str(exc)) from None
+        return RecalledReply(hits=hits)
 
     async def _list(self, request: ListRequest) -> Reply:
         """A listing (a scan, off the event loop), saying when a project's rules are not served."""
@@ -1421,6 +1474,9 @@ class Server:
             requests_served=self.stats.requests,
             p50_us=self.stats.percentile(0.5),
             p99_us=self.stats.percentile(0.99),
+            loop_lag_ms=self.loop_lag.worst.seconds * 1000,
+            loop_lag_task=self.loop_lag.worst.task,
+            loop_lag_recent_ms=self.loop_lag.recent.seconds * 1000,
             last_hook_fire=self.hooks.last_fire,
             hook_chars_per_session=chars_per_session,
             hook_sessions=sessions,

@@ -265,6 +265,10 @@ def _places(cwd: str | None) -> tuple[str, ...] | None:
     if cwd is None:
         return None
     lexical = os.path.normpath(cwd)
+    if len(lexical) > MAX_PROJECT_LENGTH:
+        # No directory has such a path (the kernel refuses it), and `realpath` of one
+        # costs its length squared: 5 minutes for a megabyte of `/a/a/...`.
+        return (lexical,)
     real = os.path.realpath(lexical)
     return (lexical,) if real == lexical else (lexical, real)
 

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mented.digest_cache import DigestCache
 from mented.log import log
 from mented.memory import (
     MIN_HANDLE_LENGTH,
@@ -101,6 +102,7 @@ _RULE_OVERHEAD_BYTES = 512  # what a parsed rule costs beyond its file's bytes
 _GIT_FILE_BYTES = 4096  # a submodule's `.git` file: one `gitdir:` line
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _MAX_ROOTS_CACHED = 4096
+_MAX_ROOTS_BYTES = 4 << 20  # the roots cache, keyed by the working directory's digest
 
 # (name, mtime_ns, ctime_ns, size, inode) of `.mented/` (name "") and of each rule file.
 Stamp = tuple[tuple[str, int, int, int, int], ...]
@@ -161,7 +163,10 @@ class ProjectRules:
     def __init__(self, data_dir: Path, *, read_inline: bool = True) -> None:
         self._trust_path = data_dir / "trusted.json"
         self._trusted: dict[str, str] = self._load_trust()
-        self._roots: dict[str, tuple[tuple[str, ...], float]] = {}
+        # By the digest of the working directory (an event's, up to 4 KiB), bounded in bytes.
+        self._roots: DigestCache[tuple[tuple[str, ...], float]] = DigestCache(
+            max_entries=_MAX_ROOTS_CACHED, max_bytes=_MAX_ROOTS_BYTES
+        )
         self._projects: OrderedDict[str, Project] = OrderedDict()  # least recently used first
         self._cached_bytes = 0
         # The daemon looks up on its event loop, and a large recall in a worker thread.
@@ -321,9 +326,7 @@ class ProjectRules:
         if cached is not None and cached[1] > now:
             return cached[0]
         roots = tuple(find_roots(cwd))
-        if len(self._roots) >= _MAX_ROOTS_CACHED:
-            self._roots.clear()
-        self._roots[cwd] = (roots, now + ROOT_TTL_S)
+        self._roots.put(cwd, (roots, now + ROOT_TTL_S), sum(map(len, roots)))
         return roots
 
     # ------------------------------------------------------------------ trust

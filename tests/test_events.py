@@ -5,13 +5,21 @@ from __future__ import annotations
 import socket
 
 import msgspec
+import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from mented.actions import load_action_table
 from mented.agents.pretooluse import pretooluse_event
 from mented.config import Config, DeliverySettings
-from mented.events import EventHub, Subscription, cut_text, serve_subscription
+from mented.events import (
+    EventHub,
+    SubscribersFullError,
+    Subscription,
+    cut_text,
+    serve_subscription,
+)
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import Memory, MemoryType
@@ -280,3 +288,44 @@ async def test_a_client_that_goes_away_ends_its_subscription_quietly() -> None:
                         await trio.lowlevel.checkpoint()
             hub.unsubscribe(subscription)
     assert hub.subscribers == 0
+
+
+async def test_publishing_costs_the_publisher_nothing_per_subscriber() -> None:
+    # Fanned out on the hook's path, 300 subscribers took a hook from 1.1 to 48 ms.
+    hub = EventHub(Budget())
+    subscriptions = [hub.subscribe(client=n) for n in range(200)]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(hub.fan_out)
+        await trio.testing.wait_all_tasks_blocked()
+        for n in range(3):
+            hub.publish_fire(fire(command=f"git commit -m {n}"))
+            # Nothing offered by the publisher itself: fan-out does it after.
+            assert all(subscription.queued == 0 for subscription in subscriptions)
+        await trio.testing.wait_all_tasks_blocked()
+        for subscription in subscriptions:
+            assert [e.command for e in await drain(subscription)] == [  # type: ignore[union-attr]
+                "git commit -m 0",
+                "git commit -m 1",
+                "git commit -m 2",
+            ]
+        nursery.cancel_scope.cancel()
+
+
+async def test_subscriptions_are_bounded_per_client_and_in_all() -> None:
+    hub = EventHub(Budget())
+    hub.max_subscribers, hub.max_per_client = 6, 3
+    mine = [hub.subscribe(client=1) for _ in range(3)]
+    with pytest.raises(SubscribersFullError, match=r"process 1\) holds 3 subscriptions"):
+        hub.subscribe(client=1)
+    others = [hub.subscribe(client=2), hub.subscribe(client=3), hub.subscribe()]
+    with pytest.raises(SubscribersFullError, match="serves 6 subscriptions"):
+        hub.subscribe(client=4)
+    # Idle long enough, the one sent nothing for longest expires to make room.
+    hub.idle_s = 0.0
+    hub.publish_config(None, None)  # sent to each in turn: the first is the idlest now
+    newest = hub.subscribe(client=4)
+    assert hub.subscribers == 6
+    expired = [s for s in [*mine, *others] if s.dropped is not None]
+    assert len(expired) == 1
+    assert b"was sent nothing for" in (expired[0].dropped or b"")
+    assert newest.dropped is None

@@ -76,6 +76,62 @@ def test_k_visible_facts_even_when_most_matches_are_hidden(
     assert found(index, "deploy note", cwd="/work/app", k=3) == ["deploy from main only"]
 
 
+def test_k_distinct_hits_come_back_when_most_matches_are_hidden(
+    store: Store, index: RecallIndex
+) -> None:
+    # Ranked above the caller's own (shorter texts, the same words), the hidden facts
+    # filled every page; paging by offset could then repeat one hit and miss another.
+    for n in range(300):
+        store.store(f"deploy note {n}", project="/work/other", agent="codex")
+    mine = [f"deploy note for the app, number {n}, with some more words about it" for n in range(6)]
+    for content in mine:
+        store.store(content, project="/work/app")
+    index.catch_up()
+    results = found(index, "deploy note", cwd="/work/app/src", agent="claude-code", k=5)
+    assert len(results) == 5
+    assert len(set(results)) == 5, results
+    assert set(results) <= set(mine)
+    # The other agent sees its own facts from anywhere they are scoped, and mine not here.
+    theirs = found(index, "deploy note", cwd="/work/other", agent="codex", k=10)
+    assert len(set(theirs)) == 10
+    assert not set(theirs) & set(mine)
+
+
+def test_a_fact_found_only_by_its_tag_is_found(store: Store, index: RecallIndex) -> None:
+    store.store("the cluster config lives in infra/", tags=["kubernetes"])
+    store.store("unrelated note")
+    index.catch_up()
+    assert found(index, "kubernetes") == ["the cluster config lives in infra/"]
+
+
+def test_visibility_follows_a_symlinked_working_directory(
+    store: Store, index: RecallIndex, tmp_path: Path
+) -> None:
+    real = tmp_path / "real" / "app"
+    real.mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    store.store("deploys go through the queue", project=str(real))
+    index.catch_up()
+    assert found(index, "deploys", cwd=str(link / "app" / "src")) == [
+        "deploys go through the queue"
+    ]
+    assert found(index, "deploys", cwd=str(tmp_path / "real" / "app2")) == []
+
+
+def test_a_megabyte_working_directory_costs_no_more_than_a_real_one(
+    store: Store, index: RecallIndex
+) -> None:
+    store.store("deploy note for everyone")
+    store.store("deploy note for /a", project="/a")
+    index.catch_up()
+    # `realpath` and walking up such a path cost its length squared: minutes.
+    assert sorted(found(index, "deploy note", cwd="/a" * 500_000)) == [
+        "deploy note for /a",
+        "deploy note for everyone",
+    ]
+
+
 def test_superseded_and_forgotten_facts_are_not_recalled(store: Store, index: RecallIndex) -> None:
     old = store.store("the staging database is stg-db-2")
     index.catch_up()

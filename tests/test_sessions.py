@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mented import sessions as sessions_module
 from mented.sessions import SessionKey, SessionMemory, SessionMemoryError
 
 A = SessionKey("claude-code", "session-a")
@@ -99,3 +100,53 @@ def test_a_damaged_file_is_moved_aside_and_the_memory_starts_empty(
     reopened.add(A, ["r1"])
     assert reopened.handed(A) == {"r1"}
     assert (tmp_path / "data.mdb.damaged").read_bytes() == whole[:keep]
+
+
+class CountingDecoder:
+    """A session decoder that counts the entries it decodes."""
+
+    def __init__(self, decoder: object) -> None:
+        self.decoder = decoder
+        self.calls = 0
+
+    def decode(self, raw: bytes) -> object:
+        self.calls += 1
+        return self.decoder.decode(raw)  # type: ignore[attr-defined]
+
+
+def test_a_new_session_past_the_bound_costs_the_same_however_many_are_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the bound, each new session decoded and sorted every stored one (on the
+    # event loop: 35 ms a hook at 4,096 sessions, up to 351 ms).
+    memory = SessionMemory(tmp_path, ttl_s=3600, max_sessions=1000)
+    for n in range(1000):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+    memory.add(SessionKey("codex", "s0"), ["again"])  # s0 now expires last
+    counters = []
+    for name in ("_decoder", "_expiry_decoder"):
+        if hasattr(sessions_module, name):
+            counter = CountingDecoder(getattr(sessions_module, name))
+            monkeypatch.setattr(sessions_module, name, counter)
+            counters.append(counter)
+    for n in range(1000, 1200):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+    decoded = sum(counter.calls for counter in counters)
+    assert decoded <= 200, f"{decoded} sessions decoded for 200 new ones"
+    assert len(memory) == 1000
+    # The nearest to expiry went: s1..s200; s0, written again, stayed.
+    assert memory.handed(SessionKey("codex", "s0")) == {"r0", "again"}
+    assert memory.handed(SessionKey("codex", "s200")) == set()
+    assert memory.handed(SessionKey("codex", "s201")) == {"r201"}
+    assert memory.handed(SessionKey("codex", "s1199")) == {"r1199"}
+    memory.close()
+    # Opened again, the expiry index is read from the file: the order holds.
+    again = SessionMemory(tmp_path, ttl_s=3600, max_sessions=1000)
+    again.add(SessionKey("codex", "new"), ["r"])
+    assert again.handed(SessionKey("codex", "s201")) == set()
+    assert again.handed(SessionKey("codex", "s0")) == {"r0", "again"}
+    again.forget(SessionKey("codex", "s202"))
+    again.add(SessionKey("codex", "newer"), ["r"])  # room made by the forget: none dropped
+    assert again.handed(SessionKey("codex", "s203")) == {"r203"}
+    assert len(again) == 1000
+    again.close()

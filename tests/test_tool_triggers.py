@@ -22,3 +22,12 @@ def test_users_add_their_own_tools() -> None:
     tools = ToolMatcher(load_action_table(config))
     assert tools.actions_for("k8s/apply_manifest") == ("deploy",)
     assert tools.actions_for("k8s/get_pods") == ()
+
+
+def test_a_tool_glob_matches_the_whole_name() -> None:
+    config = Config(actions={"deploy": {"tools": ["k8s/apply_*"], "description": "deploy"}})
+    tools = ToolMatcher(load_action_table(config))
+    assert tools.actions_for("prod-k8s/apply_manifest") == ()  # another server's tool
+    assert tools.actions_for("k8s/apply_manifest/extra") == ("deploy",)  # `*` takes `/` too
+    assert tools.actions_for("xk8s/apply_manifest") == ()
+    assert tools.explain("prod-k8s/apply_manifest") == []

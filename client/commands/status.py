@@ -158,6 +158,7 @@ def render_status(status: StatusReply) -> str:
             f"{status.requests_served} served, p50 {_micros(status.p50_us)}, "
             f"p99 {_micros(status.p99_us)}",
         ),
+        ("loop", _loop_lag(status)),
         ("last rules", last),
         ("handed", _handed(status)),
     ]
@@ -175,6 +176,18 @@ def render_status(status: StatusReply) -> str:
     # The last fire's agent came with an event; the paths and the config error are files'.
     return "\n".join(
         f"{name + ':':<12}{escape_controls(value, keep_lines=False)}" for name, value in rows
+    )
+
+
+def _loop_lag(status: StatusReply) -> str:
+    """The longest the event loop was held (every request waited that long)."""
+    if status.loop_lag_ms is None:
+        return "not measured by this daemon"
+    task = status.loop_lag_task.rsplit(".", 1)[-1] if status.loop_lag_task else None
+    by = f" ({task})" if task else ""
+    return (
+        f"held at most {status.loop_lag_ms:.1f} ms since start{by}, "
+        f"{status.loop_lag_recent_ms or 0.0:.1f} ms in the last minute"
     )
 
 
