@@ -604,7 +604,7 @@ class Server:
                     await self._send_reply(conn, _BUSY_FRAME)
                     return
                 first = False
-                answering = self._answer(conn, body)
+                answering = self._answer_request(conn, body)
                 del body  # held by the answer alone, which lets go of it once dispatched
                 if not await answering:
                     return
@@ -630,7 +630,7 @@ class Server:
             if self._stopping and not self._connections:
                 self._drained.set()
 
-    async def _answer(self, conn: _Connection, body: bytes) -> bool:
+    async def _answer_request(self, conn: _Connection, body: bytes) -> bool:
         """Dispatch one request and send its answer; whether the connection goes on."""
         started = time.perf_counter()
         conn.untimed = False
