@@ -152,7 +152,10 @@ def test_the_pointer_never_passes_its_length_and_ends_on_a_whole_word() -> None:
     # Every cut position: action names of every length move the last space around.
     for width in range(1, 40):
         for count in range(1, 8):
-            handles = [("a" * width, [f"{n:08x}" for n in range(count)]), ("git-push", ["beef0001"])]
+            handles = [
+                ("a" * width, [f"{n:08x}" for n in range(count)]),
+                ("git-push", ["beef0001"]),
+            ]
             line = render_pointer(handles)
             full = "; ".join(f"{a} " + " ".join(f"[{h}]" for h in hs) for a, hs in handles)
             whole = f"mented: the rules shown earlier still apply to this command: {full}."
@@ -223,9 +226,9 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
         assert not cut(limit), (max_chars, limit)
         assert cut(limit + 1), (max_chars, limit)
     # A superseding rule's line may say which rule it replaces: its figure is lower.
-    assert handover.longest_whole_rule(
-        action, max_chars=4000, table=table
-    ) == limit_at(action, table) - len("(replaces [abcd1234]) ")
+    assert handover.longest_whole_rule(action, max_chars=4000, table=table) == limit_at(
+        action, table
+    ) - len("(replaces [abcd1234]) ")
 
 
 def limit_at(action: str, table: ActionTable) -> int:
