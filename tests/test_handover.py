@@ -205,7 +205,7 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
             action, max_chars=max_chars, table=table, replaces=False
         )
 
-        def cut(length: int) -> bool:
+        def cut(length: int, max_chars: int = max_chars) -> bool:
             new = memory("r" * length)
             texts = [
                 render_rules(
