@@ -17,7 +17,7 @@ from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import MemoryType, short_handle
-from mented.sessions import SessionMemory, SessionMemoryError
+from mented.sessions import MAX_RULES_PER_SESSION, SessionKey, SessionMemory, SessionMemoryError
 from mented.store import Store
 
 
@@ -335,6 +335,24 @@ def test_by_default_the_first_matching_command_is_stopped_once_then_passes(
     assert fires[1].why == hooks.WHY_HANDED
 
 
+def test_a_session_handed_thousands_of_versions_still_records_the_newest(
+    store: Store, sessions: SessionMemory
+) -> None:
+    # Past MAX_RULES_PER_SESSION versions in one session, the newest must still be
+    # recorded: otherwise every later commit is stopped again for the same rule.
+    handler = stopping(store, sessions)
+    key = SessionKey("claude-code", "long")
+    sessions.add(key, [f"earlier-{n}" for n in range(MAX_RULES_PER_SESSION)])
+    rule_id = rule(store, "git-commit", "commit messages: single line")
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event(session="long")))
+    assert handler.handle("claude-code", event(session="long")) == b""  # the retry
+    later = context_of(handler.handle("claude-code", event("git commit -m 2", session="long")))
+    assert later == (
+        "mented: the rules shown earlier still apply to this command: "
+        f"git-commit [{short_handle(rule_id)}]."
+    )
+
+
 def test_the_full_text_goes_once_per_session(store: Store, sessions: SessionMemory) -> None:
     for n in range(6):
         rule(store, "git-commit", f"rule {n}: " + "x" * 200)
@@ -384,6 +402,24 @@ def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
     assert all(short_handle(i) in pointer for i in (kept, new.id, added))
     assert short_handle(old) not in pointer
     assert handler.recent_fires(1)[0].why == hooks.WHY_HANDED
+
+
+def test_a_superseding_rule_names_no_rule_the_session_never_saw(
+    store: Store, sessions: SessionMemory
+) -> None:
+    old = rule(store, "git-commit", "squash before merging")
+    handler = stopping(store, sessions)
+    deny_reason_of(handler.handle("claude-code", event(session="saw-it")))
+    new, _ = store.supersede(old, "rebase, never squash")
+    # A session that never read the old rule: the new one, with no reference to it.
+    fresh = deny_reason_of(handler.handle("claude-code", event(session="new")))
+    assert f"- [{short_handle(new.id)}] rebase, never squash" in fresh
+    assert "replaces" not in fresh
+    assert short_handle(old) not in fresh
+    assert "shown earlier in this session" not in fresh
+    # The one that did: the reference.
+    seen = deny_reason_of(handler.handle("claude-code", event(session="saw-it")))
+    assert f"- [{short_handle(new.id)}] (replaces [{short_handle(old)}]) rebase" in seen
 
 
 def test_context_delivery_never_stops_and_says_the_command_ran(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.sessions import SessionKey, SessionMemory, SessionMemoryError
+from mented.sessions import MAX_RULES_PER_SESSION, SessionKey, SessionMemory, SessionMemoryError
 
 A = SessionKey("claude-code", "session-a")
 
@@ -99,3 +99,15 @@ def test_a_damaged_file_is_moved_aside_and_the_memory_starts_empty(
     reopened.add(A, ["r1"])
     assert reopened.handed(A) == {"r1"}
     assert (tmp_path / "data.mdb.damaged").read_bytes() == whole[:keep]
+
+
+def test_past_the_bound_the_newest_rule_versions_are_the_ones_kept(tmp_path: Path) -> None:
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, [f"old-{n}" for n in range(MAX_RULES_PER_SESSION)])
+    memory.add(A, ["newest"])
+    handed = memory.handed(A)
+    assert "newest" in handed  # else every later command is stopped for it again
+    assert "old-0" not in handed  # the oldest went
+    assert len(handed) == MAX_RULES_PER_SESSION
+    memory.add(A, [f"batch-{n}" for n in range(MAX_RULES_PER_SESSION + 5)])
+    assert f"batch-{MAX_RULES_PER_SESSION + 4}" in memory.handed(A)

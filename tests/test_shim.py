@@ -340,6 +340,16 @@ def test_a_bad_budget_falls_back_to_the_default(short_tmp: Path, value: str) -> 
     assert result.stdout == ANSWER
 
 
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(b"600000", 10.0), (b"10001", 10.0), (b"10000", 10.0), (b"9999", 9.999), (b"1", 0.001)],
+)
+def test_a_huge_budget_is_capped_at_ten_seconds(value: bytes, seconds: float) -> None:
+    # MENTED_HOOK_BUDGET_MS=600000 would hold the agent's tool call ten minutes
+    # when the daemon hangs: the shim's deadline never passes 10 s.
+    assert shim.budget_seconds({b"MENTED_HOOK_BUDGET_MS": value}) == seconds
+
+
 def test_a_closed_stdout_still_exits_zero(short_tmp: Path) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
         read_end, write_end = os.pipe()
