@@ -25,7 +25,8 @@ from mented_client.hook_settings import installed_shim, real_interpreter
 PYTHON = str(real_interpreter())
 SHIM = str(installed_shim())
 BUDGET_MS = 150
-# Wall time allowed beyond the budget: interpreter start-up and exit on a busy machine.
+# Wall time allowed beyond the budget: interpreter start-up and exit, as measured
+# then (`start_up_s`: a busy machine multiplies it), twice, and this on top.
 MARGIN_S = 0.45
 EVENT = pretooluse_event(
     "git commit -m x", cwd="/home/u/repo", session="s-1", tool_use_id="toolu_1"
@@ -56,11 +57,31 @@ def run_shim(
     return result, time.monotonic() - started
 
 
+def start_up_s() -> float:
+    """The wall time of a shim run with nothing to wait for (its socket does not exist):
+    what starting and ending it costs on this machine, now."""
+    started = time.monotonic()
+    subprocess.run(
+        [PYTHON, "-I", "-S", SHIM, "claude-code"],
+        input=EVENT,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "MENTED_SOCKET": "/nonexistent/mented.sock"},
+        timeout=10,
+        check=False,
+    )
+    return time.monotonic() - started
+
+
+def within_budget(wall: float) -> bool:
+    """Whether a run ended at its budget (not later than start-up, twice, allows)."""
+    return wall < BUDGET_MS / 1000 + 2 * start_up_s() + MARGIN_S
+
+
 def assert_silent(result: subprocess.CompletedProcess[bytes], wall: float) -> None:
     assert result.stdout == b""
     assert result.stderr == b""
     assert result.returncode == 0
-    assert wall < BUDGET_MS / 1000 + MARGIN_S
+    assert within_budget(wall), wall
 
 
 class FakeDaemon:
@@ -303,7 +324,7 @@ def test_stdin_that_never_ends(short_tmp: Path) -> None:
             proc.stdin.close()
         wall = time.monotonic() - started
     assert (stdout, stderr, proc.returncode) == (b"", b"", 0)
-    assert wall < BUDGET_MS / 1000 + MARGIN_S
+    assert within_budget(wall), wall
 
 
 def _wait(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
@@ -470,4 +491,4 @@ def test_a_large_answer_to_a_stdout_nobody_reads_ends_within_the_budget(
             os.close(read_end)
         assert len(server.requests) == 1, "the shim should have had its answer"
     assert proc.returncode == 0
-    assert wall < BUDGET_MS / 1000 + MARGIN_S
+    assert within_budget(wall), wall
