@@ -14,7 +14,8 @@ say where to change it instead (its `.mented/` file, in a commit) and that the
 user's own rules, listed first, win over it.
 The text stays within `max_chars`: a rule longer than its share is cut with a
 pointer to `mentectl rule show`, then whole rules are left out, the oldest of
-the longest section first, and the section says how many. Lengths are worked
+the longest section first, and the section says how many. Each action keeps its
+newest rule: when those do not fit side by side, each is cut to a fair share. Lengths are worked
 out per line first and the text is composed once: linear in what is rendered.
 
 A later command whose rules the session already has gets `pointer`: one line
