@@ -526,7 +526,12 @@ def test_rules_left_out_for_room_do_not_stop_the_command_again(
     reason = deny_reason_of(handler.handle("claude-code", event()))
     assert "left out" in reason
     assert handler.handle("claude-code", event()) == b""  # the retry
-    assert len(context_of(handler.handle("claude-code", event("git commit -m 2")))) <= 120
+    pointer = context_of(handler.handle("claude-code", event("git commit -m 2")))
+    # A pointer naming the rules (all six: those left out were told of), not a stop.
+    assert pointer.startswith("mented: the rules shown earlier still apply to this command: ")
+    assert len(pointer) <= 120
+    assert "git-commit [" in pointer
+    assert pointer.endswith(("].", " …"))
     fire = handler.recent_fires(3)[2]
     assert 0 < len(fire.full_ids) < len(fire.rule_ids) == 6
 
