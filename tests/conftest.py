@@ -252,8 +252,10 @@ class DaemonProcess:
 def daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
     """A running `mented` on private paths; stopped (SIGKILL as a last resort) afterwards."""
     process = DaemonProcess(short_tmp)
-    process.start()
     try:
+        # Inside: a daemon that starts but is not ready in time is stopped too (it
+        # was left running, orphaned, once the tests ended).
+        process.start()
         yield process
     finally:
         if process.proc is not None and process.proc.poll() is None:
