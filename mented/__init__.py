@@ -10,6 +10,7 @@ General layout (imports point downward; nothing imports upward):
 - `store.py`     the LMDB store: records, the trigger index, supersession,
                  the one visibility predicate. Knows nothing of agents' formats.
 - `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
+- `cputime.py`   a thread's CPU time without its garbage collections (budgets).
 - `matcher.py`   names the actions a shell command performs (bashlex + fallback).
 - `protocol.py`  frames and the tagged request/reply structs on the wire.
 - `agents/`      one module per agent: decode its hook event, render its output.

@@ -14,7 +14,8 @@ say where to change it instead (its `.mented/` file, in a commit) and that the
 user's own rules, listed first, win over it.
 The text stays within `max_chars`: a rule longer than its share is cut with a
 pointer to `mentectl rule show`, then whole rules are left out, the oldest of
-the longest section first, and the section says how many. Lengths are worked
+the longest section first, and the section says how many. Each action keeps its
+newest rule: when those do not fit side by side, each is cut to a fair share. Lengths are worked
 out per line first and the text is composed once: linear in what is rendered.
 
 A later command whose rules the session already has gets `pointer`: one line
@@ -122,12 +123,28 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
     room = _room(intro, headings, max_chars, footer)
     if room <= 0:
         return Handover(text="", shown_ids=[])
-    # A rule longer than the room is cut to it (with a pointer to the whole text).
-    per_rule = max(_MIN_RULE_CHARS, room - max(len(note) + 1 for note in notes))
+    # A rule longer than the room is cut to it (with a pointer to the whole text):
+    # the room less a note and the two line breaks (the rule's and the note's).
+    per_rule = max(_MIN_RULE_CHARS, room - max(len(note) + 1 for note in notes) - 1)
     lines = [
         [_rule_line(rule, section.replaced, per_rule) for rule in section.rules]
         for section in sections
     ]
+    # Each action keeps its newest rule: when those do not fit side by side, they
+    # are cut to a fair share of the room, so that leaving out whole rules (below)
+    # stops before a section is emptied.
+    share = _fair_share(
+        [len(section_lines[0]) for section_lines in lines if section_lines],
+        room
+        - len(sections)
+        - sum(len(note) + 1 for note, s in zip(notes, sections, strict=True) if len(s.rules) > 1),
+    )
+    if share < per_rule:
+        for section, section_lines in zip(sections, lines, strict=True):
+            if section_lines and len(section_lines[0]) > share:
+                section_lines[0] = _rule_line(
+                    section.rules[0], section.replaced, max(_MIN_RULE_CHARS, share)
+                )
     shown = [len(section_lines) for section_lines in lines]
     total = sum(len(line) + 1 for section_lines in lines for line in section_lines)
     # Leave out whole rules, oldest of the longest section first, until they fit
@@ -159,20 +176,65 @@ def render_rules(  # noqa: PLR0913 - the text's parts, each named at the call
     return Handover(text="\n\n".join(parts), shown_ids=shown_ids)
 
 
-def longest_whole_rule(action: str, *, max_chars: int, table: ActionTable) -> int:
+def longest_whole_rule(
+    action: str, *, max_chars: int, table: ActionTable, replaces: bool = True
+) -> int:
     """The most characters of rule text the hook hands over whole for `action`.
 
-    That is when the rule is the only one handed over: a longer rule reaches the
-    model cut, with a pointer to `mentectl rule show`. `mentectl rule add` warns
-    with this figure. A line break in the rule counts 3 (it is indented).
+    That is when the rule is the newest one handed over, its action's alone: a
+    longer rule reaches the model cut, with a pointer to `mentectl rule show`,
+    at least once (the words differ a little by moment and by what performs the
+    action). `mentectl rule add` warns with this figure. A line break in the rule
+    counts 3 (it is indented). `replaces`: the rule may say which one it replaces
+    (a superseding rule); a rule just added never does.
     """
     note = _LEFT_OUT.format(n=999, noun="rules", action=action, max_chars=max_chars)
-    head = len(f"- [{'x' * SHORT_HANDLE_LENGTH}] (replaces [{'x' * SHORT_HANDLE_LENGTH}]) ")
+    handle = "x" * SHORT_HANDLE_LENGTH
+    head = len(f"- [{handle}] " + (f"(replaces [{handle}]) " if replaces else ""))
     rooms = [
-        _room(INTRO[moment] + " " + EARLIER, [_heading(action, moment, table)], max_chars)
+        _room(
+            INTRO[moment].format(what=what) + " " + EARLIER,
+            [_heading(action, moment, table)],
+            max_chars,
+        )
         for moment in INTRO
+        for what in _whats(action, table)
     ]
-    return max(_MIN_RULE_CHARS, min(rooms) - len(note) - 1) - head
+    return max(_MIN_RULE_CHARS, min(rooms) - len(note) - 2) - head
+
+
+def _whats(action: str, table: ActionTable) -> list[str]:
+    """How the words name what performs `action` (`ToolCall.kind_in_words`)."""
+    found = [a for a in table.actions() if a.name == action]
+    if not found:
+        return ["command"]
+    performed = found[0]
+    whats = []
+    if performed.shapes or not (performed.tools or performed.paths):
+        whats.append("command")
+    if performed.tools:
+        whats.append("tool call")
+    if performed.paths:
+        whats.append("file edit")
+    return whats
+
+
+def _fair_share(lengths: Sequence[int], budget: int) -> int:
+    """The largest cut at which `lengths`, each cut to it, sum to at most `budget`.
+
+    Lines shorter than the cut stay whole and leave their unused share to the
+    others (max-min fairness). Large when they all fit uncut.
+    """
+    if sum(lengths) <= budget:
+        return budget
+    left = budget
+    ordered = sorted(lengths)
+    for i, length in enumerate(ordered):
+        others = len(ordered) - i
+        if length * others > left:
+            return left // others
+        left -= length
+    return budget  # not reached: the sum was over the budget
 
 
 def _room(intro: str, headings: Sequence[str], max_chars: int, footer: str = FOOTER) -> int:

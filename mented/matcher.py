@@ -37,7 +37,8 @@ The daemon matches on its one event-loop thread, so a command that takes long to
 match delays every other session's hook. bashlex costs 50-100 us a token and more
 on some shapes (a word of 2,700 backtick substitutions took a second), and no
 count of words or characters done before parsing predicts it. So each command
-gets a time budget in CPU time of the matching thread, checked at cheap points
+gets a time budget in CPU time of the matching thread (its garbage collections
+left out: `mented.cputime`), checked at cheap points
 inside bashlex (its character reader and parameter expansion, patched below) and
 inside our own tokenizer and analysis:
 
@@ -71,6 +72,7 @@ import msgspec
 
 from mented import git_aliases, parser_tables
 from mented.actions import ANY_WORD, ActionTable, ProgramSpec, Shape, WrapperSpec
+from mented.cputime import own_cpu_time
 from mented.git_aliases import NO_ALIASES, Aliases
 
 parser_tables.install()  # before bashlex builds its parser: it reads the tables instead
@@ -143,7 +145,8 @@ class _Clock:
     """The time limits of one match, looked at every `_CHECK_EVERY` checkpoints.
 
     CPU time of this thread for the command's own budgets (what a command costs, the
-    same on a busy machine), wall-clock time for the caller's deadline.
+    same on a busy machine; without garbage collections, `mented.cputime`),
+    wall-clock time for the caller's deadline.
     """
 
     __slots__ = (
@@ -157,7 +160,7 @@ class _Clock:
     )
 
     def __init__(self, deadline: float | None, cpu_budget_s: float = MATCH_CPU_BUDGET_S) -> None:
-        now = time.thread_time()
+        now = own_cpu_time()
         self.cpu_until = now + cpu_budget_s
         self.bashlex_until = now + cpu_budget_s * (BASHLEX_CPU_BUDGET_S / MATCH_CPU_BUDGET_S)
         self.wall_until = math.inf if deadline is None else deadline
@@ -171,7 +174,7 @@ class _Clock:
         if not (self.out_of_time or self.late):
             if time.monotonic() >= self.wall_until:
                 self.late = True
-            elif time.thread_time() >= self.cpu_until:
+            elif own_cpu_time() >= self.cpu_until:
                 self.out_of_time = True
         return self.out_of_time or self.late
 
@@ -186,7 +189,7 @@ class _Clock:
     def bashlex_expired(self) -> bool:
         if self.expired():
             return True
-        if time.thread_time() >= self.bashlex_until:
+        if own_cpu_time() >= self.bashlex_until:
             self.bashlex_cut = True
         return self.bashlex_cut
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mented.agents.pretooluse import pretooluse_event
+from mented.memory import short_handle
 from tests.conftest import DaemonProcess
 
 
@@ -299,6 +300,11 @@ def test_a_long_heredoc_commit_fires_and_a_command_over_the_cap_shows_in_the_log
 ) -> None:
     from mented.matcher import MAX_COMMAND_CHARS
 
+    # The daemon drops a hook request at its deadline (`[hook] budget_ms`, 250 ms of
+    # wall clock from receipt): a busy machine can pass that while a 180 KB event is
+    # read and decoded. This test is about the heredoc, not the deadline: give it all.
+    daemon.write_config("[hook]\nbudget_ms = 10000\n")
+    daemon.reload()
     add(daemon, "git-commit", "single line")
     body = "a line of the release notes\n" * (MAX_COMMAND_CHARS // 20)
     heredoc = f"cat > NOTES.md <<'MSG'\n{body}MSG\ngit add NOTES.md && git commit -m 'docs: x'"
@@ -348,3 +354,62 @@ def test_rule_add_prints_the_handle_the_agent_sees(daemon: DaemonProcess) -> Non
     assert "Commit messages: one line." in daemon.mentectl("rule", "show", handle).stdout
     pinned = json.loads(daemon.mentectl("rule", "add", "--pinned", "Be brief.", "--json").stdout)
     assert pinned["handle"] == pinned["id"][-8:].lower()
+
+
+def stop_reason(daemon: DaemonProcess, session: str, command: str = "git commit -m x") -> str:
+    with daemon.client() as client:
+        out = client.hook("claude-code", pretooluse_event(command, cwd="/tmp", session=session))
+    return str(json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"])
+
+
+def test_the_cut_warning_at_rule_add_agrees_with_what_the_hook_hands_over(
+    daemon: DaemonProcess,
+) -> None:
+    from mented.actions import load_action_table
+    from mented.config import Config
+    from mented.handover import longest_whole_rule
+
+    limit = longest_whole_rule(
+        "git-commit", max_chars=4000, table=load_action_table(Config()), replaces=False
+    )
+    # The least room a new rule gets: a stop, after earlier rules of this session,
+    # with an older new rule left out beside it.
+    older = daemon.mentectl("rule", "add", "git-commit", "older: " + "o" * 5000)
+    assert f"hands at most {limit} of a git-commit rule" in older.stderr
+    stop_reason(daemon, "a", "git commit -m 1")
+    add(daemon, "git-commit", "filler one: " + "f" * 5000)
+    whole = daemon.mentectl("rule", "add", "git-commit", "w" * limit)
+    assert "warning" not in whole.stderr
+    exact = stop_reason(daemon, "a", "git commit -m 2")
+    assert "w" * limit + "\n" in exact  # whole: no cut, no pointer
+    assert "(cut;" not in exact
+    assert "(1 older rule for `git-commit` left out" in exact
+
+    add(daemon, "git-commit", "filler two: " + "f" * 5000)
+    over = daemon.mentectl("rule", "add", "git-commit", "c" * (limit + 1))
+    assert (
+        f"mentectl: warning: this rule is {limit + 1} characters; the hook hands at most "
+        f"{limit} of a git-commit rule to the agent" in over.stderr
+    )
+    cut = stop_reason(daemon, "a", "git commit -m 3")
+    assert "c" * 100 in cut
+    assert "c" * (limit + 1) not in cut
+    assert "(cut; `mentectl rule show" in cut
+    assert "(1 older rule for `git-commit` left out" in cut
+
+
+def test_two_long_rules_stop_with_the_newest_cut_and_the_log_says_so(
+    daemon: DaemonProcess,
+) -> None:
+    # Issue 23 item 2: the stop read only "(2 older rules ... left out)", `log` said
+    # RULES 0 of 2: the command was stopped for nothing.
+    add(daemon, "git-commit", "first: " + "a" * 5000)
+    newest = add(daemon, "git-commit", "second: " + "b" * 5000)
+    reason = stop_reason(daemon, "s")
+    assert f"[{short_handle(newest)}] second: bbbb" in reason
+    assert f"`mentectl rule show {short_handle(newest)}` shows it whole" in reason
+    assert "(1 older rule for `git-commit` left out" in reason
+    assert "first: " not in reason
+    log = daemon.mentectl("log").stdout
+    assert " 1 of 2 " in log
+    assert "0 of 2" not in log

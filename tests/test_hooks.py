@@ -17,7 +17,7 @@ from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import MemoryType, short_handle
-from mented.sessions import SessionMemory, SessionMemoryError
+from mented.sessions import MAX_RULES_PER_SESSION, SessionKey, SessionMemory, SessionMemoryError
 from mented.store import Store
 
 
@@ -267,7 +267,9 @@ def test_dedupe_expires(store: Store) -> None:
 
 def test_dedupe_memory_does_not_hold_whole_commands(store: Store) -> None:
     rule(store, "git-commit", "commit messages: single line")
-    handler = handler_for(store)
+    # An hour: "still remembered" below must not depend on how fast a busy machine
+    # gets through 100 huge commands (the default 5 s passed under load).
+    handler = handler_for(store, dedupe_seconds=3600)
     # Distinct huge commands, each remembered for de-duplication (the bound is 1024).
     commands = [f"git commit -m '{n} {'x' * 64_000}'" for n in range(100)]
     events = [event(command) for command in commands]
@@ -335,6 +337,24 @@ def test_by_default_the_first_matching_command_is_stopped_once_then_passes(
     assert fires[1].why == hooks.WHY_HANDED
 
 
+def test_a_session_handed_thousands_of_versions_still_records_the_newest(
+    store: Store, sessions: SessionMemory
+) -> None:
+    # Past MAX_RULES_PER_SESSION versions in one session, the newest must still be
+    # recorded: otherwise every later commit is stopped again for the same rule.
+    handler = stopping(store, sessions)
+    key = SessionKey("claude-code", "long")
+    sessions.add(key, [f"earlier-{n}" for n in range(MAX_RULES_PER_SESSION)])
+    rule_id = rule(store, "git-commit", "commit messages: single line")
+    assert "single line" in deny_reason_of(handler.handle("claude-code", event(session="long")))
+    assert handler.handle("claude-code", event(session="long")) == b""  # the retry
+    later = context_of(handler.handle("claude-code", event("git commit -m 2", session="long")))
+    assert later == (
+        "mented: the rules shown earlier still apply to this command: "
+        f"git-commit [{short_handle(rule_id)}]."
+    )
+
+
 def test_the_full_text_goes_once_per_session(store: Store, sessions: SessionMemory) -> None:
     for n in range(6):
         rule(store, "git-commit", f"rule {n}: " + "x" * 200)
@@ -384,6 +404,24 @@ def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
     assert all(short_handle(i) in pointer for i in (kept, new.id, added))
     assert short_handle(old) not in pointer
     assert handler.recent_fires(1)[0].why == hooks.WHY_HANDED
+
+
+def test_a_superseding_rule_names_no_rule_the_session_never_saw(
+    store: Store, sessions: SessionMemory
+) -> None:
+    old = rule(store, "git-commit", "squash before merging")
+    handler = stopping(store, sessions)
+    deny_reason_of(handler.handle("claude-code", event(session="saw-it")))
+    new, _ = store.supersede(old, "rebase, never squash")
+    # A session that never read the old rule: the new one, with no reference to it.
+    fresh = deny_reason_of(handler.handle("claude-code", event(session="new")))
+    assert f"- [{short_handle(new.id)}] rebase, never squash" in fresh
+    assert "replaces" not in fresh
+    assert short_handle(old) not in fresh
+    assert "shown earlier in this session" not in fresh
+    # The one that did: the reference.
+    seen = deny_reason_of(handler.handle("claude-code", event(session="saw-it")))
+    assert f"- [{short_handle(new.id)}] (replaces [{short_handle(old)}]) rebase" in seen
 
 
 def test_context_delivery_never_stops_and_says_the_command_ran(
@@ -528,7 +566,12 @@ def test_rules_left_out_for_room_do_not_stop_the_command_again(
     reason = deny_reason_of(handler.handle("claude-code", event()))
     assert "left out" in reason
     assert handler.handle("claude-code", event()) == b""  # the retry
-    assert len(context_of(handler.handle("claude-code", event("git commit -m 2")))) <= 120
+    pointer = context_of(handler.handle("claude-code", event("git commit -m 2")))
+    # A pointer naming the rules (all six: those left out were told of), not a stop.
+    assert pointer.startswith("mented: the rules shown earlier still apply to this command: ")
+    assert len(pointer) <= 120
+    assert "git-commit [" in pointer
+    assert pointer.endswith(("].", " …"))
     fire = handler.recent_fires(3)[2]
     assert 0 < len(fire.full_ids) < len(fire.rule_ids) == 6
 

@@ -28,6 +28,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -430,8 +431,17 @@ def test_the_client_names_an_oversized_answer_and_does_not_call_mented_absent(
 
 
 def run_shim(daemon: DaemonProcess, call: int) -> tuple[bytes, float]:
-    """The shim's stdout for a `git commit` event, and its wall time in ms."""
-    env = {"MENTED_SOCKET": str(daemon.socket), "PATH": os.environ.get("PATH", "")}
+    """The shim's stdout for a `git commit` event, and its wall time in ms.
+
+    With a generous deadline: on a busy machine the interpreter's start alone can pass
+    the 250 ms default. A hook starved by other clients waits far longer (a frame
+    dripped a byte a second), or is judged against a baseline measured in its test.
+    """
+    env = {
+        "MENTED_SOCKET": str(daemon.socket),
+        "PATH": os.environ.get("PATH", ""),
+        "MENTED_HOOK_BUDGET_MS": "10000",
+    }
     started = time.perf_counter()
     result = subprocess.run(
         [SHIM_PYTHON, "-I", "-S", str(SHIM), "claude-code"],
@@ -1059,6 +1069,7 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
         except Exception as exc:  # noqa: BLE001 - any failure is the finding
             failures.append(repr(exc))
 
+    quiet = bystander_hooks(daemon, 5)  # the baseline, on this machine, now
     lister = threading.Thread(target=keep_listing)
     lister.start()
     tried = 0
@@ -1079,9 +1090,10 @@ def test_hooks_keep_their_latency_while_a_long_list_runs(short_tmp: Path) -> Non
         status = daemon.stop()
     assert failures == []
     assert len(listings) >= 2
-    # A loaded machine may stall one process start past the budget; before the scans
-    # left the event loop, hardly any hook was answered.
-    assert len(hooks) >= 0.9 * tried, f"{tried - len(hooks)} of {tried} hooks went silent"
+    # Before the scans left the event loop, a hook waited about half a listing (3 of 4
+    # went past the shim's 250 ms): now about as fast as before the listings began.
+    assert len(hooks) == tried, f"{tried - len(hooks)} of {tried} hooks went silent"
+    assert statistics.median(hooks) < 3 * statistics.median(quiet) + 250, (quiet, hooks)
     assert status == 0, daemon.log()
     record_figures(
         "hooks_during_list",

@@ -413,3 +413,102 @@ def test_an_older_copilot_install_without_session_start_is_completed(
         "PreCompact",
         "SessionStart",
     ]
+
+
+# ------------------------------------------- events after the tool ran, and Cursor's roots
+
+
+def rule_for(store: Store, text: str, **scope: Any) -> None:
+    store.store(text, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"], **scope)
+
+
+def test_gemini_after_tool_with_a_new_rule_is_context_never_a_stop(
+    store: Store, sessions: SessionMemory
+) -> None:
+    # A rule added while the command ran: AfterTool (with a session memory that
+    # could record a stop) must say the command ran, not that it was stopped.
+    hooks = handler(store, sessions)
+    assert json.loads(hooks.handle("gemini-cli", encode(GEMINI_EVENT)))["decision"] == "deny"
+    assert hooks.handle("gemini-cli", encode(GEMINI_EVENT)) == b""  # the retry runs
+    rule_for(store, "sign every commit")
+    after = json.loads(
+        hooks.handle("gemini-cli", encode(GEMINI_EVENT, hook_event_name="AfterTool"))
+    )
+    assert "decision" not in after
+    text = after["hookSpecificOutput"]["additionalContext"]
+    assert after["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert text.startswith("The command that just ran falls under the user's rules")
+    assert "sign every commit" in text
+    assert "stopped" not in text
+    assert "before it ran" not in text
+
+
+def test_cursor_with_only_workspace_roots_gets_its_projects_rules_and_no_others(
+    store: Store, sessions: SessionMemory
+) -> None:
+    rule_for(store, "repo rule: reference the ticket", project="/home/u/repo")
+    rule_for(store, "other project's rule", project="/home/u/other")
+    only_roots = {k: v for k, v in CURSOR_EVENT.items() if k != "cwd"}
+    call = CURSOR.decode(encode(only_roots))
+    assert isinstance(call, ToolCall)
+    assert call.cwd == "/home/u/repo"
+    message = json.loads(handler(store, sessions).handle("cursor", encode(only_roots)))
+    assert "repo rule: reference the ticket" in message["agent_message"]
+    assert "other project's rule" not in message["agent_message"]
+    assert RULE in message["agent_message"]  # the user's own, everywhere
+
+
+QWEN = AGENTS["qwen-code"]
+QWEN_EVENT = {  # Claude Code's payload with Qwen Code's shell tool (0.24.4)
+    "session_id": "qwen-session",
+    "transcript_path": "/home/u/.qwen/tmp/chats/session.jsonl",
+    "cwd": "/home/u/repo",
+    "hook_event_name": "PreToolUse",
+    "permission_mode": "default",
+    "tool_name": "run_shell_command",
+    "tool_input": {"command": "git commit -m 'fix: x'", "description": "Commit"},
+    "tool_use_id": "call_1",
+}
+
+
+def qwen(hooks: HookHandler, event: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = hooks.handle("qwen-code", encode(event, **changes))
+    return json.loads(out) if out else {}
+
+
+def test_qwen_stops_before_the_command_then_points_after_it(
+    store: Store, sessions: SessionMemory
+) -> None:
+    hooks = handler(store, sessions)
+    stop = qwen(hooks, QWEN_EVENT)["hookSpecificOutput"]
+    assert stop["hookEventName"] == "PreToolUse"
+    assert stop["permissionDecision"] == "deny"
+    assert RULE in stop["permissionDecisionReason"]
+    assert "stopped this command once, before it ran" in stop["permissionDecisionReason"]
+    retry = {**QWEN_EVENT, "tool_use_id": "call_2"}
+    assert qwen(hooks, retry) == {}  # the retry runs
+    assert qwen(hooks, retry, hook_event_name="PostToolUse", tool_response={}) == {}
+    later = {**QWEN_EVENT, "tool_use_id": "call_3", "tool_input": {"command": "git commit -m y"}}
+    assert qwen(hooks, later) == {}  # a PreToolUse context reaches no one in Qwen Code
+    pointer = qwen(hooks, later, hook_event_name="PostToolUse", tool_response={})
+    assert pointer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert pointer["hookSpecificOutput"]["additionalContext"].startswith(
+        "mented: the rules shown earlier still apply to this command: git-commit ["
+    )
+
+
+def test_qwen_context_delivery_says_the_rules_after_the_command_ran(
+    store: Store, sessions: SessionMemory
+) -> None:
+    hooks = handler(store, sessions, delivery="context")
+    assert qwen(hooks, QWEN_EVENT) == {}  # nothing before: its context would be dropped
+    after = qwen(hooks, QWEN_EVENT, hook_event_name="PostToolUse", tool_response={})
+    assert list(after) == ["hookSpecificOutput"]
+    specific = after["hookSpecificOutput"]
+    assert specific["hookEventName"] == "PostToolUse"
+    assert specific["additionalContext"].startswith("The command that just ran falls under")
+    assert RULE in specific["additionalContext"]
+    assert "permissionDecision" not in specific
+    # Not handed over by the PreToolUse that said nothing: the PostToolUse did it, once.
+    again = qwen(hooks, QWEN_EVENT, hook_event_name="PostToolUse", tool_use_id="call_9")
+    assert RULE not in again["hookSpecificOutput"]["additionalContext"]

@@ -159,6 +159,43 @@ def test_over_the_cap_a_supersede_goes_through_and_only_a_rise_is_refused() -> N
     check_cap(existing, candidate("settled"), settings, replaced={"2" * 26, "3" * 26})
 
 
+def test_the_cap_at_rule_add_and_at_session_start_agree_at_exactly_the_cap(
+    store: Store, sessions: SessionMemory
+) -> None:
+    # What `rule add` accepts, the session start hands over whole; one more
+    # character is refused, not left out later.
+    settings = PinnedSettings(max_rules=3, max_chars=100)
+    check_cap([], candidate("a" * 100), settings)  # one rule of exactly the cap
+    with pytest.raises(InvalidInputError, match="this pinned rule is 101 characters"):
+        check_cap([], candidate("a" * 101), settings)
+    first = pin(store, "x" * 60)
+    second = candidate("y" * 40)
+    check_cap(store.pinned_rules(), second, settings)  # 100 together: accepted
+    with pytest.raises(InvalidInputError, match="every session 2 pinned rules of 101 characters"):
+        check_cap(store.pinned_rules(), candidate("y" * 41), settings)
+    pin(store, second.content)
+    third = candidate("")  # the count: a third rule is within 3
+    with pytest.raises(InvalidInputError):  # ... but not past 100 characters
+        check_cap(store.pinned_rules(), candidate("z"), settings)
+    rules = store.pinned_rules()
+    assert render_pinned(rules, settings).shown_ids == [rule.id for rule in rules]
+    text = handed(
+        handler(store, sessions, max_rules=3, max_chars=100).handle(
+            "claude-code", session_start("startup")
+        )
+    )
+    assert f"[{short_handle(first.id)}] {'x' * 60}" in text
+    assert "y" * 40 in text
+    assert "left out" not in text
+    assert over_cap(rules, settings) == []
+    # At exactly max_rules too.
+    check_cap(rules, third, PinnedSettings(max_rules=3, max_chars=1000))  # the third of 3
+    few = PinnedSettings(max_rules=2, max_chars=1000)
+    assert over_cap(rules, few) == []
+    with pytest.raises(InvalidInputError, match="every session 3 pinned rules"):
+        check_cap(rules, third, few)
+
+
 def test_over_cap_names_the_sessions_and_the_rules_left_out(store: Store) -> None:
     settings = PinnedSettings(max_rules=2, max_chars=1000)
     assert over_cap([], settings) == []

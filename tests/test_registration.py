@@ -14,7 +14,13 @@ from mented.agents import AGENTS
 from mented.agents.pretooluse import InstalledEntry, matcher_takes, patched_files
 from mented.config import Config
 from mented.matcher import Matcher
-from mented.registration import HookNeeds, glob_to_regex, hook_needs, wildcard_matches
+from mented.registration import (
+    HookNeeds,
+    _subsumes,
+    glob_to_regex,
+    hook_needs,
+    wildcard_matches,
+)
 from mented_client.cli import main
 from tests.conftest import DaemonProcess
 
@@ -275,6 +281,67 @@ def test_the_users_git_aliases_and_inline_ones_still_reach_the_hook() -> None:
     for command in ("git ci -m x", "git -c alias.c=commit c -m x", "sudo git pushf"):
         assert any(wildcard_matches(pattern, command) for pattern in patterns), command
     assert not any(wildcard_matches(pattern, "git status") for pattern in patterns)
+
+
+def claude_code_filter(needs: HookNeeds) -> list[str]:
+    """The `Bash(...)` conditions Claude Code would hold, as installed."""
+    shell = AGENTS["claude-code"].hook_groups("CMD", 5, needs)["PreToolUse"][0]
+    return [hook["if"].removeprefix("Bash(").removesuffix(")") for hook in shell["hooks"]]
+
+
+@pytest.mark.parametrize("aliases", [["g"], ["c", "p"], ["ci"], ["co", "st", "g", "pushf"]])
+def test_a_users_short_git_aliases_never_drop_another_actions_command(aliases: list[str]) -> None:
+    # An alias `g` becomes `*git*g*`, which can stand for `*git*merge*` (merge has a
+    # g) but not for `*git*commit*`: leaving out the wrong one loses its rules.
+    patterns = claude_code_filter(hook_needs(BUILTIN, aliases))
+    commands = [c for c in action_commands() if c.lstrip().startswith("git ")]
+    for command in ["git commit -m x", "git push origin main", "git tag v1", *commands]:
+        assert any(wildcard_matches(pattern, command) for pattern in patterns), (aliases, command)
+    for alias in aliases:
+        assert any(wildcard_matches(pattern, f"git {alias} x") for pattern in patterns)
+
+
+@pytest.mark.parametrize(
+    ("general", "specific", "expected"),
+    [
+        ("*git*g*", "*git*commit*", False),  # "git commit" has no g after git
+        ("*git*g*", "*git*merge*", True),
+        ("*git*c*", "*git*commit*", True),
+        ("*git*ci*", "*git*commit*", False),
+        ("*git*it*", "*git*commit*", True),  # inside commit
+        ("*git*it*", "*git*push*", False),  # "git" own "it" is not after "git"
+        ("*npm*i*", "*npm*install*", True),
+        ("*git*commit*", "*git*commit*", True),
+        ("*git*push*", "*git*", False),
+        ("*stash*drop*", "*git*stash*drop*", True),
+        ("*sh*drop*", "*git*stash*", False),
+        ("*ab*", "*a*b*", False),  # text may come between a and b
+    ],
+)
+def test_a_pattern_stands_for_another_only_when_every_line_it_takes_matches(
+    general: str, specific: str, *, expected: bool
+) -> None:
+    assert _subsumes(general, specific) is expected
+    if expected:  # a line the specific pattern takes, shortest form: the general one too
+        sample = " ".join(part for part in specific.split("*") if part)
+        assert wildcard_matches(general, sample)
+
+
+def test_an_action_with_many_subcommand_alternatives_still_starts_the_hook() -> None:
+    # 5 x 5 = 25 word sequences, past MAX_SEQUENCES_PER_SHAPE: filtered on the
+    # program alone, never left out.
+    config = Config(
+        actions={
+            "ship": {
+                "shapes": [{"program": "shipit", "subcommand": [list("abcde"), list("vwxyz")]}]
+            }
+        }
+    )
+    patterns = claude_code_filter(hook_needs(load_action_table(config)))
+    for command in ("shipit a v", "shipit e z", "sudo shipit c x --now"):
+        assert Matcher(load_action_table(config)).actions_in(command) == ("ship",)
+        assert any(wildcard_matches(pattern, command) for pattern in patterns), command
+    assert not any(wildcard_matches(pattern, "ls -la") for pattern in patterns)
 
 
 def test_reload_and_rule_add_say_when_the_installed_filter_misses_a_new_action(

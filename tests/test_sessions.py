@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mented import sessions as sessions_module
-from mented.sessions import SessionKey, SessionMemory, SessionMemoryError
+from mented.sessions import MAX_RULES_PER_SESSION, SessionKey, SessionMemory, SessionMemoryError
 
 A = SessionKey("claude-code", "session-a")
 
@@ -150,3 +150,15 @@ def test_a_new_session_past_the_bound_costs_the_same_however_many_are_stored(
     assert again.handed(SessionKey("codex", "s203")) == {"r203"}
     assert len(again) == 1000
     again.close()
+
+
+def test_past_the_bound_the_newest_rule_versions_are_the_ones_kept(tmp_path: Path) -> None:
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, [f"old-{n}" for n in range(MAX_RULES_PER_SESSION)])
+    memory.add(A, ["newest"])
+    handed = memory.handed(A)
+    assert "newest" in handed  # else every later command is stopped for it again
+    assert "old-0" not in handed  # the oldest went
+    assert len(handed) == MAX_RULES_PER_SESSION
+    memory.add(A, [f"batch-{n}" for n in range(MAX_RULES_PER_SESSION + 5)])
+    assert f"batch-{MAX_RULES_PER_SESSION + 4}" in memory.handed(A)

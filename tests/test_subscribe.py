@@ -174,7 +174,9 @@ def test_bad_subscriptions_are_refused(daemon: DaemonProcess) -> None:
 def test_a_subscription_outlives_the_idle_timeout_and_ends_at_shutdown(
     daemon: DaemonProcess,
 ) -> None:
-    daemon.stop()
+    started = time.monotonic()
+    daemon.stop()  # the baseline: a stop with nothing to wait for, on this machine, now
+    baseline = time.monotonic() - started
     daemon.write_config("[daemon]\nconnection_idle_s = 0.5\n")
     daemon.start()
     watcher = Subscriber(daemon, kinds=["rule"])
@@ -185,7 +187,8 @@ def test_a_subscription_outlives_the_idle_timeout_and_ends_at_shutdown(
     assert watcher.next().id == stored.id  # type: ignore[union-attr]
     started = time.monotonic()
     assert daemon.stop() == 0
-    assert time.monotonic() - started < 4  # not the 5 s shutdown grace: it was ended at once
+    # Not the 5 s shutdown grace: it was ended at once.
+    assert time.monotonic() - started < 2 * baseline + 2.5, baseline
     assert watcher.sock.recv(1) == b""
     watcher.close()
 
@@ -277,9 +280,11 @@ def test_a_subscriber_that_never_reads_is_dropped_and_hooks_keep_their_latency(
         },
         hooks_until_dropped=len(series["until dropped"]),
     )
-    # Generous: the machine is shared. A stuck subscriber costs a hook a queue append.
+    # Generous: the machine is shared, and "until dropped" runs after the interleaved
+    # rounds (the load may have changed). A stuck subscriber costs a hook a queue
+    # append; one that blocked the daemon's sends would cost seconds.
     base_p50, base_p99, _ = figures["none"]
     for name in ("stuck", "until dropped"):
         median, p99, _ = figures[name]
-        assert median < 3 * base_p50 + 1, (name, figures)
-        assert p99 < 5 * base_p99 + 20, (name, figures)
+        assert median < 5 * base_p50 + 10, (name, figures)
+        assert p99 < 10 * base_p99 + 100, (name, figures)

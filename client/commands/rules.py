@@ -299,14 +299,21 @@ def _checked_action(in_force: TableInForce, action: str) -> str:
         raise CommandError(f"{exc} `mentectl actions` lists them.", status=2) from exc
 
 
-def _warn_if_cut(text: str, actions: Sequence[str], in_force: TableInForce) -> None:
-    """Say so when the hook will hand `text` over cut: it is longer than its room."""
+def _warn_if_cut(
+    text: str, actions: Sequence[str], in_force: TableInForce, *, replaces: bool = False
+) -> None:
+    """Say so when the hook will hand `text` over cut: it is longer than its room.
+
+    `replaces`: the rule supersedes another (its line may name the one it replaces).
+    """
     from mented.handover import longest_whole_rule  # noqa: PLC0415 - as the action table
 
     max_chars = in_force.config.hook.max_context_chars
     length = len(text.strip().replace("\n", "\n  "))
     for action in actions:
-        limit = longest_whole_rule(action, max_chars=max_chars, table=in_force.table)
+        limit = longest_whole_rule(
+            action, max_chars=max_chars, table=in_force.table, replaces=replaces
+        )
         if length > limit:
             print(
                 f"mentectl: warning: this rule is {length} characters; the hook hands at most "
@@ -542,7 +549,7 @@ def run_supersede(args: argparse.Namespace) -> int:
             SupersededReply,
         )
         new = client.expect(GetRequest(id=reply.id), MemoryReply).memory
-        _warn_if_cut(text, new.actions, daemon_table(client))
+        _warn_if_cut(text, new.actions, daemon_table(client), replaces=True)
     if args.json:
         print_json({"id": reply.id, "superseded": reply.old.id, "merged": list(new.merges)})
     elif new.merges:
