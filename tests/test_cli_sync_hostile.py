@@ -219,15 +219,23 @@ def test_import_of_a_line_nested_50000_deep_is_invalid_with_file_and_line(
     assert f"{deep}:2: nested more than 32 levels deep" in error["message"]
 
 
-@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+@pytest.mark.parametrize(
+    ("content", "status", "said"),
+    [
+        # Refused by mentectl before it is sent: nothing in it at all.
+        ("", 2, " is empty: give the file `mentectl export --out FILE` wrote"),
+        # Refused by the daemon, which reads it: only blank lines.
+        ("\n\n  \n", 1, ": empty, not a mented export"),
+    ],
+)
 def test_import_of_an_empty_or_blank_file_is_not_a_mented_export(
-    daemon: DaemonProcess, tmp_path: Path, content: str
+    daemon: DaemonProcess, tmp_path: Path, content: str, status: int, said: str
 ) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text(content)
     refused = daemon.mentectl("import", str(empty), check=False)
-    assert refused.returncode == 1
-    assert f"{empty}: empty, not a mented export" in refused.stderr
+    assert refused.returncode == status
+    assert f"{empty}{said}" in refused.stderr
 
 
 def test_import_of_rules_for_an_unknown_action_says_so_with_did_you_mean(

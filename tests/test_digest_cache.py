@@ -33,7 +33,7 @@ def test_a_megabyte_working_directory_is_not_kept_by_the_hooks_caches(tmp_path: 
     aliases = GitAliases()
     for n in range(20):
         cwd = f"/{n}" + "x" * 1_000_000
-        rules._root_of(cwd)
+        rules.roots_of(cwd)
         aliases.for_directory(cwd)
     assert rules._roots.bytes < 20 * 1024
     assert aliases._cache.bytes < 20 * 1024

@@ -109,4 +109,7 @@ def test_a_full_disk_answers_documented_codes_and_loses_nothing(
     listed = daemon.mentectl("rule", "list", "--action", "git-commit", "-k", "100").stdout
     assert all(f"rule {n}" in listed for n in range(20))
     assert "synced with" in daemon.mentectl("sync").stdout
+    # With room again, the next hook uses the session memory again: nothing is degraded.
+    with daemon.client() as client:
+        client.hook("claude-code", pretooluse_event("git commit -m y", cwd="/tmp", session="after"))
     assert daemon.mentectl("status").stdout.count("FAILING") == 0

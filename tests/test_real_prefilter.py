@@ -87,7 +87,10 @@ def wrap_hook(settings: Path, spawns: Path) -> None:
         "#!/bin/sh\n"
         f'event=$(mktemp "{spawns}/spawn.XXXXXX")\n'
         'cat > "$event"\n'
-        f'exec {command} < "$event"\n'
+        # The installed line is a shell command line (`[ -f SHIM ] && exec ...; exit 0`):
+        # it runs as written, with the event on its standard input.
+        'exec < "$event"\n'
+        f"{command}\n"
     )
     wrapper.chmod(0o755)
     text = settings.read_text().replace(json.dumps(command), json.dumps(str(wrapper)))
