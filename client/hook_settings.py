@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mented.agents.pretooluse import PreToolUseAgent, SettingsLayout
-from mented.untrusted import Refused, read_file, shown
+from mented.untrusted import Refused, describe_kind, read_file, shown
 from mented_client.files import backup_path, display_path, remove_file, write_atomically
 
 if TYPE_CHECKING:
@@ -896,7 +896,7 @@ def read_settings(path: Path) -> str | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise SettingsError(
-                f"{path}: not a regular file ({_file_kind(info.st_mode)}); a settings file "
+                f"{path}: not a regular file ({describe_kind(info.st_mode)}); a settings file "
                 "must be a JSON file: remove or replace it, then run this again"
             )
         data = handle.read(MAX_SETTINGS_BYTES + 1)
@@ -949,17 +949,6 @@ def read_settings_at(path: Path, project: Path | None) -> str | None:
     if project is not None and path.is_relative_to(project):
         return read_project_settings(path, project)
     return read_settings(path)
-
-
-def _file_kind(mode: int) -> str:
-    kinds = [
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a named pipe"),
-        (stat.S_ISSOCK, "a socket"),
-    ]
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def settle_backup(
