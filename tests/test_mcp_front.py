@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import select
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,11 @@ time.sleep(120)
 
 
 class Session:
-    """A process spoken to in JSON-RPC lines, each answer awaited with a generous timeout."""
+    """A process spoken to in JSON-RPC lines, each answer awaited with a generous timeout.
+
+    A thread reads its stdout line by line: `select` on the pipe would miss a line that
+    arrived in the same read as the one before it and waits in the reader's buffer.
+    """
 
     def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(
@@ -54,6 +59,14 @@ class Session:
             env=env,
             cwd=cwd,
         )
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")  # the end of its output
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -61,10 +74,10 @@ class Session:
         self.proc.stdin.flush()
 
     def line(self, timeout: float = 120) -> bytes:
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert ready, "no answer"
-        return self.proc.stdout.readline()
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no answer") from None
 
     def close(self) -> None:
         if self.proc.poll() is None:

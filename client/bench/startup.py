@@ -156,6 +156,7 @@ def _mcp(root: Path, daemon_socket: Path) -> tuple[int, int]:
         stderr=subprocess.DEVNULL,
         env=env,
         cwd=root,
+        bufsize=0,  # read by `_answer` from the descriptor
     )
     assert proc.stdin is not None
     assert proc.stdout is not None
@@ -177,14 +178,24 @@ def _mcp(root: Path, daemon_socket: Path) -> tuple[int, int]:
 
 
 def _answer(stdout: IO[bytes], request_id: int) -> None:
+    """Read answer lines until the one to `request_id`.
+
+    From the file descriptor, not the buffered reader: `select` on the pipe would miss
+    a line that came in the same read as the one before and waits in the buffer.
+    """
     deadline = time.monotonic() + _TIMEOUT_S
+    pending = b""
     while True:
-        ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            raise BenchError(f"mentectl mcp did not answer request {request_id}")
-        line = stdout.readline()
-        if not line:
-            raise BenchError("mentectl mcp exited (is the MCP SDK installed?)")
+        while b"\n" not in pending:
+            left = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([stdout], [], [], left)
+            if not ready:
+                raise BenchError(f"mentectl mcp did not answer request {request_id}")
+            chunk = os.read(stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise BenchError("mentectl mcp exited (is the MCP SDK installed?)")
+            pending += chunk
+        line, _, pending = pending.partition(b"\n")
         if json.loads(line).get("id") == request_id:
             return
 
