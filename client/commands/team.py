@@ -208,3 +208,45 @@ def _without_name(exc: Exception) -> str:
     """The reason of a `Refused` about `.mented` (its message starts with the bare name)."""
     message = str(exc)
     return message.removeprefix(f"{FOLDER}: ")
+
+
+def write_team_file(root: Path, name: str, data: bytes) -> Path:
+    """Replace `<root>/.mented/NAME` with `data`, atomically; the file it wrote.
+
+    Reached by descriptors as `add_team_rule` does: a `.mented` that is a link, or not
+    the user's, is refused; the file is written under a temporary name and renamed over
+    the old one (a link there is replaced, never followed).
+
+    Raises:
+        CommandError: the folder or file cannot be written safely.
+    """
+    path = root / FOLDER / name
+    try:
+        root_fd = open_directory(root)
+    except (Refused, OSError) as exc:
+        raise CommandError(f"cannot write team rules in {shown(str(root))}: {exc}", 1) from None
+    try:
+        folder_fd = _open_folder(root_fd, root)
+        temporary = f".{name}.{os.getpid()}.tmp"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(temporary, flags, 0o644, dir_fd=folder_fd)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        except OSError as exc:
+            try:
+                os.unlink(temporary, dir_fd=folder_fd)
+            except OSError:
+                pass
+            raise CommandError(
+                f"not written: {shown(str(path))}: {exc.strerror or exc}", 1
+            ) from None
+        finally:
+            os.close(folder_fd)
+    finally:
+        os.close(root_fd)
+    return path
