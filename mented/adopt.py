@@ -61,7 +61,8 @@ ACTION_PHRASES: tuple[tuple[str, str, str], ...] = (
     ("git-commit", r"commit messages?|commit subjects?|commit titles?", "commit message"),
     ("git-commit", r"conventional commits?", "conventional commits"),
     ("git-commit", r"co-authored-by", "Co-Authored-By"),
-    ("git-commit", r"(?:before|when|after|while) committing|\bcommit(?:s|ting)?\b", "commit"),
+    ("git-commit", r"(?:before|when|after|while) committing", "committing"),
+    ("git-commit", r"\bcommit(?:s|ting)?\b", "commit"),  # weak: only when nothing else is named
     ("pr-create", r"(?i:pull requests?|merge requests?)|\bPRs?\b|\bMRs?\b", "pull request"),
     ("git-branch-create", r"branch(?:es)? names?|branch naming|new branch(?:es)?", "branch name"),
     ("git-push", r"(?:before|when) pushing|\bpush(?:ing)? (?:to|your|the|changes|commits)\b|"
@@ -98,6 +99,12 @@ _ABOUT_FILE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w'-]+")
+# A paragraph that instructs (a list item under a heading is taken as one).
+_DIRECTIVE = re.compile(
+    r"\b(?:always|never|must|should|do not|don't|avoid|prefer|make sure|ensure|only)\b|^\W*(?:use|"
+    r"keep|write|run|ask|add|put|name|include|follow|start|end|limit)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ class Piece:
     lead_in: str = ""
     code_only: bool = False
     leads: bool = False  # a paragraph ending in `:` that the items below it carry
+    item: bool = False  # a list item (else a paragraph, a table or code)
 
 
 @dataclass
@@ -222,6 +230,7 @@ def split(text: str, *, file: str, first_line: int = 1, notes: list[str] | None 
                 lead_in=context,
                 code_only=block.kind == "code",
                 leads=leads and not code,
+                item=block.kind == "item",
             )
         )
         if len(pieces) >= MAX_PIECES:
@@ -451,7 +460,7 @@ def classify(  # noqa: PLR0911 - one answer per destination
             paths=tuple(globs),
         )
     actions, reason = _actions_named(text, vocab)
-    if not actions:
+    if not actions and (piece.lead_in or piece.item or _DIRECTIVE.search(text)):
         for title in reversed(piece.headings):
             actions = tuple(name for name, pattern in vocab.headings if pattern.search(title))[:1]
             if actions:
@@ -489,6 +498,9 @@ def _actions_named(text: str, vocab: Vocabulary) -> tuple[tuple[str, ...], str]:
             found[name] = (match.start(), f"mentions {shown!r}")
     if "git-push-force" in found:
         found.pop("git-push", None)
+    weak = found.get("git-commit")
+    if weak is not None and weak[1] == "mentions 'commit'" and len(found) > 1:
+        found.pop("git-commit")
     ordered = sorted(found.items(), key=lambda item: item[1][0])[:3]
     if not ordered:
         return (), ""
