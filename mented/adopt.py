@@ -62,9 +62,10 @@ ACTION_PHRASES: tuple[tuple[str, str, str], ...] = (
     ("git-commit", r"conventional commits?", "conventional commits"),
     ("git-commit", r"co-authored-by", "Co-Authored-By"),
     ("git-commit", r"(?:before|when|after|while) committing", "committing"),
-    ("git-commit", r"\bcommit(?:s|ting)?\b", "commit"),  # weak: only when nothing else is named
+    ("git-commit", r"(?<![\w-])commit(?:s|ting)?\b", "commit"),  # weak: see WEAK_PHRASES
     ("pr-create", r"(?i:pull requests?|merge requests?)|\bPRs?\b|\bMRs?\b", "pull request"),
-    ("git-branch-create", r"branch(?:es)? names?|branch naming|new branch(?:es)?", "branch name"),
+    ("git-branch-create", r"branch(?:es)? names?|branch naming|new branch(?:es)?|"
+     r"\bname (?:your |the |new )?branch(?:es)?\b", "branch name"),
     ("git-push", r"(?:before|when) pushing|\bpush(?:ing)? (?:to|your|the|changes|commits)\b|"
      r"(?:do not|don't|never) push\b", "push"),
     ("git-rebase", r"\brebas(?:e|ing)\b", "rebase"),
@@ -75,12 +76,16 @@ ACTION_PHRASES: tuple[tuple[str, str, str], ...] = (
     ("package-publish", r"\bpublish(?:ing)? (?:to|the|a) (?:npm|pypi|registry|package)", "publish"),
     ("infra-deploy", r"\bdeploy(?:s|ing|ment)?\b", "deploy"),
     ("docker-push", r"docker push|push(?:ing)? (?:the )?images?", "push images"),
-    ("discard-changes", r"git reset --hard|git clean|discard(?:ing)? (?:local )?changes", "discard"),
+    ("discard-changes", r"\breset --hard|git clean|\bclean -f|discard(?:ing)? (?:local )?changes",
+     "discard"),
     ("issue-create", r"(?:open|file|create)(?:ing)? (?:an |new )?issues?\b|issue titles?", "issue"),
 )
+# Phrases that name an action only in a piece that instructs (`_DIRECTIVE`): "key
+# dependencies: plumpy, kiwipy" describes, "ask before adding a dependency" instructs.
+WEAK_PHRASES = frozenset({"commit", "dependencies", "release", "deploy", "tag", "issue"})
 # Heading words that put the pieces under them under an action.
 HEADING_WORDS: tuple[tuple[str, str], ...] = (
-    ("git-commit", r"\bcommit"),
+    ("git-commit", r"(?<![\w-])commit"),
     ("pr-create", r"(?i:pull request|merge request)|\bPRs?\b"),
     ("git-branch-create", r"\bbranch"),
     ("release-create", r"\breleas"),
@@ -102,7 +107,7 @@ _WORD = re.compile(r"[\w'-]+")
 # A paragraph that instructs (a list item under a heading is taken as one).
 _DIRECTIVE = re.compile(
     r"\b(?:always|never|must|should|do not|don't|avoid|prefer|make sure|ensure|only)\b|^\W*(?:use|"
-    r"keep|write|run|ask|add|put|name|include|follow|start|end|limit)\b",
+    r"keep|write|run|ask|add|put|name|include|follow|start|end|limit|commit|create|open|mark)\b",
     re.IGNORECASE,
 )
 
@@ -492,8 +497,11 @@ def _actions_named(text: str, vocab: Vocabulary) -> tuple[tuple[str, ...], str]:
         match = pattern.search(text)
         if match and name not in found:
             found[name] = (match.start(), f"mentions `{shown}`")
+    directive = bool(_DIRECTIVE.search(text))
     for name, pattern, shown in vocab.phrases:
         match = pattern.search(text)
+        if match and shown in WEAK_PHRASES and not directive:
+            continue
         if match and name not in found:
             found[name] = (match.start(), f"mentions {shown!r}")
     if "git-push-force" in found:
