@@ -64,20 +64,34 @@ ACTION_PHRASES: tuple[tuple[str, str, str], ...] = (
     ("git-commit", r"(?:before|when|after|while) committing", "committing"),
     ("git-commit", r"(?<![\w-])commit(?:s|ting)?\b", "commit"),  # weak: see WEAK_PHRASES
     ("pr-create", r"(?i:pull requests?|merge requests?)|\bPRs?\b|\bMRs?\b", "pull request"),
-    ("git-branch-create", r"branch(?:es)? names?|branch naming|new branch(?:es)?|"
-     r"\bname (?:your |the |new )?branch(?:es)?\b", "branch name"),
-    ("git-push", r"(?:before|when) pushing|\bpush(?:ing)? (?:to|your|the|changes|commits)\b|"
-     r"(?:do not|don't|never) push\b", "push"),
+    (
+        "git-branch-create",
+        r"branch(?:es)? names?|branch naming|new branch(?:es)?|"
+        r"\bname (?:your |the |new )?branch(?:es)?\b",
+        "branch name",
+    ),
+    (
+        "git-push",
+        r"(?:before|when) pushing|\bpush(?:ing)? (?:to|your|the|changes|commits)\b|"
+        r"(?:do not|don't|never) push\b",
+        "push",
+    ),
     ("git-rebase", r"\brebas(?:e|ing)\b", "rebase"),
     ("git-tag", r"\bgit tags?\b|\btagging\b|version tags?", "tag"),
     ("release-create", r"\breleases?\b(?! notes? file)", "release"),
-    ("package-install", r"\bdependenc(?:y|ies)\b|(?:add|install)(?:ing)? (?:a |new )?packages?",
-     "dependencies"),
+    (
+        "package-install",
+        r"\bdependenc(?:y|ies)\b|(?:add|install)(?:ing)? (?:a |new )?packages?",
+        "dependencies",
+    ),
     ("package-publish", r"\bpublish(?:ing)? (?:to|the|a) (?:npm|pypi|registry|package)", "publish"),
     ("infra-deploy", r"\bdeploy(?:s|ing|ment)?\b", "deploy"),
     ("docker-push", r"docker push|push(?:ing)? (?:the )?images?", "push images"),
-    ("discard-changes", r"\breset --hard|git clean|\bclean -f|discard(?:ing)? (?:local )?changes",
-     "discard"),
+    (
+        "discard-changes",
+        r"\breset --hard|git clean|\bclean -f|discard(?:ing)? (?:local )?changes",
+        "discard",
+    ),
     ("issue-create", r"(?:open|file|create)(?:ing)? (?:an |new )?issues?\b|issue titles?", "issue"),
 )
 # Phrases that name an action only in a piece that instructs (`_DIRECTIVE`): "key
@@ -195,7 +209,9 @@ class _Block:
     code: list[str] = field(default_factory=list)
 
 
-def split(text: str, *, file: str, first_line: int = 1, notes: list[str] | None = None) -> list[Piece]:
+def split(
+    text: str, *, file: str, first_line: int = 1, notes: list[str] | None = None
+) -> list[Piece]:
     """The pieces of a Markdown body, in file order (at most `MAX_PIECES`).
 
     Linear in the text: nesting (lists, quotes) is never recursed into, a nested item
@@ -315,7 +331,12 @@ def _blocks(text: str, first_line: int) -> list[_Block]:  # noqa: PLR0915 - one 
                 close()
                 current = _Block("table", number, [], heading_path())
             current.lines.append(line.strip())
-        elif current is not None and current.kind == "item" and blank_before and not raw[:1].isspace():
+        elif (
+            current is not None
+            and current.kind == "item"
+            and blank_before
+            and not raw[:1].isspace()
+        ):
             close()
             current = _Block("para", number, [line.strip()], heading_path())
         elif current is not None:
@@ -389,11 +410,15 @@ def vocabulary(table: ActionTable) -> Vocabulary:
             commands.append((action.name, re.compile(pattern), shown))
         # A user's own action is named by its name ("my-deploy").
         if action.source != "built-in" and "-" in action.name:
-            commands.append((action.name, re.compile(rf"\b{re.escape(action.name)}\b"), action.name))
+            commands.append(
+                (action.name, re.compile(rf"\b{re.escape(action.name)}\b"), action.name)
+            )
     # Longer commands first: `git push --force` before `git push`.
     commands.sort(key=lambda item: -len(item[2]))
     phrases = tuple(
-        (name, _compiled(pattern), shown) for name, pattern, shown in ACTION_PHRASES if name in names
+        (name, _compiled(pattern), shown)
+        for name, pattern, shown in ACTION_PHRASES
+        if name in names
     )
     headings = tuple((name, _compiled(pattern)) for name, pattern in HEADING_WORDS if name in names)
     return Vocabulary(tuple(commands), phrases, headings, names)
@@ -432,7 +457,7 @@ def path_action_name(file: str, globs: Sequence[str], names: Iterable[str] = ())
     return name
 
 
-def classify(  # noqa: PLR0911 - one answer per destination
+def classify(  # noqa: PLR0913 - a piece and what its file says
     piece: Piece,
     vocab: Vocabulary,
     room: PinnedRoom,
@@ -517,23 +542,26 @@ def _actions_named(text: str, vocab: Vocabulary) -> tuple[tuple[str, ...], str]:
 
 # ----------------------------------------------------------------------------- checks
 
-_CONVENTIONAL = (
-    r"^(feat|fix|docs|style|refactor|perf|test|build|ci|chore|revert)(\(.+\))?!?: "
-)
+_CONVENTIONAL = r"^(feat|fix|docs|style|refactor|perf|test|build|ci|chore|revert)(\(.+\))?!?: "
 _LIMIT = re.compile(
     r"(?:at most|no (?:more|longer) than|max(?:imum)?(?: of)?|under|less than|fewer than|"
     r"up to|within|<=?|≤)\s*(\d{2,3})\s*(?:characters|chars|char\b|columns)",
     re.IGNORECASE,
 )
-_LIMIT_AFTER = re.compile(r"(\d{2,3})[- ](?:characters?|chars?)\s+(?:max(?:imum)?|limit)", re.I)
+_LIMIT_AFTER = re.compile(
+    r"(\d{2,3})[- ](?:characters?|chars?)\s+(?:max(?:imum)?|limit)", re.IGNORECASE
+)
 _NO_EMOJI = re.compile(
-    r"\b(?:no|never|without|avoid|don't|do not)\b[^.\n]{0,30}\bemojis?\b|\bemoji-free\b", re.I
+    r"\b(?:no|never|without|avoid|don't|do not)\b[^.\n]{0,30}\bemojis?\b|\bemoji-free\b",
+    re.IGNORECASE,
 )
 _SINGLE_LINE = re.compile(r"\b(?:single|one)[- ]line\b", re.IGNORECASE)
 _NO_VERIFY = re.compile(r"--no-verify")
 _NEGATED = re.compile(r"\b(?:never|do not|don't|must not|avoid|no)\b", re.IGNORECASE)
 _COAUTHOR = re.compile(r"co-authored-by", re.IGNORECASE)
-_TITLE_WORDS = re.compile(r"\b(?:subject|summary|title|first line|header|headline)\b", re.I)
+_TITLE_WORDS = re.compile(
+    r"\b(?:subject|summary|title|first line|header|headline)\b", re.IGNORECASE
+)
 
 
 def propose_checks(proposal: Proposal) -> tuple[str, ...]:
@@ -550,10 +578,16 @@ def propose_checks(proposal: Proposal) -> tuple[str, ...]:
         limit = _LIMIT.search(text) or _LIMIT_AFTER.search(text)
         if limit and title:
             field_name = title
-            if "body" in fields and re.search(r"\bbody\b|wrap", text, re.I) and not _TITLE_WORDS.search(text):
+            if (
+                "body" in fields
+                and re.search(r"\bbody\b|wrap", text, re.IGNORECASE)
+                and not _TITLE_WORDS.search(text)
+            ):
                 field_name = "body"
             checks.append(f"{field_name} max {int(limit.group(1))}")
-        if title and re.search(r"conventional commits?|conventional[- ]prefix", text, re.I):
+        if title and re.search(
+            r"conventional commits?|conventional[- ]prefix", text, re.IGNORECASE
+        ):
             checks.append(f"{title} matches {_CONVENTIONAL}")
         if _NO_EMOJI.search(text):
             checks.extend(f"{name} no-emoji" for name in ("message", "title") if name in fields)

@@ -85,7 +85,9 @@ def find_sources(project: Path | None, home: Path | None) -> tuple[list[Path], l
     if home is not None:
         codex = os.environ.get("CODEX_HOME")
         for name in USER_FILES:
-            path = Path(codex) / "AGENTS.md" if codex and name.startswith(".codex/") else home / name
+            path = (
+                Path(codex) / "AGENTS.md" if codex and name.startswith(".codex/") else home / name
+            )
             if os.path.lexists(path):
                 found.append(path)
         _directories(home, USER_DIRECTORIES, found, refused)
@@ -251,7 +253,11 @@ def parse_front_matter(text: str) -> tuple[dict[str, FrontValue], int, list[str]
     if not lines or lines[0].strip() != "---":
         return {}, 0, []
     end = next(
-        (i for i in range(1, min(len(lines), MAX_FRONT_MATTER_LINES + 2)) if lines[i].strip() == "---"),
+        (
+            i
+            for i in range(1, min(len(lines), MAX_FRONT_MATTER_LINES + 2))
+            if lines[i].strip() == "---"
+        ),
         None,
     )
     if end is None:

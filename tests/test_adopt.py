@@ -138,8 +138,10 @@ def test_claude_rules_paths_and_windsurf_trigger_glob() -> None:
         ('globs: "*.ts,*.tsx"', {"globs": "*.ts,*.tsx"}),
         ("globs: ['a/**', \"b/*.md\"]", {"globs": ["a/**", "b/*.md"]}),
         ("paths:\n  - 'x/**'\n  - y.py", {"paths": ["x/**", "y.py"]}),
-        ("alwaysApply: true\ndescription: Some words: with a colon", {
-            "alwaysApply": "true", "description": "Some words: with a colon"}),
+        (
+            "alwaysApply: true\ndescription: Some words: with a colon",
+            {"alwaysApply": "true", "description": "Some words: with a colon"},
+        ),
         ("applyTo: '**'", {"applyTo": "**"}),
     ],
 )
@@ -319,11 +321,16 @@ def test_adopt_writes_exactly_what_it_showed_then_nothing_then_supersedes(daemon
     api = by_text["Every endpoint validates its input with zod."]
     assert api.actions == ("edit-api",)
     config = daemon.config_path.read_text()
-    assert '[actions.edit-api]\n' in config
+    assert "[actions.edit-api]\n" in config
     assert 'paths = ["src/api/**/*.ts", "lib/**/*.js", "lib/**/*.mjs"]' in config
     explained = daemon.mentectl(
-        "explain", "--tool", "Edit", "--path", str(project / "src/api/v1/users.ts"),
-        "--cwd", str(project),
+        "explain",
+        "--tool",
+        "Edit",
+        "--path",
+        str(project / "src/api/v1/users.ts"),
+        "--cwd",
+        str(project),
     ).stdout
     assert "Every endpoint validates its input with zod." in explained
 
@@ -362,19 +369,26 @@ def test_adopt_team_writes_the_project_file_and_needs_trust(daemon) -> None:
     out = daemon.mentectl("adopt", "--team", "--yes", cwd=project).stdout
     assert "run `mentectl trust`" in out
     lines = [
-        json.loads(line) for line in (project / ".mented" / "adopted.jsonl").read_text().splitlines()
+        json.loads(line)
+        for line in (project / ".mented" / "adopted.jsonl").read_text().splitlines()
     ]
-    assert {"actions": ["git-commit"], "text": "Never use emojis in commit messages",
-            "checks": ["message no-emoji"],
-            "source": {"file": "CLAUDE.md", "line": 13,
-                       "digest": lines[1]["source"]["digest"],
-                       "slot": lines[1]["source"]["slot"]}} in lines
-    assert all(line["source"]["file"] in {"CLAUDE.md", "AGENTS.md",
-                                          ".github/copilot-instructions.md"} for line in lines)
+    assert {
+        "actions": ["git-commit"],
+        "text": "Never use emojis in commit messages",
+        "checks": ["message no-emoji"],
+        "source": {
+            "file": "CLAUDE.md",
+            "line": 13,
+            "digest": lines[1]["source"]["digest"],
+            "slot": lines[1]["source"]["slot"],
+        },
+    } in lines
+    assert all(
+        line["source"]["file"] in {"CLAUDE.md", "AGENTS.md", ".github/copilot-instructions.md"}
+        for line in lines
+    )
     with daemon.client() as client:
-        before = client.expect(
-            RecallRequest(action="git-commit", cwd=str(project)), MemoriesReply
-        )
+        before = client.expect(RecallRequest(action="git-commit", cwd=str(project)), MemoriesReply)
     assert before.memories == []  # untrusted: served nothing
     assert before.untrusted is not None
     daemon.mentectl("trust", str(project))
@@ -391,8 +405,10 @@ def test_ask_takes_yes_no_fact_and_all(monkeypatch: pytest.MonkeyPatch, tmp_path
     from mented_client.commands import adopt
 
     path = tmp_path / "CLAUDE.md"
-    path.write_text("- never push to main\n- always use the imperative in commits\n"
-                    "- no emojis in commit messages\n- Prefer short replies to questions.\n")
+    path.write_text(
+        "- never push to main\n- always use the imperative in commits\n"
+        "- no emojis in commit messages\n- Prefer short replies to questions.\n"
+    )
     items = plan(proposals_of(path), [], [str(path)]).items
     answers = iter(["n", "f", "a"])
     monkeypatch.setattr("builtins.input", lambda _: next(answers))

@@ -32,10 +32,10 @@ import msgspec
 
 from mented.adopt import (
     Adopted,
+    PinnedRoom,
     Plan,
     Planned,
     Proposal,
-    PinnedRoom,
     adopted_from_tags,
     classify,
     path_action_name,
@@ -159,7 +159,7 @@ def _read(args: argparse.Namespace, team_root: Path | None) -> _Read:
         except Refused as exc:
             read.refused.append(str(exc))
             continue
-        project = team_root if team_root is not None else project_of(path, home)
+        owner = team_root if team_root is not None else project_of(path, home)
         if team_root is not None:
             try:
                 recorded = str(path.relative_to(team_root))
@@ -171,7 +171,7 @@ def _read(args: argparse.Namespace, team_root: Path | None) -> _Read:
                 continue
         else:
             recorded = str(path)
-        read.sources.append((source, str(project) if project else None, recorded))
+        read.sources.append((source, str(owner) if owner else None, recorded))
     return read
 
 
@@ -231,10 +231,9 @@ def run_adopt(args: argparse.Namespace) -> int:
     read = _read(args, team_root)
     with Client(args.socket) as client:
         in_force = daemon_table(client)
-        if team_root is not None:
-            existing = _team_existing(team_root)
-        else:
-            existing = _store_existing(client)
+        existing = (
+            _team_existing(team_root) if team_root is not None else _store_existing(client)
+        )
         room = _pinned_room(client, in_force) if team_root is None else PinnedRoom(0, 0)
         proposals, projects = _proposals(read, in_force, room, checks=not args.no_checks)
         if team_root is not None:
@@ -266,9 +265,7 @@ def _team_only(proposal: Proposal) -> None:
         proposal.reason = f"a {proposal.to} cannot be a team rule: adopt it without --team"
         proposal.to = "skip"
     elif proposal.to == "path":
-        proposal.reason = (
-            "a path rule needs an action in your own config: adopt it without --team"
-        )
+        proposal.reason = "a path rule needs an action in your own config: adopt it without --team"
         proposal.to = "skip"
 
 
@@ -316,8 +313,11 @@ def _show(args: argparse.Namespace, result: Plan, refused: Sequence[str], *, tea
         rows.append(
             (
                 f"{_short(piece.file)}:{piece.line}",
-                item.change if item.replaces is None or item.change != "supersede"
-                else f"supersede {short_handle(item.replaces)}" if not team else "supersede",
+                item.change
+                if item.replaces is None or item.change != "supersede"
+                else f"supersede {short_handle(item.replaces)}"
+                if not team
+                else "supersede",
                 _where(proposal),
                 proposal.reason,
                 text,
@@ -327,8 +327,11 @@ def _show(args: argparse.Namespace, result: Plan, refused: Sequence[str], *, tea
     widths = [max(len(escape_controls(row[i], keep_lines=False)) for row in rows) for i in range(4)]
     for row in rows:
         cells = [escape_controls(cell, keep_lines=False) for cell in row]
-        print("  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
-              + "  " + cells[4])
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
+            + "  "
+            + cells[4]
+        )
     for gone in result.removed:
         print(
             f"removed from {escape_controls(_short(gone.file), keep_lines=False)}:{gone.line}: "
@@ -478,9 +481,7 @@ def _write_store(
     return ", ".join(parts)
 
 
-def _add_path_actions(
-    client: Client, accepted: Sequence[Planned], in_force: TableInForce
-) -> None:
+def _add_path_actions(client: Client, accepted: Sequence[Planned], in_force: TableInForce) -> None:
     """Append an `[actions.edit-NAME]` table to the daemon's config for each new path action."""
     known = {action.name for action in in_force.table.actions()}
     wanted: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -593,8 +594,12 @@ def _write_team(root: Path, accepted: Sequence[Planned], pruned: Sequence[Adopte
             text=piece.text,
             actions=list(proposal.actions),
             checks=list(proposal.checks),
-            source={"file": piece.file, "line": piece.line, "digest": piece.digest,
-                    "slot": piece.slot},
+            source={
+                "file": piece.file,
+                "line": piece.line,
+                "digest": piece.digest,
+                "slot": piece.slot,
+            },
         )
         if item.change == "supersede" and item.replaces is not None:
             lines[int(item.replaces)] = line

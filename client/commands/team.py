@@ -8,6 +8,7 @@ daemon reads the files, this module only appends a line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -238,10 +239,8 @@ def write_team_file(root: Path, name: str, data: bytes) -> Path:
                 os.close(fd)
             os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
         except OSError as exc:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=folder_fd)
-            except OSError:
-                pass
             raise CommandError(
                 f"not written: {shown(str(path))}: {exc.strerror or exc}", 1
             ) from None
