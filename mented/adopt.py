@@ -200,6 +200,13 @@ _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 
 
+_CONDITION = re.compile(
+    r"^\W*(?:when|before|after|if|while|for|on|in)\b|commit|push|pull request|\bPRs?\b|branch|"
+    r"release|deploy|tag|merge|rebase|dependenc",
+    re.IGNORECASE,
+)
+
+
 @dataclass
 class _Block:
     kind: Literal["para", "item", "table", "code"]
@@ -232,7 +239,10 @@ def split(
             lead_in, lead_headings = "", None
         leads = block.kind == "para" and body.endswith(":") and len(body) <= MAX_LEAD_IN_CHARS
         if leads:
-            lead_in, lead_headings = body, block.headings
+            # Only a lead-in that says when ("When committing:") goes in front of its items;
+            # "A list of rules you must follow:" would only lengthen each of them.
+            lead_in = body if _CONDITION.search(body) else ""
+            lead_headings = block.headings
         text_of = body if not code else f"{body}\n{code}".strip()
         if context and block.kind == "item":
             text_of = f"{context} {text_of}"

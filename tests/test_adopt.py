@@ -417,3 +417,90 @@ def test_ask_takes_yes_no_fact_and_all(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert [item.proposal.piece.line for item in chosen] == [2, 3, 4]
     assert chosen[0].proposal.to == "fact"
     assert chosen[1].proposal.to == "action"
+
+
+def test_rules_are_scoped_to_their_project_or_directory_and_yours_to_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mented_client.commands.adopt import scope_of
+
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    home = tmp_path / "home"
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "sub" / ".cursor" / "rules").mkdir(parents=True)
+    loose = tmp_path / "notes"
+    (loose / ".claude" / "rules").mkdir(parents=True)
+    assert scope_of(home / ".claude" / "CLAUDE.md", home) is None
+    assert scope_of(home / ".claude" / "rules" / "x.md", home) is None
+    assert scope_of(home / ".gemini" / "GEMINI.md", home) is None
+    assert scope_of(repo / "sub" / ".cursor" / "rules" / "a.mdc", home) == repo
+    # Outside a repository: the directory it stands in, never every project.
+    assert scope_of(loose / "AGENTS.md", home) == loose
+    assert scope_of(loose / ".claude" / "rules" / "x.md", home) == loose
+
+
+def test_two_files_of_one_name_with_other_globs_get_two_actions(tmp_path: Path) -> None:
+    from mented_client.commands.adopt import _proposals, _Read
+
+    cursor = tmp_path / ".cursor" / "rules"
+    copilot = tmp_path / ".github" / "instructions"
+    cursor.mkdir(parents=True)
+    copilot.mkdir(parents=True)
+    (cursor / "python.mdc").write_text("---\nglobs: src/**/*.py\n---\n- Type every function.\n")
+    (copilot / "python.instructions.md").write_text(
+        '---\napplyTo: "tests/**/*.py"\n---\n- Use pytest fixtures, not setUp.\n'
+    )
+    read = _Read()
+    for path in (cursor / "python.mdc", copilot / "python.instructions.md"):
+        read.sources.append((read_source(path), None, str(path)))
+    in_force = load_table_in_force(None)
+    proposals, _ = _proposals(read, in_force, PinnedRoom(5, 1200), checks=False)
+    first, second = proposals
+    assert first.actions == ("edit-python",)
+    assert first.paths == ("src/**/*.py",)
+    assert second.actions[0].startswith("edit-python-")
+    assert second.paths == ("tests/**/*.py",)
+
+
+def test_the_table_escapes_terminal_controls(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from mented_client.commands.adopt import _show
+
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("- never push \x1b]0;owned\x07 to main\n")
+    result = plan(proposals_of(path), [], [str(path)])
+    _show(argparse.Namespace(json=False, prune=False), result, [], team=False)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "\\x1b" in out
+
+
+def test_a_piece_the_daemon_refuses_is_named_and_the_rest_written(capsys) -> None:
+    from mented.protocol import ErrorReply, StoreRequest
+    from mented_client.commands.adopt import _write_store
+    from mented_client.connection import DaemonError
+
+    path = "/p/CLAUDE.md"
+    pieces = split("- never push to main\n- always answer in British English\n", file=path)
+    room = PinnedRoom(5, 1200)
+    items = plan([classify(p, VOCAB, room) for p in pieces], [], [path]).items
+    sent: list[str] = []
+
+    class Refusing:
+        def expect(self, request, kind):
+            if isinstance(request, StoreRequest) and "pinned" in request.tags:
+                raise DaemonError(ErrorReply(code="invalid", message="over the pinned cap"))
+            sent.append(request.content)
+            return kind(id="01ARZ3NDEKTSV4RRFFQ69G5FAV")
+
+    failed: list[object] = []
+    summary_line = _write_store(
+        Refusing(), items, [], {path: None}, load_table_in_force(None), failed  # type: ignore[arg-type]
+    )
+    assert sent == ["never push to main"]
+    assert summary_line == "adopted 1 new rule"
+    assert len(failed) == 1
+    assert "CLAUDE.md:2 not adopted: over the pinned cap" in capsys.readouterr().err

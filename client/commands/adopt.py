@@ -64,7 +64,7 @@ from mented.protocol import (
 from mented.untrusted import Refused, shown
 from mented.words import counted
 from mented_client.commands.output import CommandError, escape_controls, print_json
-from mented_client.connection import Client
+from mented_client.connection import Client, DaemonError
 from mented_client.scope import daemon_table
 
 if TYPE_CHECKING:
@@ -133,6 +133,31 @@ def project_of(path: Path, home: Path | None) -> Path | None:
     return None
 
 
+# Folders of rule files: a file in one belongs to the directory above it.
+_RULE_FOLDERS = (".cursor/rules", ".claude/rules", ".windsurf/rules", ".github/instructions")
+
+
+def scope_of(path: Path, home: Path) -> Path | None:
+    """The directory an adopted rule from `path` is scoped to; None for the user's own files.
+
+    The user's files (under `~/.claude`, `~/.codex` or `$CODEX_HOME`, `~/.gemini`) hold for
+    every project. Any other file holds for its repository, or outside one for the
+    directory it stands in (above its rules folder), never for everything.
+    """
+    codex = os.environ.get("CODEX_HOME")
+    own = [home / ".claude", home / ".codex", home / ".gemini", *([Path(codex)] if codex else [])]
+    if any(path.is_relative_to(folder) for folder in own):
+        return None
+    repository = project_of(path, home)
+    if repository is not None:
+        return repository
+    directory = path.parent
+    for folder in _RULE_FOLDERS:
+        if directory.as_posix().endswith("/" + folder):
+            return Path(directory.as_posix().removesuffix("/" + folder))
+    return directory
+
+
 def _read(args: argparse.Namespace, team_root: Path | None) -> _Read:
     home = Path.home()
     cwd = Path(os.getcwd())  # noqa: PTH109 - the user's directory, as given
@@ -159,7 +184,7 @@ def _read(args: argparse.Namespace, team_root: Path | None) -> _Read:
         except Refused as exc:
             read.refused.append(str(exc))
             continue
-        owner = team_root if team_root is not None else project_of(path, home)
+        owner = team_root if team_root is not None else scope_of(path, home)
         if team_root is not None:
             try:
                 recorded = str(path.relative_to(team_root))
@@ -182,7 +207,7 @@ def _proposals(
     from mented.edits import path_pattern_problem  # noqa: PLC0415 - pathspec: only here
 
     vocab = vocabulary(in_force.table)
-    names = {action.name: action.paths for action in in_force.table.actions()}
+    names = {action.name: tuple(action.paths) for action in in_force.table.actions()}
     proposals: list[Proposal] = []
     projects: dict[str, str | None] = {}
     for source, project, recorded in read.sources:
@@ -193,9 +218,12 @@ def _proposals(
                 source.notes.append(f"glob {glob!r} is no usable path pattern: left out")
         action = ""
         if globs:
+            # An action of that name with other paths (in force, or named earlier in this
+            # run for another file) is not this file's: the name gets a suffix.
             action = path_action_name(recorded, globs)
-            if action in names and tuple(names[action]) != tuple(globs):
+            if names.get(action, tuple(globs)) != tuple(globs):
                 action = path_action_name(recorded, globs, names)
+            names[action] = tuple(globs)
         for note in source.notes:
             read.refused.append(f"{shown(recorded)}: {shown(note)}")
         pieces = split(source.text, file=recorded, first_line=source.first_line, notes=source.notes)
@@ -231,9 +259,7 @@ def run_adopt(args: argparse.Namespace) -> int:
     read = _read(args, team_root)
     with Client(args.socket) as client:
         in_force = daemon_table(client)
-        existing = (
-            _team_existing(team_root) if team_root is not None else _store_existing(client)
-        )
+        existing = _team_existing(team_root) if team_root is not None else _store_existing(client)
         room = _pinned_room(client, in_force) if team_root is None else PinnedRoom(0, 0)
         proposals, projects = _proposals(read, in_force, room, checks=not args.no_checks)
         if team_root is not None:
@@ -253,10 +279,13 @@ def run_adopt(args: argparse.Namespace) -> int:
                     "and run `mentectl trust` for it to reach your agents here"
                 )
             return 0
-        written = _write_store(client, accepted, pruned, projects, in_force)
+        failed: list[Planned] = []
+        written = _write_store(client, accepted, pruned, projects, in_force, failed)
     if not args.json:
-        print(written)
-    return 0
+        print(
+            written + (f"; {counted(len(failed), 'piece')} not adopted (above)" if failed else "")
+        )
+    return 1 if failed else 0
 
 
 def _team_only(proposal: Proposal) -> None:
@@ -438,38 +467,62 @@ def _memory_fields(proposal: Proposal) -> tuple[list[str], MemoryType]:
     return tags, MemoryType.SEMANTIC
 
 
-def _write_store(
+# The daemon's refusals of one piece (over the pinned cap, a check it refuses): the
+# other pieces are written all the same, and the command exits 1.
+_PIECE_ERRORS = frozenset({"invalid", "conflict", "not_found"})
+
+
+def _write_one(client: Client, item: Planned, projects: dict[str, str | None]) -> None:
+    proposal = item.proposal
+    tags, memory_type = _memory_fields(proposal)
+    text = proposal.piece.text
+    if item.change == "supersede" and item.replaces is not None:
+        client.expect(
+            SupersedeRequest(
+                id=item.replaces, content=text, tags=tags, checks=list(proposal.checks)
+            ),
+            SupersededReply,
+        )
+        return
+    client.expect(
+        StoreRequest(
+            content=text,
+            memory_type=memory_type,
+            tags=tags,
+            project=projects.get(proposal.piece.file),
+            checks=list(proposal.checks),
+        ),
+        StoredReply,
+    )
+
+
+def _write_store(  # noqa: PLR0913, PLR0917 - what is written, and where failures go
     client: Client,
     accepted: Sequence[Planned],
     pruned: Sequence[Adopted],
     projects: dict[str, str | None],
     in_force: TableInForce,
+    failed: list[Planned],
 ) -> str:
     _add_path_actions(client, accepted, in_force)
     added = superseded = 0
     for item in accepted:
-        proposal = item.proposal
-        tags, memory_type = _memory_fields(proposal)
-        text = proposal.piece.text
-        if item.change == "supersede" and item.replaces is not None:
-            client.expect(
-                SupersedeRequest(
-                    id=item.replaces, content=text, tags=tags, checks=list(proposal.checks)
-                ),
-                SupersededReply,
+        try:
+            _write_one(client, item, projects)
+        except DaemonError as exc:
+            if exc.code not in _PIECE_ERRORS:
+                raise
+            piece = item.proposal.piece
+            print(
+                f"mentectl: warning: {escape_controls(_short(piece.file), keep_lines=False)}:"
+                f"{piece.line} not adopted: {escape_controls(exc.message, keep_lines=False)}",
+                file=sys.stderr,
             )
+            failed.append(item)
+            continue
+        if item.change == "supersede":
             superseded += 1
         else:
-            client.expect(
-                StoreRequest(
-                    content=text,
-                    memory_type=memory_type,
-                    tags=tags,
-                    project=projects.get(proposal.piece.file),
-                    checks=list(proposal.checks),
-                ),
-                StoredReply,
-            )
             added += 1
     for gone in pruned:
         client.expect(ForgetRequest(id=gone.id), ForgottenReply)
