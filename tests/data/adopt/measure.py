@@ -31,17 +31,22 @@ def main() -> int:
             if to in {"action", "path"}:
                 to = f"{to}:{','.join(proposal.actions)}"
             got[name, piece.line] = (to, " ".join(piece.text.split())[:90])
-    right = 0
+    right: dict[str, int] = {}
+    total: dict[str, int] = {}
     for name, line, want in labels["labels"]:
+        group = labels["files"][name].get("set", "tuned")
+        total[group] = total.get(group, 0) + 1
         to, text = got.pop((name, line), ("(no piece)", ""))
         if to in want:
-            right += 1
+            right[group] = right.get(group, 0) + 1
         else:
             print(f"miss {name}:{line}: {to}, reviewer: {' or '.join(want)}: {text}")
     for (name, line), (to, text) in sorted(got.items()):
         print(f"unlabelled {name}:{line}: {to}: {text}")
-    total = len(labels["labels"])
-    print(f"{right} of {total} pieces ({100 * right / total:.0f}%) where a reviewer put them")
+    for group, count in total.items():
+        share = 100 * right.get(group, 0) / count
+        hits = right.get(group, 0)
+        print(f"{group}: {hits} of {count} pieces ({share:.0f}%) where a reviewer put them")
     return 0
 
 
