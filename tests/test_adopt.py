@@ -504,3 +504,29 @@ def test_a_piece_the_daemon_refuses_is_named_and_the_rest_written(capsys) -> Non
     assert summary_line == "adopted 1 new rule"
     assert len(failed) == 1
     assert "CLAUDE.md:2 not adopted: over the pinned cap" in capsys.readouterr().err
+
+
+def test_on_a_terminal_each_piece_and_the_prune_are_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
+) -> None:
+    import argparse
+
+    from mented_client.commands import adopt
+
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("- never push to main\n- no emojis in commit messages\n")
+    proposals = proposals_of(path)
+    gone = Adopted("01ARZ3NDEKTSV4RRFFQ69G5FAV", "d" * 16, "s" * 16, str(path), 9, "old rule")
+    result = plan(proposals, [gone], [str(path)])
+    assert result.removed == [gone]
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    answers = iter(["y", "n", "y"])
+    monkeypatch.setattr("builtins.input", lambda _: next(answers))
+    args = argparse.Namespace(json=False, yes=False, prune=True)
+    chosen = adopt._accepted(args, result)
+    assert [item.proposal.piece.text for item in chosen or []] == ["never push to main"]
+    assert adopt._prune_confirmed(result) is True
+    out = capsys.readouterr().out
+    assert "-> action rule git-push (mentions 'push')" in out
+    assert "check: message no-emoji" in out

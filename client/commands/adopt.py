@@ -270,7 +270,9 @@ def run_adopt(args: argparse.Namespace) -> int:
         accepted = _accepted(args, result)
         if accepted is None:
             return 0
-        pruned = result.removed if args.prune else []
+        pruned = result.removed if args.prune and (args.yes or _prune_confirmed(result)) else []
+        if not accepted and not pruned:
+            return 0
         if team_root is not None:
             path = _write_team(team_root, accepted, pruned)
             if not args.json:
@@ -421,7 +423,15 @@ def _accepted(args: argparse.Namespace, result: Plan) -> list[Planned] | None:
             file=sys.stderr,
         )
         return None
-    return _ask(pending)
+    return _ask(pending) or []
+
+
+def _prune_confirmed(result: Plan) -> bool:
+    """On a terminal: whether to forget the rules whose piece is gone (listed above)."""
+    if not result.removed:
+        return False
+    answer = _prompt(f"forget the {counted(len(result.removed), 'removed rule')} above? [y/N]: ")
+    return answer == "y"
 
 
 def _ask(pending: list[Planned]) -> list[Planned] | None:
