@@ -530,3 +530,15 @@ def test_on_a_terminal_each_piece_and_the_prune_are_asked(
     out = capsys.readouterr().out
     assert "-> action rule git-push (mentions 'push')" in out
     assert "check: message no-emoji" in out
+
+
+def test_a_fifo_and_a_non_utf8_name_in_a_rules_folder_are_named_not_read(tmp_path: Path) -> None:
+    rules = tmp_path / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "good.mdc").write_text("- keep functions short\n")
+    os.mkfifo(rules / "pipe.mdc")
+    os.close(os.open(os.fsencode(rules) + b"/caf\xe9.mdc", os.O_CREAT | os.O_WRONLY, 0o644))
+    found, refused = find_sources(tmp_path, None)
+    assert found == [rules / "good.mdc"]
+    assert any("pipe.mdc: a named pipe" in item for item in refused)
+    assert any("caf\\xe9.mdc: the name is not UTF-8" in item for item in refused)
