@@ -27,6 +27,8 @@ from mented_client.connection import Client
 from mented_client.scope import daemon_table
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from collections.abc import Iterator
+
     from mented.actions import TableInForce
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -127,19 +129,30 @@ def add_team_rule(
     if checks:
         line["checks"] = checks
     path = root / FOLDER / RULES_FILE
+    with _team_folder(root, "cannot write a team rule") as folder_fd:
+        _append(folder_fd, path, msgspec.json.encode(line) + b"\n")
+    return path
+
+
+@contextlib.contextmanager
+def _team_folder(root: Path, refusal: str) -> Iterator[int]:
+    """`<root>/.mented/`, created if missing, opened by descriptors from the root, no link.
+
+    Raises:
+        CommandError: `refusal` and why, when the root or the folder cannot be opened safely.
+    """
     try:
         root_fd = open_directory(root)
     except (Refused, OSError) as exc:
-        raise CommandError(f"cannot write a team rule in {shown(str(root))}: {exc}", 1) from None
+        raise CommandError(f"{refusal} in {shown(str(root))}: {exc}", 1) from None
     try:
         folder_fd = _open_folder(root_fd, root)
         try:
-            _append(folder_fd, path, msgspec.json.encode(line) + b"\n")
+            yield folder_fd
         finally:
             os.close(folder_fd)
     finally:
         os.close(root_fd)
-    return path
 
 
 def _open_folder(root_fd: int, root: Path) -> int:
@@ -222,13 +235,8 @@ def write_team_file(root: Path, name: str, data: bytes) -> Path:
         CommandError: the folder or file cannot be written safely.
     """
     path = root / FOLDER / name
-    try:
-        root_fd = open_directory(root)
-    except (Refused, OSError) as exc:
-        raise CommandError(f"cannot write team rules in {shown(str(root))}: {exc}", 1) from None
-    try:
-        folder_fd = _open_folder(root_fd, root)
-        temporary = f".{name}.{os.getpid()}.tmp"
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with _team_folder(root, "cannot write team rules") as folder_fd:
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(temporary, flags, 0o644, dir_fd=folder_fd)
@@ -241,11 +249,6 @@ def write_team_file(root: Path, name: str, data: bytes) -> Path:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=folder_fd)
-            raise CommandError(
-                f"not written: {shown(str(path))}: {exc.strerror or exc}", 1
-            ) from None
-        finally:
-            os.close(folder_fd)
-    finally:
-        os.close(root_fd)
+            problem = exc.strerror or exc
+            raise CommandError(f"not written: {shown(str(path))}: {problem}", 1) from None
     return path
