@@ -542,3 +542,14 @@ def test_a_fifo_and_a_non_utf8_name_in_a_rules_folder_are_named_not_read(tmp_pat
     assert found == [rules / "good.mdc"]
     assert any("pipe.mdc: a named pipe" in item for item in refused)
     assert any("caf\\xe9.mdc: the name is not UTF-8" in item for item in refused)
+
+
+def test_a_path_with_no_rule_file_is_an_error_saying_why(tmp_path: Path, capsys) -> None:
+    from mented_client.cli import main
+
+    (tmp_path / "empty").mkdir()
+    status = main(["adopt", str(tmp_path / "missing.md"), str(tmp_path / "empty")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "missing.md: no such file" in err
+    assert "give a rule file or a project directory" in err

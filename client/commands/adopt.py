@@ -257,6 +257,14 @@ def run_adopt(args: argparse.Namespace) -> int:
 
         team_root = project_root(Path(os.getcwd()))  # noqa: PTH109 - the user's directory
     read = _read(args, team_root)
+    if args.paths and not read.sources:
+        reasons = "; ".join(escape_controls(r, keep_lines=False) for r in read.refused)
+        reasons = reasons or "no CLAUDE.md, AGENTS.md, .md or .mdc file in them"
+        raise CommandError(
+            f"no rule file read from the PATHs given ({reasons}); give a rule file or a "
+            "project directory",
+            status=2,
+        )
     with Client(args.socket) as client:
         in_force = daemon_table(client)
         existing = _team_existing(team_root) if team_root is not None else _store_existing(client)
