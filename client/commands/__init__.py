@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "watch",
     "report",
     "reference",
+    "adopt",
 )
 
 # Each verb, and the module that registers it (a test keeps this in step with `register`).
@@ -63,6 +64,7 @@ VERBS = {
     "report": "report",
     "completion": "reference",
     "man": "reference",
+    "adopt": "adopt",
 }
 
 

@@ -8,6 +8,7 @@ daemon reads the files, this module only appends a line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -26,6 +27,8 @@ from mented_client.connection import Client
 from mented_client.scope import daemon_table
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from collections.abc import Iterator
+
     from mented.actions import TableInForce
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # noqa: SLF001 - argparse's own type
@@ -126,19 +129,30 @@ def add_team_rule(
     if checks:
         line["checks"] = checks
     path = root / FOLDER / RULES_FILE
+    with _team_folder(root, "cannot write a team rule") as folder_fd:
+        _append(folder_fd, path, msgspec.json.encode(line) + b"\n")
+    return path
+
+
+@contextlib.contextmanager
+def _team_folder(root: Path, refusal: str) -> Iterator[int]:
+    """`<root>/.mented/`, created if missing, opened by descriptors from the root, no link.
+
+    Raises:
+        CommandError: `refusal` and why, when the root or the folder cannot be opened safely.
+    """
     try:
         root_fd = open_directory(root)
     except (Refused, OSError) as exc:
-        raise CommandError(f"cannot write a team rule in {shown(str(root))}: {exc}", 1) from None
+        raise CommandError(f"{refusal} in {shown(str(root))}: {exc}", 1) from None
     try:
         folder_fd = _open_folder(root_fd, root)
         try:
-            _append(folder_fd, path, msgspec.json.encode(line) + b"\n")
+            yield folder_fd
         finally:
             os.close(folder_fd)
     finally:
         os.close(root_fd)
-    return path
 
 
 def _open_folder(root_fd: int, root: Path) -> int:
@@ -208,3 +222,33 @@ def _without_name(exc: Exception) -> str:
     """The reason of a `Refused` about `.mented` (its message starts with the bare name)."""
     message = str(exc)
     return message.removeprefix(f"{FOLDER}: ")
+
+
+def write_team_file(root: Path, name: str, data: bytes) -> Path:
+    """Replace `<root>/.mented/NAME` with `data`, atomically; the file it wrote.
+
+    Reached by descriptors as `add_team_rule` does: a `.mented` that is a link, or not
+    the user's, is refused; the file is written under a temporary name and renamed over
+    the old one (a link there is replaced, never followed).
+
+    Raises:
+        CommandError: the folder or file cannot be written safely.
+    """
+    path = root / FOLDER / name
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with _team_folder(root, "cannot write team rules") as folder_fd:
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(temporary, flags, 0o644, dir_fd=folder_fd)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder_fd)
+            problem = exc.strerror or exc
+            raise CommandError(f"not written: {shown(str(path))}: {problem}", 1) from None
+    return path
