@@ -318,6 +318,45 @@ def evaluate(check: Check, fields: Fields) -> Outcome:
     return Outcome(check, True)
 
 
+def passes(check: Check, fields: Fields) -> bool | None:
+    """`evaluate(check, fields).passed`, without the words: the hook's path, where most
+    checks pass (a failure's words then come from `evaluate`). Never raises."""
+    value = fields.values.get(check.field)
+    if value is None:
+        return None
+    items = value if isinstance(value, tuple) else (value,)
+    kind = check.kind
+    if kind == "forbid":
+        return check.argument not in items
+    if kind == "lines-max":
+        if check.field in LIST_FIELDS:
+            return len(items) <= check.number
+        return items[0][:MAX_TESTED_CHARS].count("\n") < check.number
+    if kind == "contains":
+        return any(check.argument in item[:MAX_TESTED_CHARS] for item in items)
+    pattern = check.pattern
+    number = check.number
+    for item in items:
+        text = item[:MAX_TESTED_CHARS]
+        if kind == "matches":
+            assert pattern is not None
+            if pattern.search(text) is None:
+                return False
+        elif kind == "not-matches":
+            assert pattern is not None
+            if pattern.search(text) is not None:
+                return False
+        elif kind == "max":
+            if len(text) > number and any(len(line) > number for line in text.split("\n")):
+                return False
+        elif kind == "single-line":
+            if "\n" in text:
+                return False
+        elif kind == "no-emoji" and not text.isascii() and _EMOJI.search(text) is not None:
+            return False
+    return True
+
+
 def _item_failure(check: Check, text: str, *, listed: bool) -> str | None:
     what = f"the {check.field}" + (f" item {_shown_text(text)}" if listed else "")
     match check.kind:

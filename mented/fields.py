@@ -36,7 +36,7 @@ from mented.matcher import _read_option, _scan_options, _shape_failure, _word_ma
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from mented.actions import ActionTable
+    from mented.actions import ActionTable, Shape
     from mented.matcher import MatchedCommand
 
 # A message file read for a check: larger is unknown (git messages are small).
@@ -133,7 +133,11 @@ def fields_of(
         return None
     fields = Fields(action)
     argv = [_UNKNOWN if word is None else word for word in command.args]
-    parsed = _parse(table, action, command.program, argv)
+    shape = None
+    for name, matched in zip(command.actions, command.shapes, strict=False):
+        if name == action:
+            shape = matched
+    parsed = _parse(table, action, command.program, argv, shape)
     if parsed is None:
         fields.not_known("mented does not know this form of the command", *names)
         return fields
@@ -144,6 +148,8 @@ def fields_of(
     for name in names:
         if name not in fields.values and name not in fields.unknown:
             fields.not_known("the command does not say", name)
+    if None not in command.args and (command.stdin is None or _UNKNOWN not in command.stdin):
+        return fields  # no word only the running shell knows: every value is known
     for name, value in list(fields.values.items()):
         if _has_unknown(value):
             fields.not_known("only known when the command runs (a variable or substitution)", name)
@@ -159,17 +165,21 @@ def _has_unknown(value: FieldValue) -> bool:
 # ------------------------------------------------------------------ parsing
 
 
-def _parse(table: ActionTable, action: str, program: str, argv: list[str]) -> _Parsed | None:
-    """`argv` read by the shape of `action` it has (the matcher found one)."""
+def _parse(
+    table: ActionTable, action: str, program: str, argv: list[str], matched: Shape | None = None
+) -> _Parsed | None:
+    """`argv` read by the shape of `action` it has: `matched`, the one the matcher found
+    (not looked for again), else the first of the table's that fits."""
     spec = table.program(program)
-    for name, shape in table.shapes_for(program):
-        if name != action or _shape_failure(spec, shape, argv) is not None:
+    shapes = [(action, matched)] if matched is not None else table.shapes_for(program)
+    for name, shape in shapes:
+        if name != action or (matched is None and _shape_failure(spec, shape, argv) is not None):
             continue
         extra = frozenset(shape.options_with_value)
         global_with_value = spec.options_with_value | extra
         index = 0
         global_options: list[tuple[str, str | None]] = []
-        matched: list[str] = []
+        words: list[str] = []
         for expected in shape.subcommand:
             while True:
                 index, seen = _scan_options(argv, index, global_with_value)
@@ -180,13 +190,13 @@ def _parse(table: ActionTable, action: str, program: str, argv: list[str]) -> _P
                 break
             if index >= len(argv) or not _word_matches(expected, argv[index]):
                 return None
-            matched.append(argv[index])
+            words.append(argv[index])
             index += 1
-        sub = spec.subcommands.get(" ".join(matched)) if matched else None
+        sub = spec.subcommands.get(" ".join(words)) if words else None
         with_value = (sub.options_with_value if sub else frozenset()) | extra
-        with_value |= _MORE_WITH_VALUE.get((program, " ".join(matched)), frozenset())
+        with_value |= _MORE_WITH_VALUE.get((program, " ".join(words)), frozenset())
         options, positionals = _arguments(argv, index, with_value)
-        return _Parsed(tuple(matched), options, positionals, global_options)
+        return _Parsed(tuple(words), options, positionals, global_options)
     return None
 
 

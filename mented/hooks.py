@@ -59,6 +59,7 @@ comes from the event is cut to a bound there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from collections import OrderedDict, deque
@@ -335,6 +336,8 @@ class HookHandler:
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
+        if verdict is not None and verdict.notes:
+            answer.when_sent(functools.partial(self.prechecks.record, agent, verdict))
         if verdict is not None and verdict.answer is not None:
             out, fire = self._deliver_failed_checks(adapter, call, visible, verdict, answer)
         else:

@@ -2,9 +2,13 @@
 
 `HookHandler` asks `PreChecks.judge` about every command whose visible rules carry
 checks (`Memory.checks`); a command none of whose rules has one costs nothing here.
-The command is parsed once more for its words (`Matcher.matched_commands`), the
-fields of each action read from them (`mented.fields`), and each check tested
-(`mented.checks`). An unknown field is no failure.
+The command's words come from the matcher's one parse of it (`Matcher.matched_commands`,
+with the shape each action matched by), the fields of each action are read from them
+(`mented.fields`), and each distinct check of the rules is tested once per field
+value (`mented.checks.passes`; the words of a failure from `evaluate`). An unknown
+field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
+check on several rules once) is kept by the rule versions; what a command's checks
+found, by the command, its directory and those versions (`_judged_key`).
 
 When a check fails, `[checks]` in the config file says what follows, per action:
 
@@ -29,14 +33,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from mented.checks import Check, CheckError, Outcome, evaluate, parse_check
+from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes
 from mented.fields import FIELDS, fields_in
 from mented.memory import short_handle
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mented.agents import ToolCall
     from mented.config import Config
-    from mented.fields import Fields
     from mented.git_aliases import Aliases
     from mented.matcher import Matcher
     from mented.memory import Memory
@@ -44,6 +49,8 @@ if TYPE_CHECKING:
 MAX_COUNTED = 4096  # (agent, session, action) whose stops in a row are counted
 MAX_JUDGED = 1024  # outcomes kept for a command judged again (a retry) in the same place
 MAX_FAILURES_SAID = 6  # failed checks named in one answer; the rest are counted
+MAX_PLANS = 64  # sets of rule versions whose checks are kept parsed
+MAX_KEYED_CHARS = 2048  # a command (and directory) up to this long keys its outcomes itself
 
 Answer = Literal["stop", "tell", "let-through"]
 
@@ -52,6 +59,8 @@ class Compliance(Protocol):
     """Where what the checks found is noted (`mented.compliance.ComplianceRecord`)."""
 
     def note(self, rule_id: str, agent: str, what: str) -> None: ...
+
+    def note_all(self, rule_ids: Iterable[str], agent: str, what: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -73,9 +82,36 @@ class Verdict:
 
     failures: list[Failure] = field(default_factory=list)
     checked: dict[str, list[Memory]] = field(default_factory=dict)
-    outcomes: list[tuple[str, Memory, Outcome]] = field(default_factory=list)
     answer: Answer | None = None
     stops_so_far: int = 0
+    # For the record of whether rules are kept, once the answer is sent (`record`).
+    notes: list[tuple[list[str], str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a set of rules asks: per action, each distinct usable check once, with the
+    positions (in `wanted`) of the rules that carry it."""
+
+    wanted: tuple[tuple[str, Memory], ...]
+    actions: tuple[str, ...]
+    checks: dict[str, tuple[tuple[Check, tuple[int, ...]], ...]]
+
+
+def _plan(wanted: list[tuple[str, Memory]]) -> _Plan:
+    carriers: dict[str, dict[str, tuple[Check, dict[int, None]]]] = {}
+    for position, (action, rule) in enumerate(wanted):
+        of_action = carriers.setdefault(action, {})
+        for check in _checks_of(rule, action):
+            of_action.setdefault(check.text, (check, {}))[1][position] = None
+    return _Plan(
+        wanted=tuple(wanted),
+        actions=tuple(carriers),
+        checks={
+            action: tuple((check, tuple(rules)) for check, rules in of_action.values())
+            for action, of_action in carriers.items()
+        },
+    )
 
 
 class PreChecks:
@@ -90,7 +126,8 @@ class PreChecks:
         self._stops: OrderedDict[bytes, int] = OrderedDict()
         # (command, aliases, cwd, rule versions) -> what their checks found, for a
         # command whose fields came from its words alone (no file: a file may change).
-        self._judged: OrderedDict[bytes, Verdict] = OrderedDict()
+        self._judged: OrderedDict[tuple[object, ...], Verdict] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, ...], _Plan] = OrderedDict()  # by rule versions
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         self._matcher = matcher
@@ -107,24 +144,29 @@ class PreChecks:
         deadline: float | None = None,
     ) -> Verdict | None:
         """The checks of `visible` rules on `call`; None when no rule here has checks."""
-        wanted = [
-            (action, rule)
-            for action, rules in visible
-            if action in FIELDS
-            for rule in rules
-            if rule.checks
-        ]
+        wanted: list[tuple[str, Memory]] = []
+        versions: list[str] = []  # what the outcomes and the plan depend on
+        for action, rules in visible:
+            if action in FIELDS:
+                for rule in rules:
+                    if rule.checks:
+                        wanted.append((action, rule))
+                        versions += (action, rule.id)
         if not wanted or call.ran or not call.command:
             return None
-        key = _judged_key(call, aliases, wanted)
+        tested = tuple(versions)
+        key = _judged_key(call, aliases, tested)
         judged = self._judged.get(key)
         if judged is not None:
             self._judged.move_to_end(key)
-            verdict = Verdict(
-                failures=judged.failures, checked=judged.checked, outcomes=judged.outcomes
-            )
+            verdict = Verdict(failures=judged.failures, checked=judged.checked)
         else:
-            verdict, from_file = self._test(call, wanted, aliases=aliases, deadline=deadline)
+            plan = self._plans.get(tested)
+            if plan is None:
+                plan = self._plans[tested] = _plan(wanted)
+                while len(self._plans) > MAX_PLANS:
+                    self._plans.popitem(last=False)
+            verdict, from_file = self._test(call, plan, aliases=aliases, deadline=deadline)
             cut = deadline is not None and time.monotonic() >= deadline  # perhaps partial
             if not (from_file or cut):
                 self._judged[key] = verdict
@@ -136,45 +178,46 @@ class PreChecks:
     def _test(
         self,
         call: ToolCall,
-        wanted: list[tuple[str, Memory]],
+        plan: _Plan,
         *,
         aliases: Aliases,
         deadline: float | None,
     ) -> tuple[Verdict, bool]:
-        """The outcome of each check on the command, and whether a field came from a file."""
+        """The checks' outcomes on the command, and whether a field came from a file."""
         assert call.command
         # From now on every match keeps its words: the next command's one parse serves both.
         self._matcher.keep_matched = True
         commands = self._matcher.matched_commands(call.command, deadline=deadline, aliases=aliases)
-        found = fields_in(
-            self._matcher.table, commands, list(dict.fromkeys(a for a, _ in wanted)), call.cwd
-        )
-        by_action: dict[str, list[Fields]] = {}
+        found = fields_in(self._matcher.table, commands, plan.actions, call.cwd)
+        told: set[int] = set()
+        failed: dict[int, list[Outcome]] = {}
         for fields in found:
-            by_action.setdefault(fields.action, []).append(fields)
+            for check, rules in plan.checks[fields.action]:
+                passed = passes(check, fields)
+                if passed is None:
+                    continue
+                told.update(rules)
+                if not passed:
+                    outcome = evaluate(check, fields)  # the words of the failure
+                    for position in rules:
+                        failed.setdefault(position, []).append(outcome)
         verdict = Verdict()
-        from_file = any(fields.from_file for fields in found)
-        for action, rule in wanted:
-            told = False
-            for check in _checks_of(rule, action):
-                for fields in by_action.get(action, []):
-                    outcome = evaluate(check, fields)
-                    verdict.outcomes.append((action, rule, outcome))
-                    if outcome.passed is not None:
-                        told = True
-                    if outcome.passed is False:
-                        verdict.failures.append(Failure(action, rule, outcome))
-            if told:
+        for position, (action, rule) in enumerate(plan.wanted):
+            if position in told:
                 verdict.checked.setdefault(action, []).append(rule)
-        return verdict, from_file
+            for outcome in failed.get(position, ()):
+                verdict.failures.append(Failure(action, rule, outcome))
+        return verdict, any(fields.from_file for fields in found)
 
     def _decide(self, agent: str, call: ToolCall, verdict: Verdict) -> None:
+        if not verdict.failures and not self._stops and self.compliance is None:
+            return  # passed, no stop counted: nothing to change, nothing to note
         failed_actions = list(dict.fromkeys(failure.action for failure in verdict.failures))
         for action in verdict.checked:
             if action not in failed_actions:
-                key = _count_key(agent, call, action)
-                before = self._stops.pop(key, 0)
-                self._note(verdict, action, agent, "passed_first" if before == 0 else "passed")
+                # No stop counted anywhere (the usual case): no key to work out.
+                before = self._stops.pop(_count_key(agent, call, action), 0) if self._stops else 0
+                self._note(verdict, action, "passed_first" if before == 0 else "passed")
         if not failed_actions:
             return
         settings = self._config.checks
@@ -184,32 +227,38 @@ class PreChecks:
             stops = self._stops.get(key, 0)
             verdict.stops_so_far = max(verdict.stops_so_far, stops)
             if settings.mode_of(action) != "stop":
-                self._note(verdict, action, agent, "told")
+                self._note(verdict, action, "told")
                 continue
             if stops >= settings.max_stops:
                 self._stops.pop(key, None)
-                self._note(verdict, action, agent, "let_through")
+                self._note(verdict, action, "let_through")
                 if answer == "tell":
                     answer = "let-through"
                 continue
             answer = "stop"
             self._stops[key] = stops + 1
             self._stops.move_to_end(key)
-            self._note(verdict, action, agent, "stopped")
+            self._note(verdict, action, "stopped")
         while len(self._stops) > MAX_COUNTED:
             self._stops.popitem(last=False)
         verdict.answer = answer
 
-    def _note(self, verdict: Verdict, action: str, agent: str, what: str) -> None:
+    def _note(self, verdict: Verdict, action: str, what: str) -> None:
         if self.compliance is None:
             return
         rules = verdict.checked.get(action, [])
         if what in ("stopped", "let_through", "told"):
             failing = {f.rule.id for f in verdict.failures if f.action == action}
             rules = [rule for rule in rules if rule.id in failing]
-        for rule in rules:
-            self.compliance.note(rule.id, agent, "checked")
-            self.compliance.note(rule.id, agent, what)
+        verdict.notes.append(([rule.id for rule in rules], what))
+
+    def record(self, agent: str, verdict: Verdict) -> None:
+        """Note what `verdict` found in the record of whether rules are kept: called once
+        its answer reached the agent (the hook calls it then, off the agent's wait; an
+        answer nobody read changed nothing). Each outcome counts as checked."""
+        if self.compliance is not None:
+            for rule_ids, what in verdict.notes:
+                self.compliance.note_all(rule_ids, agent, what)
 
 
 def _checks_of(rule: Memory, action: str) -> list[Check]:
@@ -223,15 +272,17 @@ def _checks_of(rule: Memory, action: str) -> list[Check]:
     return usable
 
 
-def _judged_key(call: ToolCall, aliases: Aliases, wanted: list[tuple[str, Memory]]) -> bytes:
-    """What makes a command's checks come out the same: its text, git aliases, directory,
-    and the rule versions tested (a new version is a new id)."""
-    digest = hashlib.blake2b(call.command.encode("utf-8", "surrogatepass"), digest_size=16)
-    digest.update(aliases.digest)
-    digest.update(f"\0{call.cwd}\0".encode("utf-8", "surrogatepass"))
-    for action, rule in wanted:
-        digest.update(f"{action}:{rule.id};".encode())
-    return digest.digest()
+def _judged_key(call: ToolCall, aliases: Aliases, versions: tuple[str, ...]) -> tuple[object, ...]:
+    """What makes a command's checks come out the same: its text and directory, git
+    aliases, and the rule versions tested (a new version is a new id). A short command
+    is its own key (hashed by Python, no digest to work out); a long one is kept as a
+    digest, so that the outcomes kept hold at most `MAX_JUDGED` x `MAX_KEYED_CHARS`."""
+    command, cwd = call.command, call.cwd or ""
+    if len(command) + len(cwd) <= MAX_KEYED_CHARS:
+        return (command, cwd, aliases.digest, versions)
+    digest = hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(b"\0" + cwd.encode("utf-8", "surrogatepass"))
+    return (digest.digest(), len(command), aliases.digest, versions)
 
 
 def _count_key(agent: str, call: ToolCall, action: str) -> bytes:

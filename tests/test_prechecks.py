@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 from mented.actions import load_action_table
 from mented.config import Config
+from mented.fields import fields_in
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
+from mented.memory import short_handle
 from tests.test_hooks import event
 
 if TYPE_CHECKING:
@@ -65,3 +67,39 @@ def test_an_unusable_check_from_a_file_never_stops(store: Store, sessions: Sessi
     hooks = handler(store, sessions)
     first = hooks.handle("claude-code", event('git commit -m "aaaaaaaaaaaaaaaaaaaaaaaaaaaa!"'))
     assert b"it breaks" not in first
+
+
+def test_a_check_two_rules_share_is_tested_once_and_named_for_both(
+    store: Store, sessions: SessionMemory
+) -> None:
+    first = store.store(
+        "no emoji in commits", tags=["trigger:git-commit"], checks=["message no-emoji"]
+    )
+    second = store.store(
+        "short, no emoji",
+        tags=["trigger:git-commit"],
+        checks=["message no-emoji", "subject max 50"],
+    )
+    hooks = handler(store, sessions)
+    out = hooks.handle("claude-code", event('git commit -m "fix: login 🎉"'))
+    assert denied(out)
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "it breaks 2 of the user's rules" in reason
+    assert f"[{short_handle(first.id)}]" in reason
+    assert f"[{short_handle(second.id)}]" in reason
+    assert reason.count("holds 🎉") == 2  # the one failure, said under each rule
+    (plan,) = hooks.prechecks._plans.values()
+    assert [check.text for check, _ in plan.checks["git-commit"]] == [
+        "message no-emoji",
+        "subject max 50",
+    ]
+
+
+def test_the_fields_are_read_by_the_shape_the_matcher_matched() -> None:
+    table = load_action_table(Config())
+    (found,) = Matcher(table).matched_commands('git -C sub commit -m "fix: x" -m body')
+    assert found.actions == ("git-commit",)
+    (shape,) = found.shapes  # handed over with the words: the fields do not look for it again
+    assert shape in [s for action, s in table.shapes_for("git") if action == "git-commit"]
+    (fields,) = fields_in(table, [found], ["git-commit"], None)
+    assert fields.values["message"] == "fix: x\n\nbody"
