@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -238,6 +238,55 @@ class ComplianceRecord:
         if not self._failed:
             self._failed = True
             log.warning("compliance_record_not_kept", error=why)
+
+
+MAX_WATCHED = 4096  # sessions whose last stop waits for its next command
+
+
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    call: bytes  # the stopped call's digest (`mented.hooks._call_digest`)
+    actions: frozenset[str]
+    rule_ids: tuple[str, ...]  # the rules without checks it handed over
+
+
+class RetryWatch:
+    """For rules without checks: after the hook stopped a command to hand them over, was
+    the session's next command of those actions the same one again, or a changed one?
+
+    `stopped` when such a stop reached the agent; `next_call` with each later command of
+    the session: the first one naming one of the stop's actions says which, once.
+    Bounded by `MAX_WATCHED` sessions, the oldest forgotten.
+    """
+
+    def __init__(self) -> None:
+        self._stops: OrderedDict[bytes, _Stop] = OrderedDict()
+
+    def __bool__(self) -> bool:
+        return bool(self._stops)
+
+    def stopped(
+        self, session: bytes, call: bytes, actions: Iterable[str], rule_ids: Iterable[str]
+    ) -> None:
+        rules = tuple(rule_ids)
+        if not rules:
+            self._stops.pop(session, None)
+            return
+        self._stops[session] = _Stop(call, frozenset(actions), rules)
+        self._stops.move_to_end(session)
+        while len(self._stops) > MAX_WATCHED:
+            self._stops.popitem(last=False)
+
+    def next_call(
+        self, session: bytes, call: bytes, actions: Iterable[str]
+    ) -> tuple[tuple[str, ...], str] | None:
+        """The rules of the session's last stop and `retry_same` or `retry_changed`, when
+        this command names one of its actions; None otherwise (and for no stop)."""
+        stop = self._stops.get(session)
+        if stop is None or stop.actions.isdisjoint(actions):
+            return None
+        del self._stops[session]
+        return stop.rule_ids, "retry_same" if call == stop.call else "retry_changed"
 
 
 def report_row(key: str, counts: Counts, rule: Memory | None = None) -> ReportRow:

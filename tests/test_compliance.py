@@ -7,13 +7,23 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
 import pytest
 
 from mented.actions import load_action_table
-from mented.compliance import FILE_NAME, FLUSH_EVENTS, MAX_AGE_S, ComplianceRecord, Event
-from mented.config import Config
+from mented.compliance import (
+    FILE_NAME,
+    FLUSH_EVENTS,
+    MAX_AGE_S,
+    ComplianceRecord,
+    Event,
+    report_row,
+)
+from mented.config import Config, DeliverySettings
 from mented.hooks import HookHandler, decode_event
 from mented.matcher import Matcher
+from mented.protocol import ReportReply
+from mented_client.commands.report import format_report, status_line
 from tests.test_hook_e2e import Agent, context
 from tests.test_hooks import event
 from tests.test_prechecks_e2e import BAD, GOOD, add_post_rule, decision
@@ -149,3 +159,36 @@ def test_a_stop_nobody_read_is_not_counted(store: Store, sessions: SessionMemory
     answer = hooks.answer_decoded("claude-code", decode_event("claude-code", event(bad)))
     answer.sent()
     assert record.summary().total.stopped == 1
+
+
+def test_whether_the_retry_after_a_stop_changed_the_command_is_reported(
+    store: Store, sessions: SessionMemory
+) -> None:
+    plain = store.store("commit messages: single line", tags=["trigger:git-commit"])
+    checked = store.store("no emoji", tags=["trigger:git-commit"], checks=["message no-emoji"])
+    config = Config(delivery=DeliverySettings(default="before"))
+    hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+    record = ComplianceRecord(None)
+    hooks.prechecks.compliance = record
+    first = 'git commit -m "fix: x"'
+    assert b"single line" in hooks.handle("claude-code", event(first, session="a"))  # stopped
+    hooks.handle("claude-code", event("git push", session="a"))  # another action: no retry
+    hooks.handle("claude-code", event('git commit -m "fix: y"', session="a"))  # changed
+    hooks.handle("claude-code", event('git commit -m "fix: z"', session="a"))  # no stop before
+    assert b"single line" in hooks.handle("claude-code", event(first, session="b"))
+    hooks.handle("claude-code", event(first, session="b"))  # the same command again
+    counts = record.summary().by_rule
+    assert (counts[plain.id].retry_changed, counts[plain.id].retry_same) == (1, 1)
+    assert (counts[checked.id].retry_changed, counts[checked.id].retry_same) == (0, 0)
+    row = report_row("7d", record.summary().total)
+    assert status_line(row) == (
+        "checked 5 commands in 7 days: 100% passed first time, 0 stopped, 0 let through; "
+        "1 of 2 retries after a stop changed the command"
+    )
+    reply = ReportReply(
+        since=0.0, rules=[report_row(plain.id, counts[plain.id], plain)], agents=[], total=row
+    )
+    table = format_report(reply)
+    assert "RETRY CHANGED" in table.splitlines()[1]
+    assert table.splitlines()[2].endswith("1/2")
+    assert msgspec.to_builtins(reply)["total"]["retry_changed"] == 1
