@@ -25,6 +25,7 @@ followed, regular files only, at most `MAX_FILE_BYTES`, the user's own.
 # (string paths on the hook path, as mented.team uses: no Path objects)
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -58,7 +59,26 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "release-create": ("tag", "title", "notes"),
 }
 # What each field is, for `explain` and the refusal of a check on a missing field.
-LIST_FIELDS = frozenset({"trailers", "flags", "refs", "packages"})
+LIST_FIELDS = frozenset({"trailers", "flags", "refs", "packages", "path"})
+# The field of an action that file edits perform: each file edited, relative to its
+# project root (as its `paths` patterns match it; a list, `MAX_PATHS_PER_EDIT` at most).
+EDIT_FIELDS = ("path",)
+
+
+@functools.lru_cache(maxsize=8)
+def action_fields(table: ActionTable) -> dict[str, tuple[str, ...]]:
+    """The fields of each action in force that has any: a built-in's (`FIELDS`), those a
+    user's action declares (`fields = {...}`, docs/actions.md), and `path` for an action
+    that file edits perform."""
+    found: dict[str, tuple[str, ...]] = {}
+    for action in table.actions():
+        names = FIELDS.get(action.name, ()) + tuple(name for name, _ in action.fields)
+        if action.paths:
+            names += EDIT_FIELDS
+        if names:
+            found[action.name] = names
+    return found
+
 
 # Options taking a value that the action table does not list (it needs them only to
 # find subcommands): here they say where a value is.
@@ -128,7 +148,7 @@ def fields_of(
     table: ActionTable, action: str, command: MatchedCommand, cwd: str | None
 ) -> Fields | None:
     """The fields `command` gives `action`; None for an action with no fields known."""
-    names = FIELDS.get(action)
+    names = action_fields(table).get(action)
     if names is None:
         return None
     fields = Fields(action)
@@ -137,13 +157,20 @@ def fields_of(
     for name, matched in zip(command.actions, command.shapes, strict=False):
         if name == action:
             shape = matched
-    parsed = _parse(table, action, command.program, argv, shape)
+    in_force = table.get(action)
+    declared = in_force.fields if in_force is not None else ()
+    more = _declared_options(declared)
+    parsed = _parse(table, action, command.program, argv, shape, more_with_value=more)
     if parsed is None:
         fields.not_known("mented does not know this form of the command", *names)
         return fields
     reader = _Reader(cwd, parsed.global_options, command.stdin)
-    extract = _EXTRACTORS[action]
-    extract(fields, command.program, parsed, reader)
+    extract = _EXTRACTORS.get(action)
+    if extract is not None and action in FIELDS:
+        extract(fields, command.program, parsed, reader)
+    if "path" in names:
+        fields.not_known("a shell command edits no file mented can name", "path")
+    _declared_fields(fields, parsed, declared)
     fields.from_file = reader.used
     for name in names:
         if name not in fields.values and name not in fields.unknown:
@@ -165,8 +192,14 @@ def _has_unknown(value: FieldValue) -> bool:
 # ------------------------------------------------------------------ parsing
 
 
-def _parse(
-    table: ActionTable, action: str, program: str, argv: list[str], matched: Shape | None = None
+def _parse(  # noqa: PLR0913 - the command, and what is known of its shape
+    table: ActionTable,
+    action: str,
+    program: str,
+    argv: list[str],
+    matched: Shape | None = None,
+    *,
+    more_with_value: frozenset[str] = frozenset(),
 ) -> _Parsed | None:
     """`argv` read by the shape of `action` it has: `matched`, the one the matcher found
     (not looked for again), else the first of the table's that fits."""
@@ -195,6 +228,7 @@ def _parse(
         sub = spec.subcommands.get(" ".join(words)) if words else None
         with_value = (sub.options_with_value if sub else frozenset()) | extra
         with_value |= _MORE_WITH_VALUE.get((program, " ".join(words)), frozenset())
+        with_value |= more_with_value
         options, positionals = _arguments(argv, index, with_value)
         return _Parsed(tuple(words), options, positionals, global_options)
     return None
@@ -236,6 +270,49 @@ def _flags(parsed: _Parsed, subcommand: str) -> tuple[str, ...]:
         if option in long_names:
             flags.setdefault(long_names[option], None)
     return tuple(flags)
+
+
+def _declared_options(declared: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The options a user's action's fields name: each takes a value."""
+    return frozenset(
+        option for _, spec in declared if spec.startswith("option ") for option in spec.split()[1:]
+    )
+
+
+def _declared_fields(
+    fields: Fields, parsed: _Parsed, declared: tuple[tuple[str, str], ...]
+) -> None:
+    """The fields a user's action declares (`mented.actions.FIELD_SPECS`), read from `parsed`."""
+    for name, spec in declared:
+        kind, _, rest = spec.partition(" ")
+        if kind == "option":
+            values = _values(parsed, *rest.split())
+            if values and values[-1] is not None:
+                fields.known(name, values[-1])
+            else:
+                fields.not_known(f"the command gives none of {rest}", name)
+        elif kind == "positional":
+            number = int(rest)
+            if len(parsed.positionals) >= number:
+                fields.known(name, parsed.positionals[number - 1])
+            else:
+                fields.not_known(f"the command has no argument {number}", name)
+        elif kind == "positionals":
+            fields.known(name, tuple(parsed.positionals))
+        else:  # flags
+            fields.known(name, _flags(parsed, ""))
+
+
+def fields_of_edit(table: ActionTable, action: str, paths: Sequence[str]) -> Fields | None:
+    """The fields a file edit gives `action` (`paths`: relative to their project roots)."""
+    names = action_fields(table).get(action)
+    if names is None:
+        return None
+    fields = Fields(action)
+    if "path" in names and paths:
+        fields.known("path", tuple(paths))
+    fields.not_known("a file edit gives only the path", *(n for n in names if n != "path"))
+    return fields
 
 
 # ------------------------------------------------------------------- files

@@ -580,7 +580,8 @@ class HookHandler:
         _, fire = self._deliver(adapter, call, [], answer)  # the log record, nothing delivered
         fire.rule_ids = [rule.id for _, rules in visible for rule in rules]
         stop = verdict.answer == "stop"
-        text = render_failures(verdict, self._config.checks.max_stops)
+        what = call.kind_in_words()
+        text = render_failures(verdict, self._config.checks.max_stops, what=what)
         key = SessionKey(adapter.name, call.session) if call.session else None
         handed, unremembered = self._handed(key)
         new = [

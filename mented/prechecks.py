@@ -28,18 +28,21 @@ when the daemon keeps one.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes
-from mented.fields import FIELDS, fields_in
+from mented.edits import MAX_PATHS_PER_EDIT, EditMatcher
+from mented.fields import action_fields, fields_in, fields_of_edit
 from mented.memory import short_handle
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from mented.actions import ActionTable
     from mented.agents import ToolCall
     from mented.config import Config
     from mented.git_aliases import Aliases
@@ -98,11 +101,11 @@ class _Plan:
     checks: dict[str, tuple[tuple[Check, tuple[int, ...]], ...]]
 
 
-def _plan(wanted: list[tuple[str, Memory]]) -> _Plan:
+def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
     carriers: dict[str, dict[str, tuple[Check, dict[int, None]]]] = {}
     for position, (action, rule) in enumerate(wanted):
         of_action = carriers.setdefault(action, {})
-        for check in _checks_of(rule, action):
+        for check in _checks_of(rule, action, table):
             of_action.setdefault(check.text, (check, {}))[1][position] = None
     return _Plan(
         wanted=tuple(wanted),
@@ -121,6 +124,7 @@ class PreChecks:
         self, matcher: Matcher, config: Config, compliance: Compliance | None = None
     ) -> None:
         self._matcher = matcher
+        self._edits = EditMatcher(matcher.table)
         self._config = config
         self.compliance = compliance
         self._stops: OrderedDict[bytes, int] = OrderedDict()
@@ -131,7 +135,9 @@ class PreChecks:
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         self._matcher = matcher
+        self._edits = EditMatcher(matcher.table)
         self._config = config
+        self._plans.clear()  # another table may give an action other fields
         self._judged.clear()  # another action table may read the command differently
 
     def judge(
@@ -146,13 +152,14 @@ class PreChecks:
         """The checks of `visible` rules on `call`; None when no rule here has checks."""
         wanted: list[tuple[str, Memory]] = []
         versions: list[str] = []  # what the outcomes and the plan depend on
+        has_fields = action_fields(self._matcher.table)
         for action, rules in visible:
-            if action in FIELDS:
+            if action in has_fields:
                 for rule in rules:
                     if rule.checks:
                         wanted.append((action, rule))
                         versions += (action, rule.id)
-        if not wanted or call.ran or not call.command:
+        if not wanted or call.ran or not (call.command or call.edited):
             return None
         tested = tuple(versions)
         key = _judged_key(call, aliases, tested)
@@ -163,7 +170,7 @@ class PreChecks:
         else:
             plan = self._plans.get(tested)
             if plan is None:
-                plan = self._plans[tested] = _plan(wanted)
+                plan = self._plans[tested] = _plan(wanted, self._matcher.table)
                 while len(self._plans) > MAX_PLANS:
                     self._plans.popitem(last=False)
             verdict, from_file = self._test(call, plan, aliases=aliases, deadline=deadline)
@@ -184,11 +191,25 @@ class PreChecks:
         deadline: float | None,
     ) -> tuple[Verdict, bool]:
         """The checks' outcomes on the command, and whether a field came from a file."""
-        assert call.command
-        # From now on every match keeps its words: the next command's one parse serves both.
-        self._matcher.keep_matched = True
-        commands = self._matcher.matched_commands(call.command, deadline=deadline, aliases=aliases)
-        found = fields_in(self._matcher.table, commands, plan.actions, call.cwd)
+        table = self._matcher.table
+        if call.command:
+            # From now on every match keeps its words: the next command's one parse serves both.
+            self._matcher.keep_matched = True
+            commands = self._matcher.matched_commands(
+                call.command, deadline=deadline, aliases=aliases
+            )
+            found = fields_in(table, commands, plan.actions, call.cwd)
+        else:  # a file edit: the files, as its actions' `paths` patterns see them
+            paths = [
+                path
+                for edited in itertools.islice(call.edited, MAX_PATHS_PER_EDIT)
+                if (path := self._edits.relative_path(edited, call.cwd))
+            ]
+            found = [
+                fields
+                for action in plan.actions
+                if (fields := fields_of_edit(table, action, paths)) is not None
+            ]
         told: set[int] = set()
         failed: dict[int, list[Outcome]] = {}
         for fields in found:
@@ -261,12 +282,12 @@ class PreChecks:
                 self.compliance.note_all(rule_ids, agent, what)
 
 
-def _checks_of(rule: Memory, action: str) -> list[Check]:
+def _checks_of(rule: Memory, action: str, table: ActionTable) -> list[Check]:
     """The rule's checks usable on `action`; one that is not (a team file's) is left out."""
     usable = []
     for text in rule.checks:
         try:
-            usable.append(parse_check(text, (action,)))
+            usable.append(parse_check(text, (action,), table))
         except CheckError:
             continue
     return usable
@@ -277,7 +298,7 @@ def _judged_key(call: ToolCall, aliases: Aliases, versions: tuple[str, ...]) -> 
     aliases, and the rule versions tested (a new version is a new id). A short command
     is its own key (hashed by Python, no digest to work out); a long one is kept as a
     digest, so that the outcomes kept hold at most `MAX_JUDGED` x `MAX_KEYED_CHARS`."""
-    command, cwd = call.command, call.cwd or ""
+    command, cwd = call.command or call.describe(), call.cwd or ""
     if len(command) + len(cwd) <= MAX_KEYED_CHARS:
         return (command, cwd, aliases.digest, versions)
     digest = hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16)
@@ -291,8 +312,9 @@ def _count_key(agent: str, call: ToolCall, action: str) -> bytes:
     return hashlib.blake2b(f"{agent}\0{where}\0{action}".encode(), digest_size=16).digest()
 
 
-def render_failures(verdict: Verdict, max_stops: int) -> str:
-    """The words the model reads about the checks that failed."""
+def render_failures(verdict: Verdict, max_stops: int, *, what: str = "command") -> str:
+    """The words the model reads about the checks that failed (`what`: the call's kind,
+    "command" or "file edit")."""
     rules: dict[str, tuple[Memory, list[Outcome]]] = {}
     for failure in verdict.failures:
         rules.setdefault(failure.rule.id, (failure.rule, []))[1].append(failure.outcome)
@@ -300,19 +322,18 @@ def render_failures(verdict: Verdict, max_stops: int) -> str:
     broken = "a rule of the user's" if count == 1 else f"{count} of the user's rules"
     match verdict.answer:
         case "stop":
-            head = f"mented stopped this command: it breaks {broken}."
+            head = f"mented stopped this {what}: it breaks {broken}."
             tail = (
-                "Change the command so that it keeps them, then run it again "
+                f"Change the {what} so that it keeps them, then run it again "
                 f"(stop {verdict.stops_so_far + 1} of at most {max_stops} for this)."
             )
         case "let-through":
             head = (
-                f"mented let this command run after {max_stops} stops, but it still breaks "
-                f"{broken}."
+                f"mented let this {what} run after {max_stops} stops, but it still breaks {broken}."
             )
             tail = "Put it right once it has run (amend it), and tell the user."
         case _:
-            head = f"This command breaks {broken}; it runs anyway."
+            head = f"This {what} breaks {broken}; it runs anyway."
             tail = "Put it right once it has run (amend it)."
     lines = [head]
     said = 0
