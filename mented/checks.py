@@ -330,8 +330,11 @@ def passes(check: Check, fields: Fields) -> bool | None:
     """`evaluate(check, fields).passed`, without the words: the hook's path, where most
     checks pass (a failure's words then come from `evaluate`). Never raises."""
     value = fields.values.get(check.field)
-    if value is None:
-        return None
+    return None if value is None else passes_value(check, value)
+
+
+def passes_value(check: Check, value: FieldValue) -> bool:
+    """`passes` on the known value of the check's field."""
     items = value if isinstance(value, tuple) else (value,)
     kind = check.kind
     if kind == "forbid":

@@ -142,6 +142,7 @@ class _Parsed:
     options: list[tuple[str, str | None]]
     positionals: list[str]
     global_options: list[tuple[str, str | None]]
+    names: frozenset[str] = frozenset()  # of the options given
 
 
 def fields_of(
@@ -209,7 +210,8 @@ def _parse(  # noqa: PLR0913 - the command, and what is known of its shape
         if name != action or (matched is None and _shape_failure(spec, shape, argv) is not None):
             continue
         extra = frozenset(shape.options_with_value)
-        global_with_value = spec.options_with_value | extra
+        # Unions only where there is something to add: each one copies the set.
+        global_with_value = spec.options_with_value | extra if extra else spec.options_with_value
         index = 0
         global_options: list[tuple[str, str | None]] = []
         words: list[str] = []
@@ -225,12 +227,15 @@ def _parse(  # noqa: PLR0913 - the command, and what is known of its shape
                 return None
             words.append(argv[index])
             index += 1
-        sub = spec.subcommands.get(" ".join(words)) if words else None
-        with_value = (sub.options_with_value if sub else frozenset()) | extra
-        with_value |= _MORE_WITH_VALUE.get((program, " ".join(words)), frozenset())
-        with_value |= more_with_value
+        joined = " ".join(words)
+        sub = spec.subcommands.get(joined) if words else None
+        with_value = sub.options_with_value if sub else frozenset()
+        for more in (extra, _MORE_WITH_VALUE.get((program, joined)), more_with_value):
+            if more:
+                with_value = with_value | more
         options, positionals = _arguments(argv, index, with_value)
-        return _Parsed(tuple(words), options, positionals, global_options)
+        names = frozenset(option for option, _ in options)
+        return _Parsed(tuple(words), options, positionals, global_options, names)
     return None
 
 
@@ -254,11 +259,13 @@ def _arguments(
 
 
 def _values(parsed: _Parsed, *names: str) -> list[str | None]:
+    if parsed.names.isdisjoint(names):
+        return []
     return [value for option, value in parsed.options if option in names]
 
 
 def _has(parsed: _Parsed, *names: str) -> bool:
-    return any(option in names for option, _ in parsed.options)
+    return not parsed.names.isdisjoint(names)
 
 
 def _flags(parsed: _Parsed, subcommand: str) -> tuple[str, ...]:

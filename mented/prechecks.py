@@ -34,7 +34,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes
+from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes_value
 from mented.edits import MAX_PATHS_PER_EDIT, EditMatcher
 from mented.fields import action_fields, fields_in, fields_of_edit
 from mented.memory import short_handle
@@ -91,27 +91,40 @@ class Verdict:
     notes: list[tuple[list[str], str]] = field(default_factory=list)
 
 
+# Per field: its name, the positions of the rules with a check on it, and each distinct
+# check on it with the positions of the rules that carry it.
+_FieldPlan = tuple[str, tuple[int, ...], tuple[tuple[Check, tuple[int, ...]], ...]]
+
+
 @dataclass(frozen=True)
 class _Plan:
-    """What a set of rules asks: per action, each distinct usable check once, with the
-    positions (in `wanted`) of the rules that carry it."""
+    """What a set of rules asks: per action and field, each distinct usable check once,
+    with the positions (in `wanted`) of the rules that carry it."""
 
     wanted: tuple[tuple[str, Memory], ...]
     actions: tuple[str, ...]
-    checks: dict[str, tuple[tuple[Check, tuple[int, ...]], ...]]
+    checks: dict[str, tuple[_FieldPlan, ...]]
 
 
 def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
-    carriers: dict[str, dict[str, tuple[Check, dict[int, None]]]] = {}
+    carriers: dict[str, dict[str, dict[str, tuple[Check, dict[int, None]]]]] = {}
     for position, (action, rule) in enumerate(wanted):
         of_action = carriers.setdefault(action, {})
         for check in _checks_of(rule, action, table):
-            of_action.setdefault(check.text, (check, {}))[1][position] = None
+            on_field = of_action.setdefault(check.field, {})
+            on_field.setdefault(check.text, (check, {}))[1][position] = None
     return _Plan(
         wanted=tuple(wanted),
         actions=tuple(carriers),
         checks={
-            action: tuple((check, tuple(rules)) for check, rules in of_action.values())
+            action: tuple(
+                (
+                    name,
+                    tuple(dict.fromkeys(p for _, rules in on_field.values() for p in rules)),
+                    tuple((check, tuple(rules)) for check, rules in on_field.values()),
+                )
+                for name, on_field in of_action.items()
+            )
             for action, of_action in carriers.items()
         },
     )
@@ -213,15 +226,17 @@ class PreChecks:
         told: set[int] = set()
         failed: dict[int, list[Outcome]] = {}
         for fields in found:
-            for check, rules in plan.checks[fields.action]:
-                passed = passes(check, fields)
-                if passed is None:
-                    continue
-                told.update(rules)
-                if not passed:
-                    outcome = evaluate(check, fields)  # the words of the failure
-                    for position in rules:
-                        failed.setdefault(position, []).append(outcome)
+            values = fields.values
+            for name, on_field, checks in plan.checks[fields.action]:
+                value = values.get(name)
+                if value is None:
+                    continue  # unknown: neither passed nor failed
+                told.update(on_field)
+                for check, rules in checks:
+                    if not passes_value(check, value):
+                        outcome = evaluate(check, fields)  # the words of the failure
+                        for position in rules:
+                            failed.setdefault(position, []).append(outcome)
         verdict = Verdict()
         for position, (action, rule) in enumerate(plan.wanted):
             if position in told:

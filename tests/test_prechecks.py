@@ -92,9 +92,13 @@ def test_a_check_two_rules_share_is_tested_once_and_named_for_both(
     assert f"[{short_handle(second.id)}]" in reason
     assert reason.count("holds 🎉") == 2  # the one failure, said under each rule
     (plan,) = hooks.prechecks._plans.values()
-    assert [check.text for check, _ in plan.checks["git-commit"]] == [
-        "message no-emoji",
-        "subject max 50",
+    tested = [
+        (check.text, rules) for _, _, checks in plan.checks["git-commit"] for check, rules in checks
+    ]
+    at = {rule.id: position for position, (_, rule) in enumerate(plan.wanted)}
+    assert sorted(tested) == [
+        ("message no-emoji", tuple(sorted((at[first.id], at[second.id])))),
+        ("subject max 50", (at[second.id],)),
     ]
 
 
