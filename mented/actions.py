@@ -128,6 +128,8 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     phrase: str = ""  # how the hook names it to the model; "" for the default
     tools: tuple[str, ...] = ()  # MCP tools that perform it: "server/tool" globs
     paths: tuple[str, ...] = ()  # file edits that perform it: .gitignore-style patterns
+    # A user's action's own fields, for checks: (name, how it is read), see FIELD_SPECS.
+    fields: tuple[tuple[str, str], ...] = ()
 
     def triggers(self) -> tuple[str, ...]:
         """Every trigger, as a person would write it: shapes, `tool ...`, `edit ...`."""
@@ -186,6 +188,34 @@ class _ActionEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     shapes: list[Shape] = []
     tools: list[str] = []
     paths: list[str] = []
+    fields: dict[str, str] = {}
+
+
+# How a user's action declares a field (`fields = { env = "option -e --env" }`): the value
+# of the last of these options given, the Nth positional argument after the subcommand,
+# all of them (a list), every option given (a list).
+FIELD_SPECS = ("option OPTION...", "positional N", "positionals", "flags")
+_FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_FIELD_SPEC = re.compile(
+    r"option( -{1,2}[A-Za-z0-9][A-Za-z0-9_-]*)+|positional [1-9][0-9]?|positionals|flags"
+)
+
+
+def _fields_problem(fields: dict[str, str]) -> str | None:
+    """What is wrong with a user's action's `fields`, or None."""
+    for name, spec in fields.items():
+        if not _FIELD_NAME.fullmatch(name) or name == "path":
+            return (
+                f"field {name!r}: a field's name is a lower-case word (letters, digits, _; "
+                "at most 32), and not `path` (the field of file edits)"
+            )
+        if not isinstance(spec, str) or not _FIELD_SPEC.fullmatch(spec):
+            return (
+                f"field {name!r} = {spec!r}: say how the command gives it, one of "
+                f"{', '.join(repr(kind) for kind in FIELD_SPECS)}; e.g. "
+                f'{name} = "option -e --env" or {name} = "positional 1"'
+            )
+    return None
 
 
 class _BuiltinFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -265,6 +295,10 @@ class ActionTable:
     def disabled(self) -> dict[str, str]:
         """Built-in actions switched off, with the config file that did it."""
         return dict(self._disabled)
+
+    def get(self, name: str) -> Action | None:
+        """The action in force by that name, or None."""
+        return self._actions.get(name)
 
     def shapes_for(self, program: str) -> tuple[tuple[str, Shape], ...]:
         """(action, shape) pairs for a program, in table order."""
@@ -498,8 +532,14 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
             shape_sources=(source,) * len(entry.shapes),
             tools=tuple(entry.tools),
             paths=tuple(entry.paths),
+            fields=tuple(entry.fields.items()),
         )
         return
+    if entry.fields and existing.source == BUILTIN:
+        raise ConfigError(
+            f"{where}: action {raw_name!r}: a built-in action has its own fields "
+            '(docs/actions.md, "Fields of an action"); declare fields on your own actions'
+        )
     if entry.replace:
         shapes, sources = tuple(entry.shapes), (source,) * len(entry.shapes)
         tools, paths = tuple(entry.tools), tuple(entry.paths)
@@ -524,6 +564,10 @@ def _apply_user_entry(  # noqa: PLR0913 - one merge step, its inputs spelled out
         shape_sources=sources,
         tools=tools,
         paths=paths,
+        fields=tuple(entry.fields.items())
+        if entry.replace
+        else existing.fields
+        + tuple(item for item in entry.fields.items() if item[0] not in dict(existing.fields)),
     )
 
 
@@ -541,7 +585,7 @@ def _convert_entry(raw: Any, where: str, raw_name: str) -> _ActionEntry:  # noqa
         problem = _shape_problem(shape)
         if problem:
             raise ConfigError(f"{where}: action {raw_name!r}, shape {number}: {problem}")
-    problem = _trigger_problem(entry.tools, entry.paths)
+    problem = _trigger_problem(entry.tools, entry.paths) or _fields_problem(entry.fields)
     if problem:
         raise ConfigError(f"{where}: action {raw_name!r}: {problem}")
     return entry

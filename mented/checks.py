@@ -39,7 +39,7 @@ from re import _constants as _sre  # type: ignore[attr-defined]
 from re import _parser as _sre_parse  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
 
-from mented.fields import FIELDS, LIST_FIELDS
+from mented.fields import FIELDS, action_fields
 from mented.memory import (
     MAX_CHECK_CHARS,
     MAX_CHECKS,
@@ -51,6 +51,7 @@ from mented.memory import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from mented.actions import ActionTable
     from mented.fields import Fields, FieldValue
 
 
@@ -131,17 +132,20 @@ class CheckError(InvalidInputError):
     """A check that cannot be used; the message says where and what would do."""
 
 
-def parse_check(text: str, actions: Sequence[str] = ()) -> Check:
-    """`text` as a check on a field that every one of `actions` has.
+def parse_check(text: str, actions: Sequence[str] = (), table: ActionTable | None = None) -> Check:
+    """`text` as a check on a field that every one of `actions` has: in `table`, the
+    action table in force (a user's actions' fields, `path` of file edits), else the
+    built-ins' (`FIELDS`).
 
     Raises:
         CheckError: naming the position and, for a field, the fields the action has.
     """
-    return _parse_cached(text, tuple(actions))
+    has = FIELDS if table is None else action_fields(table)
+    return _parse_cached(text, tuple((action, has.get(action)) for action in actions))
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse_cached(text: str, actions: tuple[str, ...]) -> Check:
+def _parse_cached(text: str, actions: tuple[tuple[str, tuple[str, ...] | None], ...]) -> Check:
     if not isinstance(text, str) or not text.strip():
         raise CheckError("a check cannot be empty; e.g. 'subject max 72'")
     if len(text) > MAX_CHECK_CHARS:
@@ -192,13 +196,15 @@ def _parse_cached(text: str, actions: tuple[str, ...]) -> Check:
     return Check(stripped, field, kind)
 
 
-def _check_field(text: str, field: str, actions: tuple[str, ...]) -> None:
-    for action in actions:
-        has = FIELDS.get(action)
+def _check_field(
+    text: str, field: str, actions: tuple[tuple[str, tuple[str, ...] | None], ...]
+) -> None:
+    for action, has in actions:
         if has is None:
             raise CheckError(
                 f"check {text!r}: action {action} has no fields mented knows, so no check can "
-                f"be used on it; actions with fields: {', '.join(sorted(FIELDS))}"
+                f"be used on it; built-in actions with fields: {', '.join(sorted(FIELDS))}, "
+                "and your own actions that declare `fields` (docs/actions.md) or have `paths`"
             )
         if field not in has:
             raise CheckError(
@@ -262,7 +268,9 @@ def _backtracking_problem(tree: Any) -> str | None:  # noqa: ANN401 - re's own p
     return None
 
 
-def parse_checks(texts: Iterable[str], actions: Sequence[str]) -> tuple[str, ...]:
+def parse_checks(
+    texts: Iterable[str], actions: Sequence[str], table: ActionTable | None = None
+) -> tuple[str, ...]:
     """`texts` checked as a rule's checks for `actions`, leading blanks cut.
 
     Raises:
@@ -273,7 +281,7 @@ def parse_checks(texts: Iterable[str], actions: Sequence[str]) -> tuple[str, ...
         if number > MAX_CHECKS:
             raise CheckError(f"a rule has at most {MAX_CHECKS} checks")
         try:
-            found.append(parse_check(text, actions).text)
+            found.append(parse_check(text, actions, table).text)
         except CheckError as exc:
             raise CheckError(f"check {number}: {exc}") from None
     if found and not actions:
@@ -291,7 +299,7 @@ def evaluate(check: Check, fields: Fields) -> Outcome:
         why = fields.unknown.get(check.field, "the command does not say")
         return Outcome(check, None, f"the {check.field} is not known: {why}")
     items = value if isinstance(value, tuple) else (value,)
-    listed = check.field in LIST_FIELDS
+    listed = isinstance(value, tuple)  # a list field (`mented.fields.LIST_FIELDS`)
     match check.kind:
         case "forbid":
             if check.argument in items:
@@ -318,34 +326,77 @@ def evaluate(check: Check, fields: Fields) -> Outcome:
     return Outcome(check, True)
 
 
+def passes(check: Check, fields: Fields) -> bool | None:
+    """`evaluate(check, fields).passed`, without the words: the hook's path, where most
+    checks pass (a failure's words then come from `evaluate`). Never raises."""
+    value = fields.values.get(check.field)
+    return None if value is None else passes_value(check, value)
+
+
+def passes_value(check: Check, value: FieldValue) -> bool:
+    """`passes` on the known value of the check's field."""
+    items = value if isinstance(value, tuple) else (value,)
+    kind = check.kind
+    if kind == "forbid":
+        return check.argument not in items
+    if kind == "lines-max":
+        if isinstance(value, tuple):
+            return len(items) <= check.number
+        return items[0][:MAX_TESTED_CHARS].count("\n") < check.number
+    if kind == "contains":
+        return any(check.argument in item[:MAX_TESTED_CHARS] for item in items)
+    pattern = check.pattern
+    number = check.number
+    for item in items:
+        text = item[:MAX_TESTED_CHARS]
+        if kind == "matches":
+            assert pattern is not None
+            if pattern.search(text) is None:
+                return False
+        elif kind == "not-matches":
+            assert pattern is not None
+            if pattern.search(text) is not None:
+                return False
+        elif kind == "max":
+            if len(text) > number and any(len(line) > number for line in text.split("\n")):
+                return False
+        elif kind == "single-line":
+            if "\n" in text:
+                return False
+        elif kind == "no-emoji" and not text.isascii() and _EMOJI.search(text) is not None:
+            return False
+    return True
+
+
 def _item_failure(check: Check, text: str, *, listed: bool) -> str | None:
-    what = f"the {check.field}" + (f" item {_shown_text(text)}" if listed else "")
+    # A list's item is named once ("the refs item 'main'"), a field's value after it.
+    what = f"the {check.field} item" if listed else f"the {check.field}"
+    value = _shown_text(text)
     match check.kind:
         case "matches":
             assert check.pattern is not None
             if check.pattern.search(text) is None:
-                return f"{what} {_shown_text(text)} does not match {check.argument}"
+                return f"{what} {value} does not match {check.argument}"
         case "not-matches":
             assert check.pattern is not None
             found = check.pattern.search(text)
             if found is not None:
-                return f"{what} {_shown_text(text)} matches {check.argument} (at {found.group()!r})"
+                return f"{what} {value} matches {check.argument} (at {found.group()!r})"
         case "max":
             for number, line in enumerate(text.split("\n"), start=1):
                 if len(line) > check.number:
                     where = f" (line {number})" if "\n" in text else ""
-                    return f"{what}{where} is {len(line)} characters; at most {check.number}"
+                    named = f"{what} {value}" if listed else what
+                    return f"{named}{where} is {len(line)} characters; at most {check.number}"
         case "single-line":
             lines = text.count("\n") + 1
             if lines > 1:
-                return f"{what} is {lines} lines ({_shown_text(text)}); it must be one line"
+                return f"{what} is {lines} lines ({value}); it must be one line"
         case "no-emoji":
             found = _EMOJI.search(text)
             if found is not None:
                 name = unicodedata.name(found.group(), "an emoji").lower()
-                return (
-                    f"{what} {_shown_text(text)} holds {found.group()} ({name}); write it without"
-                )
+                return f"{what} {value} holds {found.group()} ({name}); write it without"
     return None
 
 
@@ -369,12 +420,14 @@ def _shown(items: tuple[str, ...]) -> str:
     return ", ".join(_shown_text(item) for item in items[:3]) or "(none)"
 
 
-def usable_checks(texts: Iterable[str], actions: Sequence[str]) -> list[Check | CheckError]:
+def usable_checks(
+    texts: Iterable[str], actions: Sequence[str], table: ActionTable | None = None
+) -> list[Check | CheckError]:
     """Each of a rule's checks parsed for `actions`, or why it cannot be used. Never raises."""
     found: list[Check | CheckError] = []
     for text in texts:
         try:
-            found.append(parse_check(text, actions))
+            found.append(parse_check(text, actions, table))
         except CheckError as exc:
             found.append(exc)
     return found
@@ -385,7 +438,9 @@ def value_of(fields: Fields, name: str) -> FieldValue | None:
     return fields.values.get(name)
 
 
-def rule_checks(texts: Iterable[str], tags: Iterable[str]) -> tuple[str, ...]:
+def rule_checks(
+    texts: Iterable[str], tags: Iterable[str], table: ActionTable | None = None
+) -> tuple[str, ...]:
     """A rule's checks, for the actions its tags name, checked (`parse_checks`).
 
     Raises:
@@ -400,4 +455,4 @@ def rule_checks(texts: Iterable[str], tags: Iterable[str]) -> tuple[str, ...]:
         for tag in (normalize_tag(tag) for tag in tags)
         if tag.startswith(TRIGGER_PREFIX)
     ]
-    return parse_checks(texts, actions)
+    return parse_checks(texts, actions, table)

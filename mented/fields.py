@@ -25,6 +25,7 @@ followed, regular files only, at most `MAX_FILE_BYTES`, the user's own.
 # (string paths on the hook path, as mented.team uses: no Path objects)
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from mented.matcher import _read_option, _scan_options, _shape_failure, _word_ma
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from mented.actions import ActionTable
+    from mented.actions import ActionTable, Shape
     from mented.matcher import MatchedCommand
 
 # A message file read for a check: larger is unknown (git messages are small).
@@ -58,7 +59,26 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "release-create": ("tag", "title", "notes"),
 }
 # What each field is, for `explain` and the refusal of a check on a missing field.
-LIST_FIELDS = frozenset({"trailers", "flags", "refs", "packages"})
+LIST_FIELDS = frozenset({"trailers", "flags", "refs", "packages", "path"})
+# The field of an action that file edits perform: each file edited, relative to its
+# project root (as its `paths` patterns match it; a list, `MAX_PATHS_PER_EDIT` at most).
+EDIT_FIELDS = ("path",)
+
+
+@functools.lru_cache(maxsize=8)
+def action_fields(table: ActionTable) -> dict[str, tuple[str, ...]]:
+    """The fields of each action in force that has any: a built-in's (`FIELDS`), those a
+    user's action declares (`fields = {...}`, docs/actions.md), and `path` for an action
+    that file edits perform."""
+    found: dict[str, tuple[str, ...]] = {}
+    for action in table.actions():
+        names = FIELDS.get(action.name, ()) + tuple(name for name, _ in action.fields)
+        if action.paths:
+            names += EDIT_FIELDS
+        if names:
+            found[action.name] = names
+    return found
+
 
 # Options taking a value that the action table does not list (it needs them only to
 # find subcommands): here they say where a value is.
@@ -122,28 +142,42 @@ class _Parsed:
     options: list[tuple[str, str | None]]
     positionals: list[str]
     global_options: list[tuple[str, str | None]]
+    names: frozenset[str] = frozenset()  # of the options given
 
 
 def fields_of(
     table: ActionTable, action: str, command: MatchedCommand, cwd: str | None
 ) -> Fields | None:
     """The fields `command` gives `action`; None for an action with no fields known."""
-    names = FIELDS.get(action)
+    names = action_fields(table).get(action)
     if names is None:
         return None
     fields = Fields(action)
     argv = [_UNKNOWN if word is None else word for word in command.args]
-    parsed = _parse(table, action, command.program, argv)
+    shape = None
+    for name, matched in zip(command.actions, command.shapes, strict=False):
+        if name == action:
+            shape = matched
+    in_force = table.get(action)
+    declared = in_force.fields if in_force is not None else ()
+    more = _declared_options(declared)
+    parsed = _parse(table, action, command.program, argv, shape, more_with_value=more)
     if parsed is None:
         fields.not_known("mented does not know this form of the command", *names)
         return fields
     reader = _Reader(cwd, parsed.global_options, command.stdin)
-    extract = _EXTRACTORS[action]
-    extract(fields, command.program, parsed, reader)
+    extract = _EXTRACTORS.get(action)
+    if extract is not None and action in FIELDS:
+        extract(fields, command.program, parsed, reader)
+    if "path" in names:
+        fields.not_known("a shell command edits no file mented can name", "path")
+    _declared_fields(fields, parsed, declared)
     fields.from_file = reader.used
     for name in names:
         if name not in fields.values and name not in fields.unknown:
             fields.not_known("the command does not say", name)
+    if None not in command.args and (command.stdin is None or _UNKNOWN not in command.stdin):
+        return fields  # no word only the running shell knows: every value is known
     for name, value in list(fields.values.items()):
         if _has_unknown(value):
             fields.not_known("only known when the command runs (a variable or substitution)", name)
@@ -159,17 +193,28 @@ def _has_unknown(value: FieldValue) -> bool:
 # ------------------------------------------------------------------ parsing
 
 
-def _parse(table: ActionTable, action: str, program: str, argv: list[str]) -> _Parsed | None:
-    """`argv` read by the shape of `action` it has (the matcher found one)."""
+def _parse(  # noqa: PLR0913 - the command, and what is known of its shape
+    table: ActionTable,
+    action: str,
+    program: str,
+    argv: list[str],
+    matched: Shape | None = None,
+    *,
+    more_with_value: frozenset[str] = frozenset(),
+) -> _Parsed | None:
+    """`argv` read by the shape of `action` it has: `matched`, the one the matcher found
+    (not looked for again), else the first of the table's that fits."""
     spec = table.program(program)
-    for name, shape in table.shapes_for(program):
-        if name != action or _shape_failure(spec, shape, argv) is not None:
+    shapes = [(action, matched)] if matched is not None else table.shapes_for(program)
+    for name, shape in shapes:
+        if name != action or (matched is None and _shape_failure(spec, shape, argv) is not None):
             continue
         extra = frozenset(shape.options_with_value)
-        global_with_value = spec.options_with_value | extra
+        # Unions only where there is something to add: each one copies the set.
+        global_with_value = spec.options_with_value | extra if extra else spec.options_with_value
         index = 0
         global_options: list[tuple[str, str | None]] = []
-        matched: list[str] = []
+        words: list[str] = []
         for expected in shape.subcommand:
             while True:
                 index, seen = _scan_options(argv, index, global_with_value)
@@ -180,13 +225,17 @@ def _parse(table: ActionTable, action: str, program: str, argv: list[str]) -> _P
                 break
             if index >= len(argv) or not _word_matches(expected, argv[index]):
                 return None
-            matched.append(argv[index])
+            words.append(argv[index])
             index += 1
-        sub = spec.subcommands.get(" ".join(matched)) if matched else None
-        with_value = (sub.options_with_value if sub else frozenset()) | extra
-        with_value |= _MORE_WITH_VALUE.get((program, " ".join(matched)), frozenset())
+        joined = " ".join(words)
+        sub = spec.subcommands.get(joined) if words else None
+        with_value = sub.options_with_value if sub else frozenset()
+        for more in (extra, _MORE_WITH_VALUE.get((program, joined)), more_with_value):
+            if more:
+                with_value = with_value | more
         options, positionals = _arguments(argv, index, with_value)
-        return _Parsed(tuple(matched), options, positionals, global_options)
+        names = frozenset(option for option, _ in options)
+        return _Parsed(tuple(words), options, positionals, global_options, names)
     return None
 
 
@@ -210,11 +259,13 @@ def _arguments(
 
 
 def _values(parsed: _Parsed, *names: str) -> list[str | None]:
+    if parsed.names.isdisjoint(names):
+        return []
     return [value for option, value in parsed.options if option in names]
 
 
 def _has(parsed: _Parsed, *names: str) -> bool:
-    return any(option in names for option, _ in parsed.options)
+    return not parsed.names.isdisjoint(names)
 
 
 def _flags(parsed: _Parsed, subcommand: str) -> tuple[str, ...]:
@@ -226,6 +277,49 @@ def _flags(parsed: _Parsed, subcommand: str) -> tuple[str, ...]:
         if option in long_names:
             flags.setdefault(long_names[option], None)
     return tuple(flags)
+
+
+def _declared_options(declared: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The options a user's action's fields name: each takes a value."""
+    return frozenset(
+        option for _, spec in declared if spec.startswith("option ") for option in spec.split()[1:]
+    )
+
+
+def _declared_fields(
+    fields: Fields, parsed: _Parsed, declared: tuple[tuple[str, str], ...]
+) -> None:
+    """The fields a user's action declares (`mented.actions.FIELD_SPECS`), read from `parsed`."""
+    for name, spec in declared:
+        kind, _, rest = spec.partition(" ")
+        if kind == "option":
+            values = _values(parsed, *rest.split())
+            if values and values[-1] is not None:
+                fields.known(name, values[-1])
+            else:
+                fields.not_known(f"the command gives none of {rest}", name)
+        elif kind == "positional":
+            number = int(rest)
+            if len(parsed.positionals) >= number:
+                fields.known(name, parsed.positionals[number - 1])
+            else:
+                fields.not_known(f"the command has no argument {number}", name)
+        elif kind == "positionals":
+            fields.known(name, tuple(parsed.positionals))
+        else:  # flags
+            fields.known(name, _flags(parsed, ""))
+
+
+def fields_of_edit(table: ActionTable, action: str, paths: Sequence[str]) -> Fields | None:
+    """The fields a file edit gives `action` (`paths`: relative to their project roots)."""
+    names = action_fields(table).get(action)
+    if names is None:
+        return None
+    fields = Fields(action)
+    if "path" in names and paths:
+        fields.known("path", tuple(paths))
+    fields.not_known("a file edit gives only the path", *(n for n in names if n != "path"))
+    return fields
 
 
 # ------------------------------------------------------------------- files

@@ -59,6 +59,7 @@ comes from the event is cut to a bound there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from collections import OrderedDict, deque
@@ -68,6 +69,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
+from mented.compliance import RetryWatch
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
@@ -83,7 +85,7 @@ from mented.team import RuleLookup, untrusted_notice
 from mented.tool_triggers import ToolMatcher
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from mented.agents import Agent
 
@@ -201,6 +203,7 @@ class HookHandler:
         self._git_aliases = GitAliases()
         # Rules' checks, tested before the command (`mented.prechecks`).
         self.prechecks = PreChecks(matcher, config)
+        self.retries = RetryWatch()  # after a stop, whether the retry was another command
 
     def git_aliases_for(self, call: ToolCall) -> Aliases:
         """The user's git aliases where `call` runs, for a command that may run git.
@@ -334,7 +337,11 @@ class HookHandler:
             for action in actions
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
+        if self.retries and call.session:  # a stop of this session waits for its next command
+            self._watch_retry(SessionKey(agent, call.session), call, actions, answer)
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
+        if verdict is not None and verdict.notes:
+            answer.when_sent(functools.partial(self.prechecks.record, agent, verdict))
         if verdict is not None and verdict.answer is not None:
             out, fire = self._deliver_failed_checks(adapter, call, visible, verdict, answer)
         else:
@@ -556,6 +563,7 @@ class HookHandler:
             assert key is not None  # a stop needs the session memory
             stopped = _call_digest(call)
             answer.when_sent(lambda: self._remember_stop(key, stopped))
+            self._watch_stop(key, stopped, [a for a, _ in visible], new, rendered, answer=answer)
             return adapter.render_deny(rendered.text), fire
         return adapter.render_context(rendered.text), fire
 
@@ -572,7 +580,8 @@ class HookHandler:
         _, fire = self._deliver(adapter, call, [], answer)  # the log record, nothing delivered
         fire.rule_ids = [rule.id for _, rules in visible for rule in rules]
         stop = verdict.answer == "stop"
-        text = render_failures(verdict, self._config.checks.max_stops)
+        what = call.kind_in_words()
+        text = render_failures(verdict, self._config.checks.max_stops, what=what)
         key = SessionKey(adapter.name, call.session) if call.session else None
         handed, unremembered = self._handed(key)
         new = [
@@ -600,6 +609,33 @@ class HookHandler:
             "let-through": WHY_CHECK_LET_THROUGH,
         }[verdict.answer or "tell"]
         return (adapter.render_deny(text) if stop else adapter.render_context(text)), fire
+
+    def _watch_stop(  # noqa: PLR0913 - the stop's parts
+        self,
+        key: SessionKey,
+        stopped: bytes,
+        actions: list[str],
+        new: list[Section],
+        rendered: Handover,
+        *,
+        answer: HookAnswer,
+    ) -> None:
+        """Once the stop is sent, watch whether the next command is another one (the
+        rules without checks it hands over: the checks say the rest)."""
+        if self.prechecks.compliance is None:
+            return
+        unchecked = {rule.id for section in new for rule in section.rules if not rule.checks}
+        shown = [rule_id for rule_id in rendered.shown_ids if rule_id in unchecked]
+        answer.when_sent(lambda: self.retries.stopped(key.digest, stopped, actions, shown))
+
+    def _watch_retry(
+        self, key: SessionKey, call: ToolCall, actions: Sequence[str], answer: HookAnswer
+    ) -> None:
+        """The command after a stop: noted as the same one again or a changed one."""
+        seen = self.retries.next_call(key.digest, _call_digest(call), actions)
+        compliance = self.prechecks.compliance
+        if seen is not None and compliance is not None:
+            answer.when_sent(functools.partial(compliance.note_all, seen[0], key.agent, seen[1]))
 
     def _remember_stop(self, key: SessionKey, call_digest: bytes) -> None:
         self._stopped[key.digest] = call_digest

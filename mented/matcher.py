@@ -267,6 +267,8 @@ class MatchedCommand(msgspec.Struct, frozen=True, kw_only=True):
     args: tuple[str | None, ...]
     actions: tuple[str, ...]
     stdin: str | None = None
+    # The shape of each action (same order) that matched: how the fields read the words.
+    shapes: tuple[Shape, ...] = ()
 
 
 class Explanation(msgspec.Struct, frozen=True, kw_only=True):
@@ -1443,7 +1445,7 @@ class _Analysis:
                     self.run(expansion.shell, via=peeled, shell_depth=shell_depth + 1)
                     return
                 argv = expansion.argv
-        matches, reason = self._match(program, argv)
+        matches, reason, shapes = self._match(program, argv)
         self._record(shown, program, peeled, matches=matches, reason=reason, parser=parser)
         if matches and self.on_match is not None:
             known: tuple[str | None, ...]
@@ -1457,6 +1459,7 @@ class _Analysis:
                     args=known,
                     actions=tuple(match.action for match in matches),
                     stdin=stdin,
+                    shapes=shapes,
                 )
             )
 
@@ -1478,13 +1481,17 @@ class _Analysis:
             )
         )
 
-    def _match(self, program: str, argv: list[str]) -> tuple[tuple[ShapeMatch, ...], str]:
+    def _match(
+        self, program: str, argv: list[str]
+    ) -> tuple[tuple[ShapeMatch, ...], str, tuple[Shape, ...]]:
+        """The actions `argv` performs, why none (or ""), and the shape each matched by."""
         rules = self.table.shapes_for(program)
         if not rules:
-            return (), f"no action involves {program!r}"
+            return (), f"no action involves {program!r}", ()
         spec = self.table.program(program)
         first = _first_word(spec, argv)
         found: list[ShapeMatch] = []
+        shapes: list[Shape] = []
         near = ""
         for action, shape in rules:
             if any(match.action == action for match in found):
@@ -1499,17 +1506,18 @@ class _Analysis:
             failure = _shape_failure(spec, shape, argv)
             if failure is None:
                 found.append(ShapeMatch(action=action, shape=shape.describe()))
+                shapes.append(shape)
             elif failure.startswith("!") and not near:
                 near = f"{shape.describe()} [{action}]: {failure[1:]}"
         if found:
-            return tuple(found), ""
+            return tuple(found), "", tuple(shapes)
         if near:
-            return (), near
+            return (), near, ()
         index, _ = _scan_options(argv, 0, spec.options_with_value)
         subcommand = argv[index] if index < len(argv) else ""
         if subcommand:
-            return (), f"no action for {program} {subcommand!r}"
-        return (), f"no action for {program} without a subcommand"
+            return (), f"no action for {program} {subcommand!r}", ()
+        return (), f"no action for {program} without a subcommand", ()
 
 
 class _GivenText:

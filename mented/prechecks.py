@@ -2,9 +2,13 @@
 
 `HookHandler` asks `PreChecks.judge` about every command whose visible rules carry
 checks (`Memory.checks`); a command none of whose rules has one costs nothing here.
-The command is parsed once more for its words (`Matcher.matched_commands`), the
-fields of each action read from them (`mented.fields`), and each check tested
-(`mented.checks`). An unknown field is no failure.
+The command's words come from the matcher's one parse of it (`Matcher.matched_commands`,
+with the shape each action matched by), the fields of each action are read from them
+(`mented.fields`), and each distinct check of the rules is tested once per field
+value (`mented.checks.passes`; the words of a failure from `evaluate`). An unknown
+field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
+check on several rules once) is kept by the rule versions; what a command's checks
+found, by the command, its directory and those versions (`_judged_key`).
 
 When a check fails, `[checks]` in the config file says what follows, per action:
 
@@ -24,19 +28,23 @@ when the daemon keeps one.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from mented.checks import Check, CheckError, Outcome, evaluate, parse_check
-from mented.fields import FIELDS, fields_in
+from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes_value
+from mented.edits import MAX_PATHS_PER_EDIT, EditMatcher
+from mented.fields import action_fields, fields_in, fields_of_edit
 from mented.memory import short_handle
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mented.actions import ActionTable
     from mented.agents import ToolCall
     from mented.config import Config
-    from mented.fields import Fields
     from mented.git_aliases import Aliases
     from mented.matcher import Matcher
     from mented.memory import Memory
@@ -44,6 +52,8 @@ if TYPE_CHECKING:
 MAX_COUNTED = 4096  # (agent, session, action) whose stops in a row are counted
 MAX_JUDGED = 1024  # outcomes kept for a command judged again (a retry) in the same place
 MAX_FAILURES_SAID = 6  # failed checks named in one answer; the rest are counted
+MAX_PLANS = 64  # sets of rule versions whose checks are kept parsed
+MAX_KEYED_CHARS = 2048  # a command (and directory) up to this long keys its outcomes itself
 
 Answer = Literal["stop", "tell", "let-through"]
 
@@ -52,6 +62,8 @@ class Compliance(Protocol):
     """Where what the checks found is noted (`mented.compliance.ComplianceRecord`)."""
 
     def note(self, rule_id: str, agent: str, what: str) -> None: ...
+
+    def note_all(self, rule_ids: Iterable[str], agent: str, what: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -73,9 +85,49 @@ class Verdict:
 
     failures: list[Failure] = field(default_factory=list)
     checked: dict[str, list[Memory]] = field(default_factory=dict)
-    outcomes: list[tuple[str, Memory, Outcome]] = field(default_factory=list)
     answer: Answer | None = None
     stops_so_far: int = 0
+    # For the record of whether rules are kept, once the answer is sent (`record`).
+    notes: list[tuple[list[str], str]] = field(default_factory=list)
+
+
+# Per field: its name, the positions of the rules with a check on it, and each distinct
+# check on it with the positions of the rules that carry it.
+_FieldPlan = tuple[str, tuple[int, ...], tuple[tuple[Check, tuple[int, ...]], ...]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a set of rules asks: per action and field, each distinct usable check once,
+    with the positions (in `wanted`) of the rules that carry it."""
+
+    wanted: tuple[tuple[str, Memory], ...]
+    actions: tuple[str, ...]
+    checks: dict[str, tuple[_FieldPlan, ...]]
+
+
+def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
+    carriers: dict[str, dict[str, dict[str, tuple[Check, dict[int, None]]]]] = {}
+    for position, (action, rule) in enumerate(wanted):
+        of_action = carriers.setdefault(action, {})
+        for check in _checks_of(rule, action, table):
+            on_field = of_action.setdefault(check.field, {})
+            on_field.setdefault(check.text, (check, {}))[1][position] = None
+    return _Plan(
+        wanted=tuple(wanted),
+        actions=tuple(carriers),
+        checks={
+            action: tuple(
+                (
+                    name,
+                    tuple(dict.fromkeys(p for _, rules in on_field.values() for p in rules)),
+                    tuple((check, tuple(rules)) for check, rules in on_field.values()),
+                )
+                for name, on_field in of_action.items()
+            )
+            for action, of_action in carriers.items()
+        },
+    )
 
 
 class PreChecks:
@@ -85,16 +137,20 @@ class PreChecks:
         self, matcher: Matcher, config: Config, compliance: Compliance | None = None
     ) -> None:
         self._matcher = matcher
+        self._edits = EditMatcher(matcher.table)
         self._config = config
         self.compliance = compliance
         self._stops: OrderedDict[bytes, int] = OrderedDict()
         # (command, aliases, cwd, rule versions) -> what their checks found, for a
         # command whose fields came from its words alone (no file: a file may change).
-        self._judged: OrderedDict[bytes, Verdict] = OrderedDict()
+        self._judged: OrderedDict[tuple[object, ...], Verdict] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, ...], _Plan] = OrderedDict()  # by rule versions
 
     def reconfigure(self, matcher: Matcher, config: Config) -> None:
         self._matcher = matcher
+        self._edits = EditMatcher(matcher.table)
         self._config = config
+        self._plans.clear()  # another table may give an action other fields
         self._judged.clear()  # another action table may read the command differently
 
     def judge(
@@ -107,24 +163,30 @@ class PreChecks:
         deadline: float | None = None,
     ) -> Verdict | None:
         """The checks of `visible` rules on `call`; None when no rule here has checks."""
-        wanted = [
-            (action, rule)
-            for action, rules in visible
-            if action in FIELDS
-            for rule in rules
-            if rule.checks
-        ]
-        if not wanted or call.ran or not call.command:
+        wanted: list[tuple[str, Memory]] = []
+        versions: list[str] = []  # what the outcomes and the plan depend on
+        has_fields = action_fields(self._matcher.table)
+        for action, rules in visible:
+            if action in has_fields:
+                for rule in rules:
+                    if rule.checks:
+                        wanted.append((action, rule))
+                        versions += (action, rule.id)
+        if not wanted or call.ran or not (call.command or call.edited):
             return None
-        key = _judged_key(call, aliases, wanted)
+        tested = tuple(versions)
+        key = _judged_key(call, aliases, tested)
         judged = self._judged.get(key)
         if judged is not None:
             self._judged.move_to_end(key)
-            verdict = Verdict(
-                failures=judged.failures, checked=judged.checked, outcomes=judged.outcomes
-            )
+            verdict = Verdict(failures=judged.failures, checked=judged.checked)
         else:
-            verdict, from_file = self._test(call, wanted, aliases=aliases, deadline=deadline)
+            plan = self._plans.get(tested)
+            if plan is None:
+                plan = self._plans[tested] = _plan(wanted, self._matcher.table)
+                while len(self._plans) > MAX_PLANS:
+                    self._plans.popitem(last=False)
+            verdict, from_file = self._test(call, plan, aliases=aliases, deadline=deadline)
             cut = deadline is not None and time.monotonic() >= deadline  # perhaps partial
             if not (from_file or cut):
                 self._judged[key] = verdict
@@ -136,45 +198,62 @@ class PreChecks:
     def _test(
         self,
         call: ToolCall,
-        wanted: list[tuple[str, Memory]],
+        plan: _Plan,
         *,
         aliases: Aliases,
         deadline: float | None,
     ) -> tuple[Verdict, bool]:
-        """The outcome of each check on the command, and whether a field came from a file."""
-        assert call.command
-        # From now on every match keeps its words: the next command's one parse serves both.
-        self._matcher.keep_matched = True
-        commands = self._matcher.matched_commands(call.command, deadline=deadline, aliases=aliases)
-        found = fields_in(
-            self._matcher.table, commands, list(dict.fromkeys(a for a, _ in wanted)), call.cwd
-        )
-        by_action: dict[str, list[Fields]] = {}
+        """The checks' outcomes on the command, and whether a field came from a file."""
+        table = self._matcher.table
+        if call.command:
+            # From now on every match keeps its words: the next command's one parse serves both.
+            self._matcher.keep_matched = True
+            commands = self._matcher.matched_commands(
+                call.command, deadline=deadline, aliases=aliases
+            )
+            found = fields_in(table, commands, plan.actions, call.cwd)
+        else:  # a file edit: the files, as its actions' `paths` patterns see them
+            paths = [
+                path
+                for edited in itertools.islice(call.edited, MAX_PATHS_PER_EDIT)
+                if (path := self._edits.relative_path(edited, call.cwd))
+            ]
+            found = [
+                fields
+                for action in plan.actions
+                if (fields := fields_of_edit(table, action, paths)) is not None
+            ]
+        told: set[int] = set()
+        failed: dict[int, list[Outcome]] = {}
         for fields in found:
-            by_action.setdefault(fields.action, []).append(fields)
+            values = fields.values
+            for name, on_field, checks in plan.checks[fields.action]:
+                value = values.get(name)
+                if value is None:
+                    continue  # unknown: neither passed nor failed
+                told.update(on_field)
+                for check, rules in checks:
+                    if not passes_value(check, value):
+                        outcome = evaluate(check, fields)  # the words of the failure
+                        for position in rules:
+                            failed.setdefault(position, []).append(outcome)
         verdict = Verdict()
-        from_file = any(fields.from_file for fields in found)
-        for action, rule in wanted:
-            told = False
-            for check in _checks_of(rule, action):
-                for fields in by_action.get(action, []):
-                    outcome = evaluate(check, fields)
-                    verdict.outcomes.append((action, rule, outcome))
-                    if outcome.passed is not None:
-                        told = True
-                    if outcome.passed is False:
-                        verdict.failures.append(Failure(action, rule, outcome))
-            if told:
+        for position, (action, rule) in enumerate(plan.wanted):
+            if position in told:
                 verdict.checked.setdefault(action, []).append(rule)
-        return verdict, from_file
+            for outcome in failed.get(position, ()):
+                verdict.failures.append(Failure(action, rule, outcome))
+        return verdict, any(fields.from_file for fields in found)
 
     def _decide(self, agent: str, call: ToolCall, verdict: Verdict) -> None:
+        if not verdict.failures and not self._stops and self.compliance is None:
+            return  # passed, no stop counted: nothing to change, nothing to note
         failed_actions = list(dict.fromkeys(failure.action for failure in verdict.failures))
         for action in verdict.checked:
             if action not in failed_actions:
-                key = _count_key(agent, call, action)
-                before = self._stops.pop(key, 0)
-                self._note(verdict, action, agent, "passed_first" if before == 0 else "passed")
+                # No stop counted anywhere (the usual case): no key to work out.
+                before = self._stops.pop(_count_key(agent, call, action), 0) if self._stops else 0
+                self._note(verdict, action, "passed_first" if before == 0 else "passed")
         if not failed_actions:
             return
         settings = self._config.checks
@@ -184,54 +263,62 @@ class PreChecks:
             stops = self._stops.get(key, 0)
             verdict.stops_so_far = max(verdict.stops_so_far, stops)
             if settings.mode_of(action) != "stop":
-                self._note(verdict, action, agent, "told")
+                self._note(verdict, action, "told")
                 continue
             if stops >= settings.max_stops:
                 self._stops.pop(key, None)
-                self._note(verdict, action, agent, "let_through")
+                self._note(verdict, action, "let_through")
                 if answer == "tell":
                     answer = "let-through"
                 continue
             answer = "stop"
             self._stops[key] = stops + 1
             self._stops.move_to_end(key)
-            self._note(verdict, action, agent, "stopped")
+            self._note(verdict, action, "stopped")
         while len(self._stops) > MAX_COUNTED:
             self._stops.popitem(last=False)
         verdict.answer = answer
 
-    def _note(self, verdict: Verdict, action: str, agent: str, what: str) -> None:
+    def _note(self, verdict: Verdict, action: str, what: str) -> None:
         if self.compliance is None:
             return
         rules = verdict.checked.get(action, [])
         if what in ("stopped", "let_through", "told"):
             failing = {f.rule.id for f in verdict.failures if f.action == action}
             rules = [rule for rule in rules if rule.id in failing]
-        for rule in rules:
-            self.compliance.note(rule.id, agent, "checked")
-            self.compliance.note(rule.id, agent, what)
+        verdict.notes.append(([rule.id for rule in rules], what))
+
+    def record(self, agent: str, verdict: Verdict) -> None:
+        """Note what `verdict` found in the record of whether rules are kept: called once
+        its answer reached the agent (the hook calls it then, off the agent's wait; an
+        answer nobody read changed nothing). Each outcome counts as checked."""
+        if self.compliance is not None:
+            for rule_ids, what in verdict.notes:
+                self.compliance.note_all(rule_ids, agent, what)
 
 
-def _checks_of(rule: Memory, action: str) -> list[Check]:
+def _checks_of(rule: Memory, action: str, table: ActionTable) -> list[Check]:
     """The rule's checks usable on `action`; one that is not (a team file's) is left out."""
     usable = []
     for text in rule.checks:
         try:
-            usable.append(parse_check(text, (action,)))
+            usable.append(parse_check(text, (action,), table))
         except CheckError:
             continue
     return usable
 
 
-def _judged_key(call: ToolCall, aliases: Aliases, wanted: list[tuple[str, Memory]]) -> bytes:
-    """What makes a command's checks come out the same: its text, git aliases, directory,
-    and the rule versions tested (a new version is a new id)."""
-    digest = hashlib.blake2b(call.command.encode("utf-8", "surrogatepass"), digest_size=16)
-    digest.update(aliases.digest)
-    digest.update(f"\0{call.cwd}\0".encode("utf-8", "surrogatepass"))
-    for action, rule in wanted:
-        digest.update(f"{action}:{rule.id};".encode())
-    return digest.digest()
+def _judged_key(call: ToolCall, aliases: Aliases, versions: tuple[str, ...]) -> tuple[object, ...]:
+    """What makes a command's checks come out the same: its text and directory, git
+    aliases, and the rule versions tested (a new version is a new id). A short command
+    is its own key (hashed by Python, no digest to work out); a long one is kept as a
+    digest, so that the outcomes kept hold at most `MAX_JUDGED` x `MAX_KEYED_CHARS`."""
+    command, cwd = call.command or call.describe(), call.cwd or ""
+    if len(command) + len(cwd) <= MAX_KEYED_CHARS:
+        return (command, cwd, aliases.digest, versions)
+    digest = hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(b"\0" + cwd.encode("utf-8", "surrogatepass"))
+    return (digest.digest(), len(command), aliases.digest, versions)
 
 
 def _count_key(agent: str, call: ToolCall, action: str) -> bytes:
@@ -240,8 +327,9 @@ def _count_key(agent: str, call: ToolCall, action: str) -> bytes:
     return hashlib.blake2b(f"{agent}\0{where}\0{action}".encode(), digest_size=16).digest()
 
 
-def render_failures(verdict: Verdict, max_stops: int) -> str:
-    """The words the model reads about the checks that failed."""
+def render_failures(verdict: Verdict, max_stops: int, *, what: str = "command") -> str:
+    """The words the model reads about the checks that failed (`what`: the call's kind,
+    "command" or "file edit")."""
     rules: dict[str, tuple[Memory, list[Outcome]]] = {}
     for failure in verdict.failures:
         rules.setdefault(failure.rule.id, (failure.rule, []))[1].append(failure.outcome)
@@ -249,19 +337,18 @@ def render_failures(verdict: Verdict, max_stops: int) -> str:
     broken = "a rule of the user's" if count == 1 else f"{count} of the user's rules"
     match verdict.answer:
         case "stop":
-            head = f"mented stopped this command: it breaks {broken}."
+            head = f"mented stopped this {what}: it breaks {broken}."
             tail = (
-                "Change the command so that it keeps them, then run it again "
+                f"Change the {what} so that it keeps them, then run it again "
                 f"(stop {verdict.stops_so_far + 1} of at most {max_stops} for this)."
             )
         case "let-through":
             head = (
-                f"mented let this command run after {max_stops} stops, but it still breaks "
-                f"{broken}."
+                f"mented let this {what} run after {max_stops} stops, but it still breaks {broken}."
             )
             tail = "Put it right once it has run (amend it), and tell the user."
         case _:
-            head = f"This command breaks {broken}; it runs anyway."
+            head = f"This {what} breaks {broken}; it runs anyway."
             tail = "Put it right once it has run (amend it)."
     lines = [head]
     said = 0

@@ -525,6 +525,10 @@ class ReportRow(msgspec.Struct, kw_only=True):
     stopped: int = 0
     let_through: int = 0
     told: int = 0
+    # A rule without checks, after the hook stopped a command to hand it over: the next
+    # command was another one (the model changed it), or the same one again.
+    retry_changed: int = 0
+    retry_same: int = 0
     share_passed_first: float | None = None
 
 

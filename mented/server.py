@@ -1294,7 +1294,7 @@ class Server:
 
     def _store_memory(self, request: StoreRequest) -> Memory:
         """Store a memory; a pinned rule only within the cap (`mented.pinned`)."""
-        checks = rule_checks(request.checks, request.tags)
+        checks = rule_checks(request.checks, request.tags, self.matcher.table)
         store = functools.partial(
             self._indexed,
             functools.partial(
@@ -1318,9 +1318,10 @@ class Server:
         """Supersede a memory; a pinned rule's new version only within the cap."""
         old = self.store.get(request.id)
         tags = old.tags if request.tags is None else tuple(request.tags)
-        checks = None if request.checks is None else rule_checks(request.checks, tags)
+        table = self.matcher.table
+        checks = None if request.checks is None else rule_checks(request.checks, tags, table)
         if checks is None and request.tags is not None and old.checks:
-            rule_checks(old.checks, tags)  # the old checks must fit the new actions too
+            rule_checks(old.checks, tags, table)  # the old checks must fit the new actions too
         supersede = functools.partial(
             self._indexed,
             functools.partial(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from mented.checks import CheckError, evaluate, parse_check, rule_checks
+from mented.checks import CheckError, evaluate, parse_check, passes, rule_checks
 from mented.fields import Fields
 from mented.memory import InvalidInputError, trigger_tag
 from mented.portable import memory_line, parse_line
@@ -210,3 +210,43 @@ def test_rule_add_refuses_a_bad_check_and_stores_nothing(daemon: DaemonProcess) 
     )
     assert "repeats a group" in result.stderr
     assert json.loads(daemon.mentectl("rule", "list", "--json").stdout)["rules"] == []
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "message single-line",
+        "message lines-max 2",
+        "message max 10",
+        "message no-emoji",
+        "message contains fix",
+        "message matches ^fix: ",
+        "message not-matches WIP",
+        "flags forbid --no-verify",
+        "trailers lines-max 1",
+        "trailers max 12",
+        "trailers contains Signed",
+        "trailers matches ^[A-Z]",
+        "subject no-emoji",
+    ],
+)
+def test_the_hooks_quick_test_agrees_with_the_worded_one(check: str) -> None:
+    # The hook tests each check with `passes` and words only the failures (`evaluate`):
+    # the two must never disagree, or a stop would come without its reason.
+    parsed = parse_check(check, ["git-commit"])
+    messages = ["fix: x", "fix: x 🎉", "WIP fix\n\nbody", "a" * 11, "x\ny\nz", "", "é" * 9]
+    trailer_sets: list[tuple[str, ...]] = [(), ("Signed-off-by: a",), ("A: b", "c: very long one")]
+    for message in messages:
+        for flags in [(), ("--no-verify",), ("-a", "--all")]:
+            for trailers in trailer_sets:
+                fields = commit(message, flags)
+                fields.known("trailers", trailers)
+                assert passes(parsed, fields) is evaluate(parsed, fields).passed, (
+                    check,
+                    message,
+                    flags,
+                    trailers,
+                )
+    unknown = Fields("git-commit")
+    unknown.not_known("the editor opens to write it", "message", "subject", "trailers", "flags")
+    assert passes(parsed, unknown) is None

@@ -7,15 +7,32 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+import msgspec
 import pytest
 
-from mented.compliance import FILE_NAME, MAX_AGE_S, ComplianceRecord, Event
+from mented.actions import load_action_table
+from mented.compliance import (
+    FILE_NAME,
+    FLUSH_EVENTS,
+    MAX_AGE_S,
+    ComplianceRecord,
+    Event,
+    report_row,
+)
+from mented.config import Config, DeliverySettings
+from mented.hooks import HookHandler, decode_event
+from mented.matcher import Matcher
+from mented.protocol import ReportReply
+from mented_client.commands.report import format_report, status_line
 from tests.test_hook_e2e import Agent, context
+from tests.test_hooks import event
 from tests.test_prechecks_e2e import BAD, GOOD, add_post_rule, decision
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from mented.sessions import SessionMemory
+    from mented.store import Store
     from tests.conftest import DaemonProcess
 
 
@@ -74,7 +91,7 @@ def test_report_since_is_checked(daemon: DaemonProcess) -> None:
 def test_the_record_is_bounded_and_rewritten(tmp_path: Path) -> None:
     record = ComplianceRecord(tmp_path, max_events=10)
     for n in range(25):
-        record.note(f"R{n}", "codex", "checked")
+        record.note(f"R{n}", "codex", "passed_first")
     record.close()
     lines = (tmp_path / FILE_NAME).read_text().splitlines()
     assert len(lines) < 20
@@ -99,11 +116,79 @@ def test_a_hostile_record_file_is_not_followed(tmp_path: Path) -> None:
     target.write_text("")
     (tmp_path / FILE_NAME).symlink_to(target)
     record = ComplianceRecord(tmp_path)
-    record.note("R1", "codex", "checked")  # kept in memory, the link not written through
+    record.note("R1", "codex", "passed_first")  # kept in memory, the link not written through
+    record.flush()
     assert record.summary().total.checked == 1
     assert target.read_text() == ""
     (tmp_path / FILE_NAME).unlink()
     os.mkfifo(tmp_path / FILE_NAME)
     record = ComplianceRecord(tmp_path)  # a FIFO is refused, never blocks
-    record.note("R1", "codex", "checked")
+    record.note("R1", "codex", "passed_first")
+    record.close()  # the batch written: refused, never blocking
     assert record.summary().total.checked == 1
+
+
+def test_events_are_written_in_batches_and_all_on_close(tmp_path: Path) -> None:
+    record = ComplianceRecord(tmp_path)
+    record.note_all([f"R{n}" for n in range(6)], "codex", "passed_first")  # one command's rules
+    assert not (tmp_path / FILE_NAME).exists()  # waiting: no write per event on the hook's path
+    assert record.summary().total.checked == 6  # counted all the same
+    for n in range(FLUSH_EVENTS):
+        record.note(f"S{n}", "codex", "stopped")
+    assert len((tmp_path / FILE_NAME).read_text().splitlines()) == FLUSH_EVENTS
+    record.note("T", "codex", "told")
+    record.close()
+    assert len((tmp_path / FILE_NAME).read_text().splitlines()) == FLUSH_EVENTS + 7
+    # An older file's `checked` lines are skipped: the outcome line beside each counts it.
+    with (tmp_path / FILE_NAME).open("a") as out:
+        out.write(json.dumps([time.time(), "T", "codex", "checked"]) + "\n")
+    assert ComplianceRecord(tmp_path).summary().by_rule["T"].checked == 1
+
+
+def test_a_stop_nobody_read_is_not_counted(store: Store, sessions: SessionMemory) -> None:
+    store.store("no emoji", tags=["trigger:git-commit"], checks=["message no-emoji"])
+    config = Config()
+    hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+    record = ComplianceRecord(None)
+    hooks.prechecks.compliance = record
+    bad = 'git commit -m "fix: 🎉"'
+    answer = hooks.answer_decoded("claude-code", decode_event("claude-code", event(bad)))
+    assert b"it breaks" in answer.out
+    answer.dropped()  # the agent gave up before it came: the model saw no stop
+    assert record.summary().total.stopped == 0
+    answer = hooks.answer_decoded("claude-code", decode_event("claude-code", event(bad)))
+    answer.sent()
+    assert record.summary().total.stopped == 1
+
+
+def test_whether_the_retry_after_a_stop_changed_the_command_is_reported(
+    store: Store, sessions: SessionMemory
+) -> None:
+    plain = store.store("commit messages: single line", tags=["trigger:git-commit"])
+    checked = store.store("no emoji", tags=["trigger:git-commit"], checks=["message no-emoji"])
+    config = Config(delivery=DeliverySettings(default="before"))
+    hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+    record = ComplianceRecord(None)
+    hooks.prechecks.compliance = record
+    first = 'git commit -m "fix: x"'
+    assert b"single line" in hooks.handle("claude-code", event(first, session="a"))  # stopped
+    hooks.handle("claude-code", event("git push", session="a"))  # another action: no retry
+    hooks.handle("claude-code", event('git commit -m "fix: y"', session="a"))  # changed
+    hooks.handle("claude-code", event('git commit -m "fix: z"', session="a"))  # no stop before
+    assert b"single line" in hooks.handle("claude-code", event(first, session="b"))
+    hooks.handle("claude-code", event(first, session="b"))  # the same command again
+    counts = record.summary().by_rule
+    assert (counts[plain.id].retry_changed, counts[plain.id].retry_same) == (1, 1)
+    assert (counts[checked.id].retry_changed, counts[checked.id].retry_same) == (0, 0)
+    row = report_row("7d", record.summary().total)
+    assert status_line(row) == (
+        "checked 5 commands in 7 days: 100% passed first time, 0 stopped, 0 let through; "
+        "1 of 2 retries after a stop changed the command"
+    )
+    reply = ReportReply(
+        since=0.0, rules=[report_row(plain.id, counts[plain.id], plain)], agents=[], total=row
+    )
+    table = format_report(reply)
+    assert "RETRY CHANGED" in table.splitlines()[1]
+    assert table.splitlines()[2].endswith("1/2")
+    assert msgspec.to_builtins(reply)["total"]["retry_changed"] == 1

@@ -186,15 +186,15 @@ def fields_and_checks(
     """Per command and action: its fields (known or why not) and each rule's checks on them."""
     # Loaded with the matcher, which `explain` pays for anyway.
     from mented.checks import CheckError, evaluate, parse_check  # noqa: PLC0415
-    from mented.fields import FIELDS, fields_in  # noqa: PLC0415
+    from mented.fields import action_fields, fields_in  # noqa: PLC0415
 
     found = []
-    for fields in fields_in(table, commands, list(FIELDS), cwd):
+    for fields in fields_in(table, commands, list(action_fields(table)), cwd):
         outcomes = []
         for memory in rules.by_action.get(fields.action, []) if rules else []:
             for text in memory.checks:
                 try:
-                    outcome = evaluate(parse_check(text, (fields.action,)), fields)
+                    outcome = evaluate(parse_check(text, (fields.action,), table), fields)
                 except CheckError as exc:
                     outcomes.append(
                         {"rule": memory.id, "check": text, "outcome": "unusable", "said": str(exc)}

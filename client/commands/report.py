@@ -15,7 +15,17 @@ from mented_client.scope import agent_option
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
-COLUMNS = ("RULE", "HANDED", "CHECKED", "FIRST TRY", "STOPPED", "LET THROUGH", "TOLD", "PASSED 1ST")
+COLUMNS = (
+    "RULE",
+    "HANDED",
+    "CHECKED",
+    "FIRST TRY",
+    "STOPPED",
+    "LET THROUGH",
+    "TOLD",
+    "PASSED 1ST",
+    "RETRY CHANGED",
+)
 
 
 def since_option(text: str) -> float:
@@ -40,9 +50,11 @@ def register(
             "model in full), CHECKED (a command was tested on the rule's checks), FIRST TRY "
             "(it passed with no stop just before), STOPPED (a check failed: stopped), LET "
             "THROUGH (failed again after [checks] max_stops stops, and ran), TOLD (failed "
-            'with [checks] mode = "tell", and ran), and the share of checked commands that '
-            "passed at the first attempt. The record keeps 90 days (and at most 50,000 "
-            "events) in the data directory; it is synced nowhere."
+            'with [checks] mode = "tell", and ran), the share of checked commands that '
+            "passed at the first attempt, and RETRY CHANGED: for a rule without checks, after "
+            "the hook stopped a command to hand it over, how many of the commands that "
+            "followed differed from the stopped one (2/3: two of three). The record keeps "
+            "90 days (and at most 50,000 events) in the data directory; it is synced nowhere."
         ),
     )
     report.add_argument(
@@ -93,20 +105,31 @@ def format_report(reply: ReportReply) -> str:
 
 def _cells(name: str, row: ReportRow) -> tuple[str, ...]:
     counts = (row.handed, row.checked, row.passed_first, row.stopped, row.let_through, row.told)
-    return (name, *map(str, counts), share(row))
+    return (name, *map(str, counts), share(row), retried(row))
+
+
+def retried(row: ReportRow) -> str:
+    """After stops that handed a rule without checks over: "changed/all" of the retries."""
+    after = row.retry_changed + row.retry_same
+    return "-" if after == 0 else f"{row.retry_changed}/{after}"
 
 
 def _row(cells: tuple[str, ...]) -> str:
-    widths = (14, 7, 8, 10, 8, 12, 5, 10)
+    widths = (14, 7, 8, 10, 8, 12, 5, 10, 13)
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 
 def status_line(row: ReportRow | None) -> str | None:
     """`mentectl status`'s line: "checked 211 commands in 7 days: 94% passed first time, ..."."""
-    if row is None or not row.checked:
+    if row is None:
         return None
+    after = row.retry_changed + row.retry_same
+    retries = f"{row.retry_changed} of {after} retries after a stop changed the command"
+    if not row.checked:
+        return f"{retries} (7 days)" if after else None
     return (
         f"checked {row.checked} commands in 7 days: {share(row)} passed first time, "
         f"{row.stopped} stopped, {row.let_through} let through"
         + (f", {row.told} told" if row.told else "")
+        + (f"; {retries}" if after else "")
     )

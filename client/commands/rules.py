@@ -627,7 +627,7 @@ def _add_team(args: argparse.Namespace) -> int:
         from mented.memory import InvalidInputError  # noqa: PLC0415
 
         try:
-            rule_checks(args.checks, [trigger_tag(action)])
+            rule_checks(args.checks, [trigger_tag(action)], in_force.table)
         except InvalidInputError as exc:
             raise CommandError(str(exc), status=2) from None
     path = add_team_rule(action, rule_text(args), args.agent, args.checks or [])
