@@ -68,7 +68,7 @@ from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_pid, peer_uid
 from mented.pinned import check_cap, over_cap
-from mented.portable import export_store, read_export, unknown_actions
+from mented.portable import export_store, import_streamed, unknown_action_warnings
 from mented.problems import (
     CONFIG_DEFAULTS,
     DATA_DIR_FULL,
@@ -1145,16 +1145,18 @@ class Server:
                 f"an import must be a file in {transfer} (mentectl import copies it there)"
             )
         try:
-            records = read_export(source, shown_as=shown_as)
-            summary = self.store.import_records(records.memories, records.forgotten)
+            imported = import_streamed(self.store, source, shown_as=shown_as)
         finally:
             source.unlink(missing_ok=True)
         known = self.matcher.table.descriptions()
+        summary = imported.summary
         return ImportedReply(
             added=summary.added,
             forgotten=summary.forgotten,
             unchanged=summary.unchanged,
-            warnings=unknown_actions(records.memories, known, where=shown_as or str(source)),
+            warnings=unknown_action_warnings(
+                imported.actions, known, where=shown_as or str(source)
+            ),
         )
 
     def _sync(self, init_remote: str | None) -> SyncedReply:
