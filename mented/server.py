@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -939,7 +939,7 @@ class Server:
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
                 return MemoriesReply(memories=memories, untrusted=self._untrusted(cwd))
             case GetRequest(id=memory_id):
-                return self._get(memory_id)
+                return await self._get(memory_id)
             case ListRequest():
                 return await self._list(request)
             case HistoryRequest(id=memory_id):
@@ -950,13 +950,13 @@ class Server:
                 self.events.publish_rule("added", memory)
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
-                with self._project_rule_refused(request.id):
+                async with self._project_rule_refused(request.id):
                     new, old = await _in_thread(functools.partial(self._supersede, request))
                 self._note_change()
                 self.events.publish_rule("superseded", new, replaces=old.id)
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
-                with self._project_rule_refused(memory_id):
+                async with self._project_rule_refused(memory_id):
                     forgotten = await _in_thread(
                         functools.partial(self._indexed, store.forget, memory_id)
                     )
@@ -980,6 +980,7 @@ class Server:
             case SyncRequest():
                 return await self._answer_sync(request)
             case ReportRequest(since_s=since_s, agent=agent):
+                await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
                 return compliance_report(
                     self.compliance,
                     since=time.time() - max(0.0, since_s),
@@ -1068,32 +1069,34 @@ class Server:
 
     async def _history(self, memory_id: str) -> MemoriesReply:
         """Every version of a rule, oldest first (a project's rule has its file's history)."""
-        with self._project_rule_refused(memory_id):
+        async with self._project_rule_refused(memory_id):
             history = await self._scan(functools.partial(self.store.history, memory_id))
         return MemoriesReply(memories=history)
 
-    def _get(self, memory_id: str) -> MemoryReply:
+    async def _get(self, memory_id: str) -> MemoryReply:
         """A memory of the store, else a project's committed rule with its file."""
         try:
             return MemoryReply(memory=self.store.get(memory_id))
         except NotFoundError:
+            await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
             found = self.projects.find_rule(memory_id)
             if found is None:
                 raise
             project, rule = found
             return MemoryReply(memory=rule, file=project.file_of(rule))
 
-    @contextlib.contextmanager
-    def _project_rule_refused(self, memory_id: str) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def _project_rule_refused(self, memory_id: str) -> AsyncIterator[None]:
         """A `NotFoundError` for an id that names a project's committed rule becomes a
         `ProjectRuleError` naming its file: the rule is real, and changed there.
 
-        Looked up on the event loop, after the store said no: `ProjectRules` keeps its
-        caches unlocked.
+        Looked up on the event loop, after the store said no, once the projects not
+        read yet are read off it (a repository's file must not hold other requests).
         """
         try:
             yield
         except NotFoundError:
+            await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
             self.projects.refuse_project_rule(memory_id)
             raise
 
