@@ -358,7 +358,11 @@ class Server:
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config, self.problems)
-        self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
+        self.syncer = GitSync(
+            opts.data_dir,
+            timeout_s=self.config.sync.timeout_s,
+            max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
+        )
         # A project's files are read off the event loop, before the lookups that need them.
         self.projects = ProjectRules(opts.data_dir, read_inline=False)
         self.project_reads = ProjectReads(self.projects)
@@ -1444,6 +1448,7 @@ class Server:
         self.config = config
         self.matcher = matcher
         self.syncer.timeout_s = config.sync.timeout_s
+        self.syncer.max_fetch_bytes = config.sync.max_fetch_mib << 20
         self._wake_sync.set()
         self.hooks.reconfigure(matcher, config)
         log.info("reloaded", config=str(self.options.config_path))
