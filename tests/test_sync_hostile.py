@@ -434,7 +434,7 @@ def test_a_fetch_that_keeps_sending_is_stopped_at_the_bound_not_at_the_timeout(
         f'exec {real_git} "$@"\n'
     )
     fake.chmod(0o755)
-    laptop.sync._git = str(fake)  # noqa: SLF001 - the one git it runs
+    laptop.sync._git = str(fake)  # the one git it runs
     laptop.sync.max_fetch_bytes = 1024 * 1024
     laptop.sync.timeout_s = 120  # far past the bound's first look
 
