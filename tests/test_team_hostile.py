@@ -180,7 +180,8 @@ def test_a_link_to_dev_zero_is_never_read(daemon: DaemonProcess, tmp_path: Path)
 
     assert _rss_kib(daemon) - before < 64 * 1024  # it grew by 1.6 GiB a hook before
     status = daemon.mentectl("status").stdout
-    assert f"{repo}: in .mented/: rules.jsonl: a symbolic link, not a regular file" in status
+    # Where the link points is named: the user sees what the repository tried.
+    assert f"{repo}: in .mented/: rules.jsonl: a symbolic link (to /dev/zero)" in status
 
 
 def _rss_kib(daemon: DaemonProcess) -> int:
