@@ -84,7 +84,7 @@ def describe_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def _link_target(path: str | os.PathLike[str], dir_fd: int | None) -> str:
+def _link_target(path: str | bytes | os.PathLike[str], dir_fd: int | None) -> str:
     """Where a link points, safe for a message (`shown`) and cut to `_TARGET_SHOWN`
     characters: what a repository tried to reach, never followed."""
     try:
