@@ -36,6 +36,7 @@ after the command ran. `gate`, the old name of `before`, is still read.
     interval_s = 0             # sync by itself this often (0 = only on `mentectl sync`)
     after_change = false       # sync a few seconds after a rule is added, superseded, forgotten
     timeout_s = 60             # each git command (fetch, push) is stopped after this long
+    max_fetch_mib = 256        # a clone or fetch that brings more is stopped and removed
 
     [matching]
     git_add_ons = true         # name the commands of git add-ons (git-extras, git-flow, git-town)
@@ -63,6 +64,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
+
+from mented.sync_fetch import MAX_FETCH_MIB
 
 DeliveryMode = Literal["before", "context"]
 _DELIVERY_NAMES: dict[str, DeliveryMode] = {
@@ -115,6 +118,8 @@ class SyncSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     interval_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     after_change: bool = False
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
+    # What one fetch may add to the sync clone (mented/sync_fetch.py).
+    max_fetch_mib: Annotated[int, msgspec.Meta(ge=1, le=1024)] = MAX_FETCH_MIB
 
     def __post_init__(self) -> None:
         if 0 < self.interval_s < MIN_SYNC_INTERVAL_S:

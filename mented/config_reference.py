@@ -40,6 +40,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         f"`mentectl sync`; else at least {MIN_SYNC_INTERVAL_S:g})",
         "after_change": "sync a few seconds after a rule is added, superseded or forgotten",
         "timeout_s": "each git command (fetch, push) is stopped after this long",
+        "max_fetch_mib": "a clone or fetch that would add more than this to the sync clone "
+        "(a remote sending far more than records take) is stopped, and what it fetched "
+        "removed",
     },
     "pinned": {
         "max_rules": "pinned rules a session start hands over, at most",

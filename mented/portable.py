@@ -15,8 +15,9 @@ naming the one it `supersedes`; a forget is a `forgotten` record. What can be
 derived (which version is current, since when) is not written: the store derives
 it on import, whatever order the records arrive in.
 
-Reading checks every line before anything is imported, and names the file and
-line of the first problem. Unknown fields and unknown kinds of record are
+An import reads and checks the file `IMPORT_BATCH` records at a time, all of
+them inside one write: a problem anywhere aborts the write, so nothing is
+imported, and is named by file and line. Unknown fields and unknown kinds of record are
 ignored (a newer mented may add them); a newer major `format` is refused.
 """
 
@@ -36,7 +37,7 @@ from mented.store import ImportSummary, Store, check_forgotten, check_imported
 from mented.untrusted import MAX_NESTING, Refused, check_nesting, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Iterator
     from pathlib import Path
     from typing import BinaryIO
 
@@ -48,6 +49,9 @@ READABLE_VERSIONS = frozenset({1})
 # How far in the future a record's time may be (another machine's clock runs ahead):
 # past it the record is refused, else it would stay "newest" for ever.
 FUTURE_SKEW_S = 24 * 3600.0
+# Records checked and imported at a time: an import holds one batch, whatever the
+# size of its file (all of them still go in one write: see `import_file`).
+IMPORT_BATCH = 1000
 
 
 class FormatError(InvalidInputError):
@@ -179,29 +183,55 @@ def write_export(
 
 
 def read_export(path: Path, *, shown_as: str | None = None) -> Records:
-    """Read and check a whole export file.
+    """Read and check a whole export file (held in memory: `import_file` streams it).
 
     Raises:
         FormatError: the file cannot be read, has no header, a newer format, or a
             bad line (named by `shown_as`, else `path`, and its line number).
     """
+    records = Records()
+    for batch in read_batches(path, shown_as=shown_as):
+        records.memories.extend(batch.memories)
+        records.forgotten.extend(batch.forgotten)
+    return records
+
+
+def read_batches(
+    path: Path, *, shown_as: str | None = None, batch: int = IMPORT_BATCH
+) -> Iterator[Records]:
+    """Read and check an export file, `batch` records at a time, in file order.
+
+    The file is opened when the first batch is asked for and closed when the last is
+    taken (or the caller stops). A bad line raises when its batch is reached: a
+    caller that wants all or nothing imports every batch in one write and lets the
+    error abort it (`Store.import_batches`).
+
+    Raises:
+        FormatError: as for `read_export`.
+    """
     name = shown_as or str(path)
     try:
         with path.open("rb") as file:
-            return read_lines(file, name)
+            yield from read_lines(file, name, batch=batch)
     except OSError as exc:
         raise FormatError(f"{name}: cannot read it: {exc.strerror or exc}") from exc
 
 
-def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Records:
+def read_lines(
+    lines: Iterable[bytes], name: str, *, header: bool = True, batch: int = IMPORT_BATCH
+) -> Iterator[Records]:
     """Check the lines of one file (`header`: the first must be the format's header).
+
+    Yields the records `batch` at a time. What is kept across batches is a 12-byte
+    digest per id (an id repeated with other content is refused wherever it is), not
+    the records.
 
     Raises:
         FormatError: as for `read_export`.
     """
     records = Records()
-    # Each id's line number and a digest of its line (not the line: a copy of the file).
-    seen: dict[str, tuple[int, bytes]] = {}
+    # Each id's digest of its line and line number (not the line: a copy of the file).
+    seen: dict[str, bytes] = {}
     expect_header = header
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -215,23 +245,27 @@ def read_lines(lines: Iterable[bytes], name: str, *, header: bool = True) -> Rec
         record = parse_line(line, where)
         if record is None:
             continue
-        digest = hashlib.blake2b(line, digest_size=16).digest()
+        digest = hashlib.blake2b(line, digest_size=8).digest()
         first = seen.get(record.id)
-        if first is not None and first[1] != digest:
+        if first is not None and first[:8] != digest:
             raise FormatError(
-                f"{where}: id {record.id} is on line {first[0]} too, with other content; "
-                "a record never changes: give the new version its own id"
+                f"{where}: id {record.id} is on line {int.from_bytes(first[8:])} too, with "
+                "other content; a record never changes: give the new version its own id"
             )
         if first is not None:
             continue
-        seen[record.id] = (number, digest)
+        seen[record.id] = digest + number.to_bytes(4)
         if isinstance(record, Memory):
             records.memories.append(record)
         else:
             records.forgotten.append(record)
+        if len(records.memories) + len(records.forgotten) >= batch:
+            yield records
+            records = Records()
     if expect_header:
         raise FormatError(f"{name}: empty, not a mented export (no header line)")
-    return records
+    if records.memories or records.forgotten:
+        yield records
 
 
 def parse_line(line: bytes, where: str) -> Memory | Forgotten | None:
@@ -355,13 +389,41 @@ def export_store(store: Store, path: Path) -> tuple[int, int]:
 
 
 def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> ImportSummary:
-    """Check the whole file, then import it in one write: all of it or nothing.
+    """Check the file and import it in one write: all of it or nothing (`import_streamed`)."""
+    return import_streamed(store, path, shown_as=shown_as).summary
+
+
+@dataclass
+class Imported:
+    """What `import_streamed` did, and the actions its rules name (with their counts)."""
+
+    summary: ImportSummary
+    actions: dict[str, int] = field(default_factory=dict)
+
+
+def import_streamed(
+    store: Store, path: Path, *, shown_as: str | None = None, batch: int = IMPORT_BATCH
+) -> Imported:
+    """Import a file `IMPORT_BATCH` records at a time, inside one write: all or nothing.
+
+    Only one batch of records is held at a time, whatever the size of the file; a
+    bad line anywhere aborts the write, so nothing of the file is imported.
 
     Raises:
         FormatError: see `read_export`; nothing was imported.
     """
-    records = read_export(path, shown_as=shown_as)
-    return store.import_records(records.memories, records.forgotten)
+    actions: dict[str, int] = {}
+
+    def batches() -> Iterator[tuple[list[Memory], list[Forgotten]]]:
+        actions.clear()  # a write run again (the map grew) reads the file again
+        for records in read_batches(path, shown_as=shown_as, batch=batch):
+            for memory in records.memories:
+                for action in memory.actions:
+                    actions[action] = actions.get(action, 0) + 1
+            yield records.memories, records.forgotten
+
+    summary = store.import_batches(batches)
+    return Imported(summary=summary, actions=actions)
 
 
 def unknown_actions(memories: Iterable[Memory], known: Collection[str], *, where: str) -> list[str]:
@@ -373,10 +435,18 @@ def unknown_actions(memories: Iterable[Memory], known: Collection[str], *, where
     counts: dict[str, int] = {}
     for memory in memories:
         for action in memory.actions:
-            if action not in known:
-                counts[action] = counts.get(action, 0) + 1
+            counts[action] = counts.get(action, 0) + 1
+    return unknown_action_warnings(counts, known, where=where)
+
+
+def unknown_action_warnings(
+    counts: dict[str, int], known: Collection[str], *, where: str
+) -> list[str]:
+    """`unknown_actions`, from the number of rules for each action (`Imported.actions`)."""
     warnings = []
     for action, count in sorted(counts.items()):
+        if action in known:
+            continue
         close = difflib.get_close_matches(action, list(known), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         rules, fire = (

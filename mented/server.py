@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -68,7 +68,7 @@ from mented.matcher import Matcher
 from mented.memory import PINNED_TAG, InvalidInputError, Memory, new_id
 from mented.peercred import is_own_user, peer_pid, peer_uid
 from mented.pinned import check_cap, over_cap
-from mented.portable import export_store, read_export, unknown_actions
+from mented.portable import export_store, import_streamed, unknown_action_warnings
 from mented.problems import (
     CONFIG_DEFAULTS,
     DATA_DIR_FULL,
@@ -358,7 +358,11 @@ class Server:
                 "choose another with --data-dir or MENTED_DATA_DIR"
             ) from exc
         self.sessions = _open_sessions(opts.data_dir, self.config, self.problems)
-        self.syncer = GitSync(opts.data_dir, timeout_s=self.config.sync.timeout_s)
+        self.syncer = GitSync(
+            opts.data_dir,
+            timeout_s=self.config.sync.timeout_s,
+            max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
+        )
         # A project's files are read off the event loop, before the lookups that need them.
         self.projects = ProjectRules(opts.data_dir, read_inline=False)
         self.project_reads = ProjectReads(self.projects)
@@ -939,7 +943,7 @@ class Server:
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
                 return MemoriesReply(memories=memories, untrusted=self._untrusted(cwd))
             case GetRequest(id=memory_id):
-                return self._get(memory_id)
+                return await self._get(memory_id)
             case ListRequest():
                 return await self._list(request)
             case HistoryRequest(id=memory_id):
@@ -950,13 +954,13 @@ class Server:
                 self.events.publish_rule("added", memory)
                 return StoredReply(id=memory.id)
             case SupersedeRequest():
-                with self._project_rule_refused(request.id):
+                async with self._project_rule_refused(request.id):
                     new, old = await _in_thread(functools.partial(self._supersede, request))
                 self._note_change()
                 self.events.publish_rule("superseded", new, replaces=old.id)
                 return SupersededReply(id=new.id, old=old)
             case ForgetRequest(id=memory_id):
-                with self._project_rule_refused(memory_id):
+                async with self._project_rule_refused(memory_id):
                     forgotten = await _in_thread(
                         functools.partial(self._indexed, store.forget, memory_id)
                     )
@@ -980,6 +984,7 @@ class Server:
             case SyncRequest():
                 return await self._answer_sync(request)
             case ReportRequest(since_s=since_s, agent=agent):
+                await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
                 return compliance_report(
                     self.compliance,
                     since=time.time() - max(0.0, since_s),
@@ -1068,32 +1073,34 @@ class Server:
 
     async def _history(self, memory_id: str) -> MemoriesReply:
         """Every version of a rule, oldest first (a project's rule has its file's history)."""
-        with self._project_rule_refused(memory_id):
+        async with self._project_rule_refused(memory_id):
             history = await self._scan(functools.partial(self.store.history, memory_id))
         return MemoriesReply(memories=history)
 
-    def _get(self, memory_id: str) -> MemoryReply:
+    async def _get(self, memory_id: str) -> MemoryReply:
         """A memory of the store, else a project's committed rule with its file."""
         try:
             return MemoryReply(memory=self.store.get(memory_id))
         except NotFoundError:
+            await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
             found = self.projects.find_rule(memory_id)
             if found is None:
                 raise
             project, rule = found
             return MemoryReply(memory=rule, file=project.file_of(rule))
 
-    @contextlib.contextmanager
-    def _project_rule_refused(self, memory_id: str) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def _project_rule_refused(self, memory_id: str) -> AsyncIterator[None]:
         """A `NotFoundError` for an id that names a project's committed rule becomes a
         `ProjectRuleError` naming its file: the rule is real, and changed there.
 
-        Looked up on the event loop, after the store said no: `ProjectRules` keeps its
-        caches unlocked.
+        Looked up on the event loop, after the store said no, once the projects not
+        read yet are read off it (a repository's file must not hold other requests).
         """
         try:
             yield
         except NotFoundError:
+            await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
             self.projects.refuse_project_rule(memory_id)
             raise
 
@@ -1145,16 +1152,18 @@ class Server:
                 f"an import must be a file in {transfer} (mentectl import copies it there)"
             )
         try:
-            records = read_export(source, shown_as=shown_as)
-            summary = self.store.import_records(records.memories, records.forgotten)
+            imported = import_streamed(self.store, source, shown_as=shown_as)
         finally:
             source.unlink(missing_ok=True)
         known = self.matcher.table.descriptions()
+        summary = imported.summary
         return ImportedReply(
             added=summary.added,
             forgotten=summary.forgotten,
             unchanged=summary.unchanged,
-            warnings=unknown_actions(records.memories, known, where=shown_as or str(source)),
+            warnings=unknown_action_warnings(
+                imported.actions, known, where=shown_as or str(source)
+            ),
         )
 
     def _sync(self, init_remote: str | None) -> SyncedReply:
@@ -1440,6 +1449,7 @@ class Server:
         self.config = config
         self.matcher = matcher
         self.syncer.timeout_s = config.sync.timeout_s
+        self.syncer.max_fetch_bytes = config.sync.max_fetch_mib << 20
         self._wake_sync.set()
         self.hooks.reconfigure(matcher, config)
         log.info("reloaded", config=str(self.options.config_path))

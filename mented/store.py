@@ -1548,54 +1548,81 @@ class Store:
         """
         if not self._read(lambda txn: self._anything_new(txn, memories, forgotten)):
             return ImportSummary(unchanged=len(memories) + len(forgotten))
+        return self.import_batches(lambda: [(memories, forgotten)])
+
+    def import_batches(
+        self, batches: Callable[[], Iterable[tuple[Sequence[Memory], Sequence[Forgotten]]]]
+    ) -> ImportSummary:
+        """`import_records` for records that come a batch at a time, still in one write.
+
+        `batches()` is called for each attempt (a map that has to grow runs the write
+        again from the start) and must give the same batches each time. An exception
+        it raises aborts the write, so nothing of any batch is imported: a file can be
+        read and checked while it is imported, holding one batch at a time.
+        """
 
         def apply(txn: lmdb.Transaction[bytes]) -> ImportSummary:
-            touched: set[str] = set()
-            forgot = 0
-            for tomb in forgotten:
-                if txn.get(tomb.id.encode(), db=self._forgotten) is not None:
-                    continue
-                forgot += 1
-                memory = self._load(txn, tomb.id)
-                if memory is not None:
-                    self._remove(txn, memory, tomb)
-                    continue
-                txn.put(tomb.id.encode(), _encoder.encode(tomb), db=self._forgotten)
-                before = self._resolve_link(txn, tomb.supersedes)
-                if before is not None:
-                    self._link(txn, before, tomb.id)
-                    touched.add(before)
-                self._follow_past(txn, tomb.id, before)
-            added = 0
-            for memory in sorted(memories, key=_newest_first):
-                key = memory.id.encode()
-                if txn.get(key, db=self._memories) is not None:
-                    continue
-                if txn.get(key, db=self._forgotten) is not None:
-                    continue
-                merges = (self._resolve_link(txn, merged) for merged in memory.merges)
-                fresh = msgspec.structs.replace(
-                    memory,
-                    supersedes=self._resolve_link(txn, memory.supersedes),
-                    merges=tuple(merged for merged in merges if merged is not None),
-                    superseded_by=None,
-                    valid_until=None,
-                )
-                self._insert(txn, fresh)
-                added += 1
-                touched.add(fresh.id)
-                touched.update(fresh.merges)
-                if fresh.supersedes is not None:
-                    touched.add(fresh.supersedes)
-            for memory_id in sorted(touched):
-                self._derive(txn, memory_id)
-            return ImportSummary(
-                added=added,
-                forgotten=forgot,
-                unchanged=len(memories) + len(forgotten) - added - forgot,
-            )
+            added = forgot = unchanged = 0
+            for memories, forgotten in batches():
+                summary = self._import_batch(txn, memories, forgotten)
+                added += summary.added
+                forgot += summary.forgotten
+                unchanged += summary.unchanged
+            return ImportSummary(added=added, forgotten=forgot, unchanged=unchanged)
 
         return self._write(apply)
+
+    def _import_batch(
+        self,
+        txn: lmdb.Transaction[bytes],
+        memories: Sequence[Memory],
+        forgotten: Sequence[Forgotten],
+    ) -> ImportSummary:
+        """One batch of `import_batches`; the memories it touched are derived again."""
+        touched: set[str] = set()
+        forgot = 0
+        for tomb in forgotten:
+            if txn.get(tomb.id.encode(), db=self._forgotten) is not None:
+                continue
+            forgot += 1
+            memory = self._load(txn, tomb.id)
+            if memory is not None:
+                self._remove(txn, memory, tomb)
+                continue
+            txn.put(tomb.id.encode(), _encoder.encode(tomb), db=self._forgotten)
+            before = self._resolve_link(txn, tomb.supersedes)
+            if before is not None:
+                self._link(txn, before, tomb.id)
+                touched.add(before)
+            self._follow_past(txn, tomb.id, before)
+        added = 0
+        for memory in sorted(memories, key=_newest_first):
+            key = memory.id.encode()
+            if txn.get(key, db=self._memories) is not None:
+                continue
+            if txn.get(key, db=self._forgotten) is not None:
+                continue
+            merges = (self._resolve_link(txn, merged) for merged in memory.merges)
+            fresh = msgspec.structs.replace(
+                memory,
+                supersedes=self._resolve_link(txn, memory.supersedes),
+                merges=tuple(merged for merged in merges if merged is not None),
+                superseded_by=None,
+                valid_until=None,
+            )
+            self._insert(txn, fresh)
+            added += 1
+            touched.add(fresh.id)
+            touched.update(fresh.merges)
+            if fresh.supersedes is not None:
+                touched.add(fresh.supersedes)
+        for memory_id in sorted(touched):
+            self._derive(txn, memory_id)
+        return ImportSummary(
+            added=added,
+            forgotten=forgot,
+            unchanged=len(memories) + len(forgotten) - added - forgot,
+        )
 
     def _anything_new(
         self,

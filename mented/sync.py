@@ -66,6 +66,7 @@ from mented.portable import (
     parse_line,
 )
 from mented.store import StoreError
+from mented.sync_fetch import FETCH_GIT, MAX_FETCH_MIB, WATCH_EVERY_S, PackWatch
 from mented.sync_files import MAX_RECORD_BYTES, CloneFiles, batches
 from mented.untrusted import Refused, shown
 from mented.words import counted
@@ -167,9 +168,18 @@ def record_path(kind: str, memory_id: str) -> str:
 class GitSync:
     """The sync clone in one data directory. One sync at a time (a lock)."""
 
-    def __init__(self, data_dir: Path, *, timeout_s: float = 60.0, git: str = "git") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        timeout_s: float = 60.0,
+        git: str = "git",
+        max_fetch_bytes: int = MAX_FETCH_MIB * 1024 * 1024,
+    ) -> None:
         self.repo = data_dir / "sync"
         self.timeout_s = timeout_s
+        # What one clone or fetch may add to the clone's objects (mented/sync_fetch.py).
+        self.max_fetch_bytes = max_fetch_bytes
         self._git = git
         self._state_path = data_dir / "sync-state.json"
         self._lock = threading.Lock()
@@ -251,10 +261,15 @@ class GitSync:
         self.repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = self.repo.with_name("sync.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        cloned = self._run(
-            "clone", "--quiet", "--no-checkout", "--", remote, str(partial),
-            cwd=self.repo.parent, network=True, check=False,
-        )  # fmt: skip
+        try:
+            cloned = self._run(
+                "clone", "--quiet", "--no-checkout", "--", remote, str(partial),
+                cwd=self.repo.parent, network=True, check=False,
+                watch=PackWatch(partial, self.max_fetch_bytes),
+            )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
         if cloned.returncode:
             shutil.rmtree(partial, ignore_errors=True)
             raise SyncError(f"git clone of {remote} failed: {_git_message(cloned.stderr)}")
@@ -473,12 +488,34 @@ class GitSync:
 
     def _fetch(self, branch: str) -> str | None:
         """Fetch the remote branch; its commit, or None when the remote has none yet."""
-        done = self._run("fetch", "--quiet", "--no-tags", "origin", check=False, network=True)
+        tracking = self._run(
+            "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/origin"
+        ).stdout.split()
+        try:
+            done = self._run(
+                "fetch", "--quiet", "--no-tags", "origin", check=False, network=True,
+                watch=PackWatch(self.repo, self.max_fetch_bytes),
+            )  # fmt: skip
+        except _FetchTooBigError:
+            # A fetch that finished past the bound moved refs to the pack just removed.
+            self._restore_refs(dict(zip(tracking[1::2], tracking[::2], strict=True)))
+            raise
         if done.returncode:
             raise SyncError(f"cannot reach the remote: {_git_message(done.stderr)}")
         ref = f"refs/remotes/origin/{branch}"
         found = self._run("rev-parse", "--verify", "-q", ref, check=False)
         return found.stdout.strip() or None
+
+    def _restore_refs(self, before: dict[str, str]) -> None:
+        """Put the remote-tracking refs back as they were `before` a fetch."""
+        listed = self._run(
+            "for-each-ref", "--format=%(refname)", "refs/remotes/origin"
+        ).stdout.split()
+        for ref in listed:
+            if ref not in before:
+                self._run("update-ref", "-d", "--no-deref", ref, check=False)
+        for ref, commit in before.items():
+            self._run("update-ref", "--no-deref", ref, commit, check=False)
 
     def _merge(self, remote_head: str) -> None:
         self._check_incoming(remote_head)
@@ -629,22 +666,25 @@ class GitSync:
         check: bool = True,
         network: bool = False,
         literal: bool = False,
+        watch: PackWatch | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run the user's git in the clone, with a timeout, launching no program of the clone's.
 
         git runs in a process group of its own: at the timeout the whole group is
         killed (git, and its `git remote-http` or `ssh`), so that nothing is left behind.
-        A git that talks to the remote may write no file over `MAX_GIT_FILE_BYTES`.
+        A git that talks to the remote may write no file over `MAX_GIT_FILE_BYTES`; one
+        that fetches (`watch`) may add no more than `watch.limit` bytes of packs: past
+        it the group is killed and what it added removed (mented/sync_fetch.py).
 
         Raises:
-            SyncError: git is missing, timed out, or (with `check`) failed.
+            SyncError: git is missing, timed out, fetched too much, or (with `check`) failed.
         """
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_MERGE_AUTOEDIT="no")
         env.pop("GIT_DIR", None)
         env.pop("GIT_WORK_TREE", None)
         if literal:
             env["GIT_LITERAL_PATHSPECS"] = "1"
-        command = [self._git, *_SAFE_GIT, *args]
+        command = [self._git, *_SAFE_GIT, *(FETCH_GIT if watch else ()), *args]
         if network:
             command = [*_FILE_LIMITED, str(MAX_GIT_FILE_BYTES), *command]
         try:
@@ -662,20 +702,56 @@ class GitSync:
         except FileNotFoundError as exc:
             raise SyncError(f"sync needs git, and `{self._git}` is not on PATH") from exc
         try:
-            stdout, stderr = process.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired as exc:
-            _kill_group(process)
-            what = "the remote did not answer" if network else "git did not finish"
-            raise SyncError(
-                f"{what} within {self.timeout_s:g} s (git {args[0]}); [sync] timeout_s sets it"
-            ) from exc
+            stdout, stderr = self._wait(process, args[0], network=network, watch=watch)
         except BaseException:
             _kill_group(process)
+            if watch is not None:
+                watch.remove_added()
             raise
+        if watch is not None and watch.over():  # it finished between two looks
+            watch.remove_added()
+            raise _FetchTooBigError(watch.refusal(f"git {args[0]} added {watch.added()} bytes"))
         done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         if check and done.returncode:
             raise SyncError(f"git {args[0]} failed: {_git_message(done.stderr or done.stdout)}")
         return done
+
+    def _wait(
+        self,
+        process: subprocess.Popen[str],
+        verb: str,
+        *,
+        network: bool,
+        watch: PackWatch | None,
+    ) -> tuple[str, str]:
+        """git's output once it exits; looking at what it fetched every `WATCH_EVERY_S`.
+
+        Raises:
+            SyncError: the timeout passed, or (`_FetchTooBigError`) the fetch passed its bound;
+                the caller kills the group.
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return process.communicate(
+                    timeout=max(0.0, min(left, WATCH_EVERY_S) if watch else left)
+                )
+            except subprocess.TimeoutExpired as exc:
+                if watch is not None and watch.over():
+                    raise _FetchTooBigError(
+                        watch.refusal(f"git {verb} was at {watch.added()} bytes")
+                    ) from None
+                if time.monotonic() < deadline:
+                    continue
+                what = "the remote did not answer" if network else "git did not finish"
+                raise SyncError(
+                    f"{what} within {self.timeout_s:g} s (git {verb}); [sync] timeout_s sets it"
+                ) from exc
+
+
+class _FetchTooBigError(SyncError):
+    """A clone or fetch stopped (or undone) past `[sync] max_fetch_mib`."""
 
 
 # Runs git with RLIMIT_FSIZE set (no preexec_fn: unsafe in a threaded daemon).

@@ -269,19 +269,18 @@ class ProjectRules:
 
         Looked for in the projects met since the daemon started and in the trusted
         ones (the only ones whose rules reach an agent, so the only handles a model
-        is shown): a `stat` or two each, and a read of one not kept. None when no
-        project has it.
+        is shown): a `stat` or two each, and, with `read_inline`, a read of one not
+        kept (the daemon reads those first, off its event loop: `known_stale`). None
+        when no project has it.
         """
         if not isinstance(memory_id, str):
             return None
         wanted = memory_id.strip().strip("[]").strip().upper()
         if len(wanted) < MIN_HANDLE_LENGTH:
             return None
-        with self._cache_lock:
-            roots = list(dict.fromkeys([*self._projects, *self._trusted]))
-        for root in roots:
+        for root in self._known_roots():
             project, unread = self._cached(root)
-            if unread:
+            if unread and self.read_inline:
                 project = self.install(read_project(root))
             if project is None:
                 continue
@@ -289,6 +288,14 @@ class ProjectRules:
                 if rule.id.startswith(wanted) or rule.id.endswith(wanted):
                     return project, rule
         return None
+
+    def known_stale(self) -> list[str]:
+        """The roots `find_rule` looks in that must be read first (a `stat` or two each)."""
+        return [root for root in self._known_roots() if self._cached(root)[1]]
+
+    def _known_roots(self) -> list[str]:
+        with self._cache_lock:
+            return list(dict.fromkeys([*self._projects, *self._trusted]))
 
     def refuse_project_rule(self, memory_id: str) -> None:
         """Raise `ProjectRuleError` when `memory_id` names a project rule (else nothing).

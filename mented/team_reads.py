@@ -3,7 +3,8 @@
 A project's files come from a repository (mented/team.py): reading and parsing them
 is bounded (`MAX_PROJECT_BYTES`) but not free, and other sessions' hooks must not
 wait on it. Before a request that looks up team rules (a hook, `rule list --cwd`,
-`explain`), the daemon awaits `ProjectReads.ready(cwd, deadline)`: each project that
+`explain`), the daemon awaits `ProjectReads.ready(cwd, deadline)` (before one that
+looks a rule up by its id, `get`, `history`, `forget`, `report`: `known_ready`): each project that
 applies there and is not read yet (or changed) is read in a worker thread, at most
 `MAX_READING` at a time, one read per project however many requests wait for it.
 A request whose deadline passes first goes on without that project's rules (the
@@ -40,7 +41,14 @@ class ProjectReads:
     async def ready(self, cwd: str | None, deadline: float) -> None:
         """Return once every project that applies in `cwd` is read, or at `deadline`
         (`time.monotonic()`'s clock, as the hook's), whichever comes first."""
-        stale = self._projects.stale(cwd)
+        await self._ready(self._projects.stale(cwd), deadline)
+
+    async def known_ready(self, deadline: float) -> None:
+        """`ready` for every project the daemon knows (met or trusted), before a rule is
+        looked up by its id (`ProjectRules.find_rule`)."""
+        await self._ready(self._projects.known_stale(), deadline)
+
+    async def _ready(self, stale: list[str], deadline: float) -> None:
         if not stale:
             return
         with trio.move_on_after(max(0.0, deadline - time.monotonic())):

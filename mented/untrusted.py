@@ -39,6 +39,7 @@ MAX_NESTING = 32
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_DIRECTORY
 _CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_TARGET_SHOWN = 200  # characters of a link's target put in a message (PATH_MAX is 4096)
 
 
 class Refused(Exception):  # noqa: N818 - "refused" is what the user is told
@@ -83,11 +84,15 @@ def describe_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def _link_target(path: str | os.PathLike[str], dir_fd: int | None) -> str:
+def _link_target(path: str | bytes | os.PathLike[str], dir_fd: int | None) -> str:
+    """Where a link points, safe for a message (`shown`) and cut to `_TARGET_SHOWN`
+    characters: what a repository tried to reach, never followed."""
     try:
-        return os.readlink(path, dir_fd=dir_fd)
+        target = os.readlink(os.fsencode(path), dir_fd=dir_fd)
     except OSError:
         return "?"
+    text = shown(target)
+    return text if len(text) <= _TARGET_SHOWN else text[: _TARGET_SHOWN - 3] + "..."
 
 
 def read_file(
@@ -114,7 +119,7 @@ def read_file(
     except OSError as exc:
         info = _lstat(path, dir_fd)
         if info is not None and stat.S_ISLNK(info.st_mode):
-            target = shown(_link_target(path, dir_fd))
+            target = _link_target(path, dir_fd)
             raise Refused(
                 f"{name}: a symbolic link (to {target}); mented does not follow links "
                 "in files it does not own: replace it with the file itself"
@@ -160,7 +165,7 @@ def open_directory(path: str | os.PathLike[str], *, dir_fd: int | None = None) -
         name = shown(os.fspath(path))
         info = _lstat(path, dir_fd)
         if info is not None and stat.S_ISLNK(info.st_mode):
-            target = shown(_link_target(path, dir_fd))
+            target = _link_target(path, dir_fd)
             raise Refused(
                 f"{name}: a symbolic link (to {target}); mented does not follow links "
                 "in places it does not own: replace it with the directory itself"
@@ -175,9 +180,9 @@ def list_names(
 ) -> Listing:
     """The regular files of an open directory whose names end with one of `suffixes`.
 
-    Entries are checked without following links; a link, a pipe, a device or a name
-    that is not UTF-8 is refused (and named), never opened. At most `limit` names are
-    looked at, the rest refused together.
+    Entries are checked without following links; a link (named with where it points),
+    a pipe, a device or a name that is not UTF-8 is refused (and named), never opened.
+    At most `limit` names are looked at, the rest refused together.
     """
     wanted = tuple(suffixes)
     names: list[str] = []
@@ -198,6 +203,13 @@ def list_names(
             try:
                 mode = entry.stat(follow_symlinks=False).st_mode
             except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                target = _link_target(raw, directory_fd)
+                refused.append(
+                    f"{shown(name)}: a symbolic link (to {target}), not a regular file; "
+                    "mented does not follow links here: replace it with the file itself"
+                )
                 continue
             if not stat.S_ISREG(mode):
                 refused.append(f"{shown(name)}: {describe_kind(mode)}, not a regular file")

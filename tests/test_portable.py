@@ -5,16 +5,20 @@ from __future__ import annotations
 import io
 import json
 import random
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mented.memory import Memory, MemoryType
+from mented.memory import Forgotten, Memory, MemoryType, new_id
 from mented.portable import (
     FormatError,
     export_store,
+    header_line,
     import_file,
+    import_streamed,
+    memory_line,
     read_export,
 )
 from mented.store import Store
@@ -306,3 +310,104 @@ def test_a_schema_1_store_gets_its_successors_index(tmp_path: Path) -> None:
     assert migrated.get(first.id).superseded_by == newest.id
     assert [fork.root for fork in migrated.forks()] == [first.id]
     migrated.close()
+
+
+def a_big_export(path: Path, count: int, *, text_bytes: int = 1000) -> list[str]:
+    """An export of `count` rules of about `text_bytes` each, written directly; their ids."""
+    ids = [new_id() for _ in range(count)]
+    with path.open("wb") as out:
+        out.write(header_line())
+        for number, memory_id in enumerate(ids):
+            memory = Memory(
+                id=memory_id,
+                content=f"rule {number}: " + "x" * text_bytes,
+                tags=("trigger:git-commit",),
+                created_at=1_700_000_000.0 + number,
+            )
+            out.write(memory_line(memory))
+    return ids
+
+
+def test_an_import_holds_one_batch_of_records_not_the_file(store: Store, tmp_path: Path) -> None:
+    """A big file is read a batch at a time (before: every record held at once, about
+    2 MiB of memory per MB of file, plus the import's own copies)."""
+    path = tmp_path / "big.jsonl"
+    a_big_export(path, 6000)
+    size = path.stat().st_size
+
+    tracemalloc.start()
+    try:
+        imported = import_streamed(store, path, batch=500)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert imported.summary.added == 6000
+    assert imported.actions == {"git-commit": 6000}
+    assert store.stats().live_rules == 6000
+    assert peak < size / 2, f"peak {peak} bytes of Python memory for a {size}-byte file"
+
+
+def test_a_bad_line_past_the_first_batches_imports_nothing(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "late.jsonl"
+    a_big_export(path, 25, text_bytes=10)
+    with path.open("ab") as out:
+        out.write(b'{"kind":"memory","id":"01JDQ8Z5K3M4N5P6Q7R8S9T0VX","created_at":1}\n')
+
+    with pytest.raises(FormatError, match=r"late\.jsonl:27: .*text"):
+        import_streamed(store, path, batch=4)
+
+    assert everything(store) == []
+    assert store.stats().live_rules == 0
+
+
+def test_an_import_that_grows_the_map_reads_the_file_again_and_counts_once(
+    tmp_path: Path,
+) -> None:
+    """The write starts again from the first batch when the map must grow."""
+    small = Store(tmp_path / "small", sync=False, map_size=1)  # the least LMDB takes
+    before = small.stats().map_bytes
+    path = tmp_path / "grow.jsonl"
+    ids = a_big_export(path, 400)
+
+    imported = import_streamed(small, path, batch=50)
+
+    assert small.stats().map_bytes > before
+    assert (imported.summary.added, imported.summary.unchanged) == (400, 0)
+    assert imported.actions == {"git-commit": 400}
+    assert sorted(m.id for m in everything(small)) == sorted(ids)
+    small.close()
+
+
+def test_batches_in_one_write_end_as_the_records_would_in_any_order(tmp_path: Path) -> None:
+    source = Store(tmp_path / "source", sync=False)
+    rng = random.Random(11)
+    live: list[str] = []
+    for step in range(60):
+        choice = rng.random()
+        if not live or choice < 0.4:
+            live.append(source.store(f"rule {step}", tags=["trigger:git-commit"]).id)
+        elif choice < 0.8:
+            old = live.pop(rng.randrange(len(live)))
+            live.append(source.supersede(old, f"rule {step}")[0].id)
+        else:
+            source.forget(live.pop(rng.randrange(len(live))))
+    records: list[Memory | Forgotten] = [m for batch in source.export_records() for m in batch]
+    records += [t for batch in source.export_forgotten() for t in batch]
+    expected = everything(source)
+    source.close()
+
+    for attempt in range(3):
+        rng.shuffle(records)
+        cuts = [records[n : n + 3] for n in range(0, len(records), 3)]
+        batches = [
+            (
+                [r for r in cut if isinstance(r, Memory)],
+                [r for r in cut if isinstance(r, Forgotten)],
+            )
+            for cut in cuts
+        ]
+        target = Store(tmp_path / f"target{attempt}", sync=False)
+        target.import_batches(lambda batches=batches: batches)
+        assert everything(target) == expected
+        target.close()

@@ -377,3 +377,69 @@ def test_an_unexpected_failure_is_kept_for_status_not_lost(
     laptop.sync.sync(laptop.store)  # and the record is imported once it works
     assert laptop.rules() == ["from the desk"]
     assert laptop.sync.state().last_error is None
+
+
+# ------------------------------------------- what a fetch may leave in the clone
+
+
+def pack_files(machine: Machine) -> dict[str, int]:
+    pack = machine.sync.repo / ".git" / "objects" / "pack"
+    return {path.name: path.stat().st_size for path in pack.iterdir()}
+
+
+def test_a_fetch_past_the_bound_is_removed_and_the_clone_stays_as_it_was(
+    laptop: Machine, remote: Path, tmp_path: Path
+) -> None:
+    """A remote pushed a blob that does not compress, past the bound (before: up to 1 GiB
+    of pack stayed in `.git/objects` for good)."""
+    laptop.store.store("single line", tags=["trigger:git-commit"])
+    laptop.sync.sync(laptop.store)
+    attacker = Attacker(tmp_path, remote)
+    (attacker.work / "README.md").write_bytes(os.urandom(900 * 1024))
+    attacker.push()
+    laptop.sync.max_fetch_bytes = 512 * 1024
+    before = pack_files(laptop)
+    tracking = git(laptop.sync.repo, "rev-parse", "refs/remotes/origin/main").stdout
+
+    with pytest.raises(SyncError, match=r"more than 0.5 MiB .*`\[sync\] max_fetch_mib`") as caught:
+        laptop.sync.sync(laptop.store)
+
+    assert "nothing of it reached the store" in str(caught.value)
+    assert pack_files(laptop) == before
+    loose = laptop.sync.repo / ".git" / "objects"
+    assert sum(p.stat().st_size for p in loose.rglob("*") if p.is_file()) < 512 * 1024
+    assert git(laptop.sync.repo, "rev-parse", "refs/remotes/origin/main").stdout == tracking
+    assert git(laptop.sync.repo, "fsck", "--no-dangling").returncode == 0
+    assert "max_fetch_mib" in (laptop.sync.state().last_error or "")
+    # With room for it, the same remote syncs (the blob is the remote's README).
+    laptop.sync.max_fetch_bytes = 64 * 1024 * 1024
+    laptop.sync.sync(laptop.store)
+    assert laptop.sync.state().last_error is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_a_fetch_that_keeps_sending_is_stopped_at_the_bound_not_at_the_timeout(
+    laptop: Machine, tmp_path: Path
+) -> None:
+    """A git that fetches and fetches (its pack growing) is killed with its group as soon
+    as its pack passes the bound, and its partial pack removed."""
+    real_git = shutil.which("git")
+    fake = tmp_path / "slow-git"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for arg; do if [ "$arg" = fetch ]; then\n'
+        "  head -c 3145728 /dev/zero > .git/objects/pack/tmp_pack_sending\n"
+        "  exec sleep 297\n"
+        "fi; done\n"
+        f'exec {real_git} "$@"\n'
+    )
+    fake.chmod(0o755)
+    laptop.sync._git = str(fake)  # the one git it runs
+    laptop.sync.max_fetch_bytes = 1024 * 1024
+    laptop.sync.timeout_s = 120  # far past the bound's first look
+
+    with pytest.raises(SyncError, match=r"more than 1 MiB \(git fetch was at \d+ bytes\)"):
+        laptop.sync.sync(laptop.store)
+
+    assert "tmp_pack_sending" not in pack_files(laptop)
+    assert processes_naming("sleep 297") == []

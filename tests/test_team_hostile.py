@@ -180,7 +180,8 @@ def test_a_link_to_dev_zero_is_never_read(daemon: DaemonProcess, tmp_path: Path)
 
     assert _rss_kib(daemon) - before < 64 * 1024  # it grew by 1.6 GiB a hook before
     status = daemon.mentectl("status").stdout
-    assert f"{repo}: in .mented/: rules.jsonl: a symbolic link, not a regular file" in status
+    # Where the link points is named: the user sees what the repository tried.
+    assert f"{repo}: in .mented/: rules.jsonl: a symbolic link (to /dev/zero)" in status
 
 
 def _rss_kib(daemon: DaemonProcess) -> int:
@@ -428,3 +429,68 @@ def test_doctors_fix_for_a_broken_mented_file_is_to_fix_it_first(tmp_path: Path)
     assert check.fix is not None
     assert "fix or remove it" in check.fix
     assert "then `mentectl trust" in check.fix
+
+
+async def test_a_rule_looked_up_by_id_has_its_project_read_off_the_event_loop(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`get` (and `history`, `forget`, `report`) of a project rule whose file changed:
+    the read waits in a worker thread, and another client's request is answered
+    meanwhile (before: read on the event loop, every other request waited)."""
+    from mented import team_reads
+    from mented.protocol import GetRequest, MemoryReply, StatusRequest
+    from mented.server import Server, ServerOptions
+
+    repo = make_repo(short_tmp / "repo")
+    server = Server(
+        ServerOptions(
+            socket_path=short_tmp / "run" / "s.sock",
+            data_dir=short_tmp / "data",
+            handle_signals=False,
+        )
+    )
+    server.open()
+    try:
+        rule = server.projects.trust(str(repo)).rules[0]
+        # A pull changes the file: the next lookup of that rule must read it again.
+        (repo / ".mented" / "rules.jsonl").write_bytes(RULE + b"\n")
+        entered = threading.Event()
+        release = threading.Event()
+        on_the_loop: list[str] = []
+        real_read = team.read_project
+
+        def slow_read(root: str) -> team.Project:
+            try:
+                trio.lowlevel.current_task()
+            except RuntimeError:  # a worker thread: wait, as a slow disk would
+                entered.set()
+                release.wait()
+            else:
+                on_the_loop.append(root)
+                entered.set()
+            return real_read(root)
+
+        monkeypatch.setattr(team, "read_project", slow_read)
+        monkeypatch.setattr(team_reads, "read_project", slow_read)
+        answers: list[object] = []
+
+        async def get() -> None:
+            try:
+                answers.append(await server._answer(GetRequest(id=rule.id)))
+            finally:
+                entered.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(get)
+            await trio.to_thread.run_sync(entered.wait)
+            assert isinstance(await server._answer(StatusRequest()), StatusReply)
+            assert answers == [], "the get was answered before its project was read"
+            release.set()
+        assert on_the_loop == []
+        (answer,) = answers
+        assert isinstance(answer, MemoryReply)
+        assert answer.memory.id == rule.id
+        assert answer.file is not None and answer.file.endswith("rules.jsonl")
+    finally:
+        release.set()
+        server.close()

@@ -78,10 +78,29 @@ def test_listing_keeps_regular_files_and_names_the_rest(tmp_path: Path) -> None:
         os.close(fd)
     assert listing.names == ["a.jsonl", "b.jsonl"]
     refused = "\n".join(listing.refused)
-    assert "link.jsonl: a symbolic link" in refused
+    assert "link.jsonl: a symbolic link (to /etc/passwd)" in refused
     assert "pipe.jsonl: a named pipe" in refused
     assert "dir.jsonl: a directory" in refused
     assert "bad-\\xff.jsonl: the name is not UTF-8" in refused
+
+
+def test_a_listed_links_target_is_named_escaped_and_cut(tmp_path: Path) -> None:
+    """What a repository tried to reach is shown, never its terminal escapes, never 4 KiB."""
+    (tmp_path / "clip.jsonl").symlink_to("/home/x/\x1b]52;c;ZXZpbA==\x07.ssh/id_ed25519")
+    (tmp_path / "long.jsonl").symlink_to("/" + "a" * 3000)
+    os.symlink(b"/tmp/bad-\xff", os.fsencode(tmp_path) + b"/bytes.jsonl")  # noqa: PTH211 - bytes
+    fd = open_directory(tmp_path)
+    try:
+        refused = list_names(fd, suffixes=(".jsonl",)).refused
+    finally:
+        os.close(fd)
+    clip, long, raw = (
+        next(r for r in refused if r.startswith(n)) for n in ("clip", "long", "bytes")
+    )
+    assert "(to /home/x/\\x1b]52;c;ZXZpbA==\\x07.ssh/id_ed25519)" in clip
+    assert "\x1b" not in clip and "\x07" not in clip
+    assert "(to /aaa" in long and "...)" in long and len(long) < 400
+    assert "(to /tmp/bad-\\xff)" in raw
 
 
 def test_listing_stops_at_its_limit(tmp_path: Path) -> None:

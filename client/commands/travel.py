@@ -4,7 +4,7 @@ The daemon reads and writes these files only inside its data directory (`transfe
 as a service it may be sandboxed away from the rest of the home directory. So
 export asks the daemon for a file there and moves it where the user wants it;
 import copies the user's file there first. The daemon checks the whole file
-before it imports anything.
+and imports it in one write: all of it, or nothing.
 
 `mentectl sync` asks the daemon to sync over git (mented/sync.py): the daemon runs
 the user's git in a clone under its data directory.
