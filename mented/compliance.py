@@ -8,7 +8,9 @@ For each rule version (its id) and agent, counted from events the hook notes:
 - `passed`: it passed after one or more stops (the model put it right);
 - `stopped`: it failed a check and was stopped;
 - `let_through`: it failed again after `[checks] max_stops` stops, and ran;
-- `told`: it failed with `[checks] mode = "tell"`, and ran.
+- `told`: it failed with `[checks] mode = "tell"`, and ran;
+- `failed_after`: a check that could not be told before the command ran (the
+  message written in the editor) failed on what it did (`mented.afterchecks`).
 
 Bounded: a rolling window of at most `MAX_EVENTS` events no older than `MAX_AGE_S`.
 Kept across restarts in the data directory (`compliance.jsonl`, one event a line,
@@ -41,7 +43,16 @@ MAX_EVENTS = 50_000
 MAX_AGE_S = 90 * 86_400
 FILE_NAME = "compliance.jsonl"
 _MAX_LINE_BYTES = 256
-KINDS = ("handed", "checked", "passed_first", "passed", "stopped", "let_through", "told")
+KINDS = (
+    "handed",
+    "checked",
+    "passed_first",
+    "passed",
+    "stopped",
+    "let_through",
+    "told",
+    "failed_after",
+)
 _KIND_SET = frozenset(KINDS)
 # O_NONBLOCK: a named pipe put there is refused (ENXIO), never waited on.
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -67,6 +78,7 @@ class Counts:
     stopped: int = 0
     let_through: int = 0
     told: int = 0
+    failed_after: int = 0
 
     def add(self, what: str) -> None:
         setattr(self, what, getattr(self, what) + 1)
@@ -74,7 +86,14 @@ class Counts:
     @property
     def passed_first_share(self) -> float | None:
         """Of the commands checked, the share that passed at the first attempt."""
-        decided = self.passed_first + self.passed + self.stopped + self.let_through + self.told
+        decided = (
+            self.passed_first
+            + self.passed
+            + self.stopped
+            + self.let_through
+            + self.told
+            + self.failed_after
+        )
         return None if decided == 0 else self.passed_first / decided
 
 
@@ -202,6 +221,7 @@ def report_row(key: str, counts: Counts, rule: Memory | None = None) -> ReportRo
         stopped=counts.stopped,
         let_through=counts.let_through,
         told=counts.told,
+        failed_after=counts.failed_after,
         share_passed_first=counts.passed_first_share,
     )
 

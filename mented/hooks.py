@@ -67,7 +67,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mented.afterchecks import AfterChecks
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
+from mented.agents.pretooluse import text_of_answer
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
@@ -201,6 +203,8 @@ class HookHandler:
         self._git_aliases = GitAliases()
         # Rules' checks, tested before the command (`mented.prechecks`).
         self.prechecks = PreChecks(matcher, config)
+        # And after it, on what it did, those that could not be told before (`mented.afterchecks`).
+        self.afterchecks = AfterChecks()
 
     def git_aliases_for(self, call: ToolCall) -> Aliases:
         """The user's git aliases where `call` runs, for a command that may run git.
@@ -317,6 +321,9 @@ class HookHandler:
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
+        if call.ran and adapter.checks_only_after:
+            note = self.afterchecks.after(adapter, call, self.prechecks.compliance)
+            return adapter.render_after(note) if note else b""
         if aliases is None:
             aliases = self.git_aliases_for(call)
         actions = self._actions_of(call, deadline, aliases)
@@ -335,10 +342,15 @@ class HookHandler:
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
+        if verdict is not None:
+            self.afterchecks.before(adapter, call, verdict)
         if verdict is not None and verdict.answer is not None:
             out, fire = self._deliver_failed_checks(adapter, call, visible, verdict, answer)
         else:
             out, fire = self._deliver(adapter, call, visible, answer)
+        if call.ran and (note := self.afterchecks.after(adapter, call, self.prechecks.compliance)):
+            said = text_of_answer(out) if out else None
+            out = adapter.render_after(f"{note}\n\n{said}" if said else note)
         out = self._with_untrusted_notice(adapter, call, out, answer)
         if out:
             answer.when_sent(lambda: self._remember(event_key, now))

@@ -525,6 +525,7 @@ class ReportRow(msgspec.Struct, kw_only=True):
     stopped: int = 0
     let_through: int = 0
     told: int = 0
+    failed_after: int = 0  # failed a check on what the command did, once it ran
     share_passed_first: float | None = None
 
 

@@ -15,7 +15,17 @@ from mented_client.scope import agent_option
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
-COLUMNS = ("RULE", "HANDED", "CHECKED", "FIRST TRY", "STOPPED", "LET THROUGH", "TOLD", "PASSED 1ST")
+COLUMNS = (
+    "RULE",
+    "HANDED",
+    "CHECKED",
+    "FIRST TRY",
+    "STOPPED",
+    "LET THROUGH",
+    "TOLD",
+    "FAILED AFTER",
+    "PASSED 1ST",
+)
 
 
 def since_option(text: str) -> float:
@@ -40,7 +50,10 @@ def register(
             "model in full), CHECKED (a command was tested on the rule's checks), FIRST TRY "
             "(it passed with no stop just before), STOPPED (a check failed: stopped), LET "
             "THROUGH (failed again after [checks] max_stops stops, and ran), TOLD (failed "
-            'with [checks] mode = "tell", and ran), and the share of checked commands that '
+            'with [checks] mode = "tell", and ran), FAILED AFTER (a check that could not be '
+            "told before the command ran, such as a message written in the editor, failed on "
+            "what it did: the model was told to amend it), and the share of checked commands "
+            "that "
             "passed at the first attempt. The record keeps 90 days (and at most 50,000 "
             "events) in the data directory; it is synced nowhere."
         ),
@@ -92,12 +105,20 @@ def format_report(reply: ReportReply) -> str:
 
 
 def _cells(name: str, row: ReportRow) -> tuple[str, ...]:
-    counts = (row.handed, row.checked, row.passed_first, row.stopped, row.let_through, row.told)
+    counts = (
+        row.handed,
+        row.checked,
+        row.passed_first,
+        row.stopped,
+        row.let_through,
+        row.told,
+        row.failed_after,
+    )
     return (name, *map(str, counts), share(row))
 
 
 def _row(cells: tuple[str, ...]) -> str:
-    widths = (14, 7, 8, 10, 8, 12, 5, 10)
+    widths = (14, 7, 8, 10, 8, 12, 5, 13, 10)
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 
@@ -109,4 +130,5 @@ def status_line(row: ReportRow | None) -> str | None:
         f"checked {row.checked} commands in 7 days: {share(row)} passed first time, "
         f"{row.stopped} stopped, {row.let_through} let through"
         + (f", {row.told} told" if row.told else "")
+        + (f", {row.failed_after} failed after the fact" if row.failed_after else "")
     )

@@ -24,7 +24,7 @@ sessions rewrite that file all the time; `claude mcp list` lists them.
 
 from __future__ import annotations
 
-from mented.agents.pretooluse import McpSettings, PreToolUseAgent
+from mented.agents.pretooluse import POST_TOOL_USE, McpSettings, PreToolUseAgent
 
 AGENT = PreToolUseAgent(
     pinned_rules=True,
@@ -37,6 +37,7 @@ AGENT = PreToolUseAgent(
     project_local_file=".claude/settings.local.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     shell_condition="Bash({})",
+    post_tool_event=POST_TOOL_USE,
     user_notices=True,  # `systemMessage`: shown to the user, not the model
     mcp=McpSettings(
         how="claude-cli",

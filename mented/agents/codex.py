@@ -57,7 +57,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.agents.pretooluse import EntryTrust, InstalledEntry, McpSettings, PreToolUseAgent
+from mented.agents.pretooluse import (
+    POST_TOOL_USE,
+    EntryTrust,
+    InstalledEntry,
+    McpSettings,
+    PreToolUseAgent,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -95,6 +101,7 @@ AGENT = PreToolUseAgent(
     settings_name="hooks.json",
     project_settings_file=".codex/hooks.json",
     patch_tools=frozenset({"apply_patch"}),
+    post_tool_event=POST_TOOL_USE,
     no_project_local_file=(
         "Codex reads a project's hooks only from .codex/hooks.json and .codex/config.toml "
         "and has no uncommitted variant, so this file names this machine's interpreter and "
