@@ -31,6 +31,10 @@ are in mented.handover, the session memory in mented.sessions):
   and not recorded as handed over, so that a later event can still say it
   (Gemini CLI's `AfterTool`, after the tool ran: never stopped).
 
+After a command ran (`ToolCall.ran`), the checks that could not be told before
+it are tested on what it did (mented.afterchecks); on an agent whose event after
+a tool is installed for that alone (`checks_only_after`), nothing else is done.
+
 Pinned rules (mented.pinned) go at `SessionStart`: on a new session, a resumed
 one and after a compaction or clear, the pinned rules the session may see and
 was not handed yet (all of them, after the session was forgotten), as context,

@@ -202,7 +202,10 @@ def test_hook_groups_run_one_command_for_bash_and_for_every_session_start(name: 
     assert pretooluse["matcher"] == "Bash"
     # After a shell command ran: what it did is checked (mented.afterchecks).
     assert groups["PostToolUse"] == [
-        {"matcher": "Bash", "hooks": [AGENTS[name].hook_entry("/py -I -S /shim.py x", 5, "PostToolUse")]}
+        {
+            "matcher": "Bash",
+            "hooks": [AGENTS[name].hook_entry("/py -I -S /shim.py x", 5, "PostToolUse")],
+        }
     ]
     # SessionStart on every source: pinned rules go to new and resumed sessions too,
     # and again after a compaction or a /clear.

@@ -17,6 +17,14 @@ installer writes one handler per program, `Bash(*git *)`, and commands that
 mention no such program start no process at all (mented/registration.py).
 Older versions ignore `if` and run the hook for every command, as before.
 
+`PostToolUse` (installed for the commands that can commit, with the same `if`
+pre-filters) is where a commit whose message was unknown before it ran is checked
+(mented.afterchecks). Its stdin is the `PreToolUse` event with
+`hook_event_name` "PostToolUse" and `tool_response`; it runs after a tool that
+succeeded (a failing one sends `PostToolUseFailure`, not installed), and its
+`hookSpecificOutput.additionalContext` is "text injected into model context"
+(the hooks reference shipped in 2.1.197), seen in the next model request.
+
 MCP servers (user scope): `mcpServers` in `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`
 when that is set), written through `claude mcp add --scope user`, because running
 sessions rewrite that file all the time; `claude mcp list` lists them.

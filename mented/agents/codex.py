@@ -39,6 +39,12 @@ checked against the hashes Codex CLI 0.171 reports (`codex app-server`,
   `trusted_hash = "sha256:..."` (and `enabled = false` when the user turned it off).
   The path is `$CODEX_HOME` resolved through symlinks, else `$HOME/.codex` as is.
 
+`PostToolUse` (matcher `Bash`) is where a commit whose message was unknown
+before it ran is checked (mented.afterchecks): its input is the `PreToolUse` one
+with `tool_response` (post-tool-use.command.input.schema.json), its answer
+`hookSpecificOutput.additionalContext` (post-tool-use.command.output.schema.json,
+both embedded in the 0.171 binary), seen in the next model request.
+
 MCP servers: `[mcp_servers.NAME]` tables (`command`, `args`) in the same
 `config.toml`; `codex mcp list` lists them. Codex starts them with a minimal
 environment (HOME, PATH, USER, ...; no XDG_RUNTIME_DIR, no MENTED_SOCKET).
