@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from mented import git_commits
+from mented import compliance, git_commits
 from mented.actions import load_action_table
 from mented.agents import AGENTS
 from mented.agents.pretooluse import POST_TOOL_USE, pretooluse_event
@@ -20,6 +20,7 @@ from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.memory import short_handle
 from mented.registration import hook_needs
+from mented_client.commands.report import format_report, status_line
 from tests.test_hooks import event
 
 if TYPE_CHECKING:
@@ -282,3 +283,22 @@ def test_hostile_git_files_are_unknown_never_followed_or_waited_on(tmp_path: Pat
     assert git_commits.head(str(repo)) is None
     head.write_text("ref: refs/heads/\udcff\n", errors="surrogateescape")
     assert git_commits.head(str(repo)) is None
+
+
+# ------------------------------------------------------------------ the record
+
+
+def test_the_report_shows_what_failed_after_the_fact(tmp_path: Path) -> None:
+    record = ComplianceRecord(tmp_path)
+    for what in ("checked", "failed_after"):
+        record.note("01JRULE0000000000000000000", "claude-code", what)
+    reply = compliance.report(record, since=0.0, agent=None, rule_of=lambda _: None)
+    header, row = format_report(reply).splitlines()[1:3]
+    column = header.index("FAILED AFTER")
+    assert row[column:].split()[0] == "1"
+    assert status_line(reply.total) == (
+        "checked 1 commands in 7 days: 0% passed first time, 0 stopped, 0 let through, "
+        "1 failed after the fact"
+    )
+    record.close()
+    assert ComplianceRecord(tmp_path).summary().total.failed_after == 1  # kept across a restart
