@@ -19,6 +19,8 @@ General layout (imports point downward; nothing imports upward):
 - `handover.py`  the words the model reads: rules in full, or a one-line pointer.
 - `team.py`      a project's committed rules (`.mented/`): found, read untrusted, trusted.
 - `team_reads.py` the daemon's reads of those off its event loop, within a deadline.
+- `git_commits.py` the commit a command just made, read from `.git` (git is not run).
+- `afterchecks.py` after a command ran: the checks unknown before, on what it did.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
 - `events.py`    the event hub: hook fires, rule changes, reloads pushed to subscribers.
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.

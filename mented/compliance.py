@@ -10,10 +10,12 @@ For each rule version (its id) and agent, counted from events the hook notes:
 - `told`: it failed with `[checks] mode = "tell"`, and ran;
 - `retry_changed` / `retry_same`: for a rule without checks, the command after the
   hook stopped one to hand the rule over (`[delivery]` "before") was a different
-  command, or the same one again (`mented.hooks`).
+  command, or the same one again (`mented.hooks`);
+- `failed_after`: a check that could not be told before the command ran (the
+  message written in the editor) failed on what it did (`mented.afterchecks`).
 
 `checked` (a command was tested against the rule's checks, some field known) is the
-sum of the five outcomes of a check: each implies it, so it is not written apart (a
+sum of the outcomes of a check: each implies it, so it is not written apart (a
 `checked` line of an older file is skipped: its outcome line counts it).
 
 Bounded: a rolling window of at most `MAX_EVENTS` events no older than `MAX_AGE_S`.
@@ -60,9 +62,14 @@ KINDS = (
     "told",
     "retry_changed",
     "retry_same",
+    "failed_after",
 )
 _KIND_SET = frozenset(KINDS)
-_CHECK_OUTCOMES = frozenset({"passed_first", "passed", "stopped", "let_through", "told"})
+# Each implies `checked`. `failed_after` too: a check on a field unknown before the
+# command had no outcome then (a rule with another check known before counts twice).
+_CHECK_OUTCOMES = frozenset(
+    {"passed_first", "passed", "stopped", "let_through", "told", "failed_after"}
+)
 FLUSH_EVENTS = 64
 FLUSH_S = 1.0
 # O_NONBLOCK: a named pipe put there is refused (ENXIO), never waited on.
@@ -91,6 +98,7 @@ class Counts:
     told: int = 0
     retry_changed: int = 0
     retry_same: int = 0
+    failed_after: int = 0
 
     def add(self, what: str) -> None:
         setattr(self, what, getattr(self, what) + 1)
@@ -100,7 +108,14 @@ class Counts:
     @property
     def passed_first_share(self) -> float | None:
         """Of the commands checked, the share that passed at the first attempt."""
-        decided = self.passed_first + self.passed + self.stopped + self.let_through + self.told
+        decided = (
+            self.passed_first
+            + self.passed
+            + self.stopped
+            + self.let_through
+            + self.told
+            + self.failed_after
+        )
         return None if decided == 0 else self.passed_first / decided
 
 
@@ -304,6 +319,7 @@ def report_row(key: str, counts: Counts, rule: Memory | None = None) -> ReportRo
         told=counts.told,
         retry_changed=counts.retry_changed,
         retry_same=counts.retry_same,
+        failed_after=counts.failed_after,
         share_passed_first=counts.passed_first_share,
     )
 

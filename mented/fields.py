@@ -423,6 +423,14 @@ def _message_parts(fields: Fields, message: str) -> None:
     fields.known("trailers", trailers)
 
 
+def commit_fields(message: str) -> Fields:
+    """The message fields of `git-commit` as a commit made with `message` has them
+    (`mented.afterchecks`: the message read from the commit once it ran)."""
+    fields = Fields("git-commit")
+    _message_parts(fields, git_cleanup(message))
+    return fields
+
+
 def _git_message(fields: Fields, parsed: _Parsed, reader: _Reader, *, what: str) -> str | None:
     """The message a `git commit` or `git tag` gives, or None (said in `fields`)."""
     names = ("message", "subject", "body", "trailers") if what == "commit" else ("message",)

@@ -31,6 +31,10 @@ are in mented.handover, the session memory in mented.sessions):
   and not recorded as handed over, so that a later event can still say it
   (Gemini CLI's `AfterTool`, after the tool ran: never stopped).
 
+After a command ran (`ToolCall.ran`), the checks that could not be told before
+it are tested on what it did (mented.afterchecks); on an agent whose event after
+a tool is installed for that alone (`checks_only_after`), nothing else is done.
+
 Pinned rules (mented.pinned) go at `SessionStart`: on a new session, a resumed
 one and after a compaction or clear, the pinned rules the session may see and
 was not handed yet (all of them, after the session was forgotten), as context,
@@ -68,7 +72,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from mented.afterchecks import AfterChecks
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
+from mented.agents.pretooluse import text_of_answer
 from mented.compliance import RetryWatch
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
@@ -204,6 +210,8 @@ class HookHandler:
         # Rules' checks, tested before the command (`mented.prechecks`).
         self.prechecks = PreChecks(matcher, config)
         self.retries = RetryWatch()  # after a stop, whether the retry was another command
+        # And after it, on what it did, those that could not be told before (`mented.afterchecks`).
+        self.afterchecks = AfterChecks()
 
     def git_aliases_for(self, call: ToolCall) -> Aliases:
         """The user's git aliases where `call` runs, for a command that may run git.
@@ -320,6 +328,9 @@ class HookHandler:
         if isinstance(call, ContextEmptied):
             self._forget_session(SessionKey(agent, call.session))
             return b""
+        if call.ran and adapter.checks_only_after:
+            note = self.afterchecks.after(adapter, call, self.prechecks.compliance)
+            return adapter.render_after(note) if note else b""
         if aliases is None:
             aliases = self.git_aliases_for(call)
         actions = self._actions_of(call, deadline, aliases)
@@ -342,10 +353,15 @@ class HookHandler:
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
         if verdict is not None and verdict.notes:
             answer.when_sent(functools.partial(self.prechecks.record, agent, verdict))
+        if verdict is not None:
+            self.afterchecks.before(adapter, call, verdict)
         if verdict is not None and verdict.answer is not None:
             out, fire = self._deliver_failed_checks(adapter, call, visible, verdict, answer)
         else:
             out, fire = self._deliver(adapter, call, visible, answer)
+        if call.ran and (note := self.afterchecks.after(adapter, call, self.prechecks.compliance)):
+            said = text_of_answer(out) if out else None
+            out = adapter.render_after(f"{note}\n\n{said}" if said else note)
         out = self._with_untrusted_notice(adapter, call, out, answer)
         if out:
             answer.when_sent(lambda: self._remember(event_key, now))

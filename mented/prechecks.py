@@ -89,6 +89,9 @@ class Verdict:
     stops_so_far: int = 0
     # For the record of whether rules are kept, once the answer is sent (`record`).
     notes: list[tuple[list[str], str]] = field(default_factory=list)
+    # The checks on a field the command does not carry (a message written in the
+    # editor): what `mented.afterchecks` tests once the command ran.
+    unknown: list[tuple[str, Memory, Check]] = field(default_factory=list)
 
 
 # Per field: its name, the positions of the rules with a check on it, and each distinct
@@ -179,7 +182,9 @@ class PreChecks:
         judged = self._judged.get(key)
         if judged is not None:
             self._judged.move_to_end(key)
-            verdict = Verdict(failures=judged.failures, checked=judged.checked)
+            verdict = Verdict(
+                failures=judged.failures, checked=judged.checked, unknown=judged.unknown
+            )
         else:
             plan = self._plans.get(tested)
             if plan is None:
@@ -225,12 +230,16 @@ class PreChecks:
             ]
         told: set[int] = set()
         failed: dict[int, list[Outcome]] = {}
+        unknown: dict[int, list[Check]] = {}
         for fields in found:
             values = fields.values
             for name, on_field, checks in plan.checks[fields.action]:
                 value = values.get(name)
-                if value is None:
-                    continue  # unknown: neither passed nor failed
+                if value is None:  # unknown: neither passed nor failed
+                    for check, rules in checks:
+                        for position in rules:
+                            unknown.setdefault(position, []).append(check)
+                    continue
                 told.update(on_field)
                 for check, rules in checks:
                     if not passes_value(check, value):
@@ -243,6 +252,7 @@ class PreChecks:
                 verdict.checked.setdefault(action, []).append(rule)
             for outcome in failed.get(position, ()):
                 verdict.failures.append(Failure(action, rule, outcome))
+            verdict.unknown += ((action, rule, check) for check in unknown.get(position, ()))
         return verdict, any(fields.from_file for fields in found)
 
     def _decide(self, agent: str, call: ToolCall, verdict: Verdict) -> None:

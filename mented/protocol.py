@@ -529,6 +529,7 @@ class ReportRow(msgspec.Struct, kw_only=True):
     # command was another one (the model changed it), or the same one again.
     retry_changed: int = 0
     retry_same: int = 0
+    failed_after: int = 0  # failed a check on what the command did, once it ran
     share_passed_first: float | None = None
 
 

@@ -37,7 +37,7 @@ from mented.actions import ANY_WORD
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
-    from mented.actions import ActionTable, Shape
+    from mented.actions import Action, ActionTable, Shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +50,14 @@ class HookNeeds:
             alternative of a subcommand word; `*` words left out).
         mcp_tools: the SERVER/TOOL globs of the MCP tools that perform an action.
         edits: whether some action is performed by a file edit (`paths`).
+        after: the word sequences of the commands whose effect is checked once they
+            ran (`CHECKED_AFTER`): what the event after a tool ran is registered for.
     """
 
     commands: tuple[tuple[str, ...], ...] = ()
     mcp_tools: tuple[str, ...] = ()
     edits: bool = False
+    after: tuple[tuple[str, ...], ...] = ()
 
     def command_patterns(self) -> list[str]:
         """The command-line patterns (`*` any text) that together catch every action command.
@@ -92,6 +95,9 @@ MAX_SEQUENCES_PER_SHAPE = 16
 # installer adds the alias names it finds (`git_aliases`), and `git -c alias.X=Y X`
 # is caught by its `alias.` word.
 GIT_INLINE_ALIAS = ("git", "alias.")
+# The actions whose commands are checked again once they ran (the keys of
+# mented.afterchecks.AFTER_FIELDS: a commit's message is read from the commit made).
+CHECKED_AFTER = frozenset({"git-commit"})
 
 
 def hook_needs(
@@ -104,18 +110,33 @@ def hook_needs(
     `only`: the tool calls of these actions alone (a rule just added for one).
     """
     actions = [action for action in table.actions() if only is None or action.name in only]
+    git_aliases = list(git_aliases)  # read twice
+    tools: dict[str, None] = {}
+    edits = False
+    for action in actions:
+        tools.update(dict.fromkeys(action.tools))
+        edits = edits or bool(action.paths)
+    after = [action for action in actions if action.name in CHECKED_AFTER]
+    return HookNeeds(
+        commands=_command_words(actions, git_aliases),
+        mcp_tools=tuple(tools),
+        edits=edits,
+        after=_command_words(after, git_aliases),
+    )
+
+
+def _command_words(
+    actions: list[Action], git_aliases: Iterable[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The word sequences of the commands that can perform one of `actions`."""
     commands: dict[tuple[str, ...], None] = {}
     if any(shape.program == "git" for action in actions for shape in action.shapes):
         commands[GIT_INLINE_ALIAS] = None
         commands.update(dict.fromkeys(("git", name) for name in sorted(git_aliases)))
-    tools: dict[str, None] = {}
-    edits = False
     for action in actions:
         for shape in action.shapes:
             commands.update(dict.fromkeys(_word_sequences(shape)))
-        tools.update(dict.fromkeys(action.tools))
-        edits = edits or bool(action.paths)
-    return HookNeeds(commands=tuple(commands), mcp_tools=tuple(tools), edits=edits)
+    return tuple(commands)
 
 
 def _word_sequences(shape: Shape) -> list[tuple[str, ...]]:

@@ -47,7 +47,7 @@ import trio
 
 from mented import __version__
 from mented.actions import load_action_table
-from mented.agents import ToolCall
+from mented.agents import AGENTS, ToolCall
 from mented.checks import rule_checks
 from mented.compliance import ComplianceRecord, report_row
 from mented.compliance import report as compliance_report
@@ -910,6 +910,11 @@ class Server:
         `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
         """
         call = decode_event(request.agent, bytes(request.event))
+        if isinstance(call, ToolCall) and call.ran and AGENTS[request.agent].checks_only_after:
+            # The event after a command ran, installed for the checks alone: one look-up.
+            return self.hooks.answer_decoded(
+                request.agent, call, deadline=deadline, test=request.test
+            )
         if isinstance(call, ToolCall):  # its project's rules, read by half the budget at most
             await self.project_reads.ready(call.cwd, (time.monotonic() + deadline) / 2)
         command = call.command if isinstance(call, ToolCall) else None

@@ -68,6 +68,14 @@ def test_codex_event_decodes_to_the_shell_call() -> None:
     assert (call.cwd, call.session) == ("/home/u/repo", "0199-session")
 
 
+def test_the_event_after_a_command_ran_decodes_as_a_call_that_ran() -> None:
+    event = {**CLAUDE_EVENT, "hook_event_name": "PostToolUse", "tool_response": {"stdout": ""}}
+    call = AGENTS["claude-code"].decode(json.dumps(event).encode())
+    assert call is not None
+    assert call.ran
+    assert call.command == CLAUDE_EVENT["tool_input"]["command"]  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -76,7 +84,7 @@ def test_codex_event_decodes_to_the_shell_call() -> None:
         {"tool_name": "Edit", "tool_input": {"file_path": 5}},
         {"tool_name": "mcp__github", "tool_input": {}},
         {"tool_name": "mcp____create_issue", "tool_input": {}},
-        {"hook_event_name": "PostToolUse"},
+        {"hook_event_name": "PostToolUseFailure"},
         {"tool_input": {"command": "   "}},
         {"tool_input": {}},
         {"tool_input": None},
@@ -189,9 +197,16 @@ def test_the_agents_own_variables_move_their_config_directories(
 @pytest.mark.parametrize("name", ["claude-code", "codex"])
 def test_hook_groups_run_one_command_for_bash_and_for_every_session_start(name: str) -> None:
     groups = AGENTS[name].hook_groups("/py -I -S /shim.py x", 5)
-    assert list(groups) == ["PreToolUse", "SessionStart"]
+    assert list(groups) == ["PreToolUse", "SessionStart", "PostToolUse"]
     (pretooluse,), (session_start,) = groups["PreToolUse"], groups["SessionStart"]
     assert pretooluse["matcher"] == "Bash"
+    # After a shell command ran: what it did is checked (mented.afterchecks).
+    assert groups["PostToolUse"] == [
+        {
+            "matcher": "Bash",
+            "hooks": [AGENTS[name].hook_entry("/py -I -S /shim.py x", 5, "PostToolUse")],
+        }
+    ]
     # SessionStart on every source: pinned rules go to new and resumed sessions too,
     # and again after a compaction or a /clear.
     assert session_start["matcher"] == "clear|compact|resume|startup"

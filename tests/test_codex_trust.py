@@ -272,15 +272,15 @@ def test_status_says_codex_will_not_run_an_untrusted_hook_and_how_to_fix_it(
     status, out = mentectl(capsys, "hooks", "status", "codex")
     assert status == 1
     lines = [line for line in out.splitlines() if "hooks.json: " in line]
-    assert len(lines) == 2
-    for line, event in zip(lines, ("PreToolUse", "SessionStart"), strict=True):
+    assert len(lines) == 3
+    for line, event in zip(lines, ("PreToolUse", "SessionStart", "PostToolUse"), strict=True):
         assert f"{event} installed, Codex will not run its {event} entry: not trusted yet" in line
         assert "open Codex, type `/hooks`, review the mented entry and trust it" in line
         assert "ok" not in line.split(", ", 1)[1].split()
     report = json.loads(mentectl(capsys, "hooks", "status", "--json")[1])
-    assert [hook["trust"] for hook in report["codex"][0]["hooks"]] == ["not trusted yet"] * 2
+    assert [hook["trust"] for hook in report["codex"][0]["hooks"]] == ["not trusted yet"] * 3
 
-    # The user trusts both entries in Codex's /hooks view.
+    # The user trusts every entry in Codex's /hooks view.
     hooks_json = codex_home / "hooks.json"
     (codex_home / "config.toml").write_text(codex.trust_config_toml(hooks_json))
     status, out = mentectl(capsys, "hooks", "status")
@@ -301,7 +301,7 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
     # The socket the install wrote in: doctor fires only this installation's command line.
     checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
-    assert [check.state for check in trust] == ["fail", "fail"]
+    assert [check.state for check in trust] == ["fail", "fail", "fail"]
     for check in trust:
         assert "not trusted yet" in check.detail
         assert check.fix is not None
@@ -310,7 +310,7 @@ def test_doctor_fails_an_untrusted_codex_hook_with_the_step_that_fixes_it(
     (codex_home / "config.toml").write_text(codex.trust_config_toml(codex_home / "hooks.json"))
     checks = doctor.check_hooks(doctor.FireTarget(socket_path(), daemon_up=False, budget_ms=250))
     trust = [check for check in checks if check.link.startswith("hook codex")]
-    assert [check.state for check in trust] == ["ok", "ok"]
+    assert [check.state for check in trust] == ["ok", "ok", "ok"]
     assert all("(trusted)" in check.detail for check in trust)
 
 

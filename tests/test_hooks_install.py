@@ -145,16 +145,19 @@ def test_existing_settings_are_kept_byte_for_byte(
     blocks = difflib.SequenceMatcher(None, EXISTING, after, autojunk=False).get_opcodes()
     assert {tag for tag, *_ in blocks} == {"equal", "insert"}
     inserted = [after[j1:j2] for tag, _, _, j1, j2 in blocks if tag == "insert"]
-    # Our groups under the PreToolUse list already there, one new SessionStart list.
-    pretooluse, session_start = inserted
-    ours = json.loads(after)["hooks"]["PreToolUse"][1:]
+    # Our groups under the PreToolUse and PostToolUse lists already there (the
+    # second insertion runs on into the new SessionStart list).
+    pretooluse, rest = inserted
+    hooks = json.loads(after)["hooks"]
+    ours = hooks["PreToolUse"][1:]
     assert ours[0]["matcher"] == "Bash"
     assert json.loads("[" + pretooluse.strip().lstrip(",") + "]") == ours
-    assert json.loads("{" + session_start.strip().lstrip(",") + "}") == {
-        "SessionStart": [
-            {"matcher": SESSION_START_MATCHER, "hooks": [our_hooks(settings, "SessionStart")[0]]}
-        ]
-    }
+    assert hooks["PostToolUse"][0] == json.loads(EXISTING)["hooks"]["PostToolUse"][0]
+    assert [group["matcher"] for group in hooks["PostToolUse"][1:]] == ["Bash"]
+    assert rest.lstrip().startswith(",")
+    assert hooks["SessionStart"] == [
+        {"matcher": SESSION_START_MATCHER, "hooks": [our_hooks(settings, "SessionStart")[0]]}
+    ]
     assert list(json.loads(after)) == ["model", "permissions", "hooks", "env"]
     assert (settings.parent / "settings.json.mented-bak").read_text() == EXISTING
 
@@ -621,10 +624,10 @@ def test_status_reports_where_and_whether_it_still_works(
     report = json.loads(out)
     (claude,) = report["claude-code"]
     assert claude["settings"] == str(home / ".claude" / "settings.json")
-    *pretooluse, session_start = claude["hooks"]
+    pretooluse = [h for h in claude["hooks"] if h["event"] == "PreToolUse"]
+    (session_start,) = [h for h in claude["hooks"] if h["event"] == "SessionStart"]
     hook = pretooluse[0]
-    assert {h["event"] for h in pretooluse} == {"PreToolUse"}
-    assert session_start["event"] == "SessionStart"
+    assert {h["event"] for h in claude["hooks"]} == {"PreToolUse", "SessionStart", "PostToolUse"}
     assert hook["problems"] == session_start["problems"] == []
     assert claude["missing"] == claude["gaps"] == []
     assert report["codex"][0]["hooks"] == []

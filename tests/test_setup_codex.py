@@ -44,7 +44,7 @@ def test_setup_codex_names_trusting_the_hooks_as_the_next_step_not_a_failure(
     assert "FAIL" not in out
     assert "warn  hook codex PreToolUse" in out
     assert "One step left, and only you can take it: Codex CLI runs mented's hooks once you " in out
-    assert "trust them (2 entries above): open Codex, type `/hooks`" in out
+    assert "trust them (3 entries above): open Codex, type `/hooks`" in out
     assert "mented is set up for Codex CLI, but for that step." in out
 
     trust_every_hook(codex_user)

@@ -141,7 +141,7 @@ def test_uninstall_all_says_what_it_stopped_and_takes_out_codexs_trust_in_mented
         for key, value in codex.trust_states(hooks_json).items()
         if f'"{key}"' not in own
     )
-    assert ours.count("[hooks.state.") == 2  # PreToolUse and SessionStart
+    assert ours.count("[hooks.state.") == 3  # PreToolUse, SessionStart and PostToolUse
     config.write_text(USER_CODEX_CONFIG + own + ours)
     assert "trusted" in daemon.mentectl("hooks", "status", "codex").stdout
     daemon.write_config("[hook]\nk = 6\n")

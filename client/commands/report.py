@@ -23,6 +23,7 @@ COLUMNS = (
     "STOPPED",
     "LET THROUGH",
     "TOLD",
+    "FAILED AFTER",
     "PASSED 1ST",
     "RETRY CHANGED",
 )
@@ -50,7 +51,9 @@ def register(
             "model in full), CHECKED (a command was tested on the rule's checks), FIRST TRY "
             "(it passed with no stop just before), STOPPED (a check failed: stopped), LET "
             "THROUGH (failed again after [checks] max_stops stops, and ran), TOLD (failed "
-            'with [checks] mode = "tell", and ran), the share of checked commands that '
+            'with [checks] mode = "tell", and ran), FAILED AFTER (a check that could not be '
+            "told before the command ran, such as a message written in the editor, failed on "
+            "what it did: the model was told to amend it), the share of checked commands that "
             "passed at the first attempt, and RETRY CHANGED: for a rule without checks, after "
             "the hook stopped a command to hand it over, how many of the commands that "
             "followed differed from the stopped one (2/3: two of three). The record keeps "
@@ -104,7 +107,15 @@ def format_report(reply: ReportReply) -> str:
 
 
 def _cells(name: str, row: ReportRow) -> tuple[str, ...]:
-    counts = (row.handed, row.checked, row.passed_first, row.stopped, row.let_through, row.told)
+    counts = (
+        row.handed,
+        row.checked,
+        row.passed_first,
+        row.stopped,
+        row.let_through,
+        row.told,
+        row.failed_after,
+    )
     return (name, *map(str, counts), share(row), retried(row))
 
 
@@ -115,7 +126,7 @@ def retried(row: ReportRow) -> str:
 
 
 def _row(cells: tuple[str, ...]) -> str:
-    widths = (14, 7, 8, 10, 8, 12, 5, 10, 13)
+    widths = (14, 7, 8, 10, 8, 12, 5, 13, 10, 13)
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 
@@ -131,5 +142,6 @@ def status_line(row: ReportRow | None) -> str | None:
         f"checked {row.checked} commands in 7 days: {share(row)} passed first time, "
         f"{row.stopped} stopped, {row.let_through} let through"
         + (f", {row.told} told" if row.told else "")
+        + (f", {row.failed_after} failed after the fact" if row.failed_after else "")
         + (f"; {retries}" if after else "")
     )

@@ -17,6 +17,14 @@ installer writes one handler per program, `Bash(*git *)`, and commands that
 mention no such program start no process at all (mented/registration.py).
 Older versions ignore `if` and run the hook for every command, as before.
 
+`PostToolUse` (installed for the commands that can commit, with the same `if`
+pre-filters) is where a commit whose message was unknown before it ran is checked
+(mented.afterchecks). Its stdin is the `PreToolUse` event with
+`hook_event_name` "PostToolUse" and `tool_response`; it runs after a tool that
+succeeded (a failing one sends `PostToolUseFailure`, not installed), and its
+`hookSpecificOutput.additionalContext` is "text injected into model context"
+(the hooks reference shipped in 2.1.197), seen in the next model request.
+
 MCP servers (user scope): `mcpServers` in `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`
 when that is set), written through `claude mcp add --scope user`, because running
 sessions rewrite that file all the time; `claude mcp list` lists them.
@@ -24,7 +32,7 @@ sessions rewrite that file all the time; `claude mcp list` lists them.
 
 from __future__ import annotations
 
-from mented.agents.pretooluse import McpSettings, PreToolUseAgent
+from mented.agents.pretooluse import POST_TOOL_USE, McpSettings, PreToolUseAgent
 
 AGENT = PreToolUseAgent(
     pinned_rules=True,
@@ -37,6 +45,7 @@ AGENT = PreToolUseAgent(
     project_local_file=".claude/settings.local.json",
     edit_tools=frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"}),
     shell_condition="Bash({})",
+    post_tool_event=POST_TOOL_USE,
     user_notices=True,  # `systemMessage`: shown to the user, not the model
     mcp=McpSettings(
         how="claude-cli",

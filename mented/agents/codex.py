@@ -39,6 +39,12 @@ checked against the hashes Codex CLI 0.171 reports (`codex app-server`,
   `trusted_hash = "sha256:..."` (and `enabled = false` when the user turned it off).
   The path is `$CODEX_HOME` resolved through symlinks, else `$HOME/.codex` as is.
 
+`PostToolUse` (matcher `Bash`) is where a commit whose message was unknown
+before it ran is checked (mented.afterchecks): its input is the `PreToolUse` one
+with `tool_response` (post-tool-use.command.input.schema.json), its answer
+`hookSpecificOutput.additionalContext` (post-tool-use.command.output.schema.json,
+both embedded in the 0.171 binary), seen in the next model request.
+
 MCP servers: `[mcp_servers.NAME]` tables (`command`, `args`) in the same
 `config.toml`; `codex mcp list` lists them. Codex starts them with a minimal
 environment (HOME, PATH, USER, ...; no XDG_RUNTIME_DIR, no MENTED_SOCKET).
@@ -57,7 +63,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.agents.pretooluse import EntryTrust, InstalledEntry, McpSettings, PreToolUseAgent
+from mented.agents.pretooluse import (
+    POST_TOOL_USE,
+    EntryTrust,
+    InstalledEntry,
+    McpSettings,
+    PreToolUseAgent,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -95,6 +107,7 @@ AGENT = PreToolUseAgent(
     settings_name="hooks.json",
     project_settings_file=".codex/hooks.json",
     patch_tools=frozenset({"apply_patch"}),
+    post_tool_event=POST_TOOL_USE,
     no_project_local_file=(
         "Codex reads a project's hooks only from .codex/hooks.json and .codex/config.toml "
         "and has no uncommitted variant, so this file names this machine's interpreter and "

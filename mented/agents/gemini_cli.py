@@ -256,6 +256,7 @@ AGENT = GeminiAgent(
     project_settings_file=".gemini/settings.json",
     event_name=BEFORE_TOOL,
     after_event=AFTER_TOOL,
+    post_tool_event=AFTER_TOOL,
     install_note=(
         "Gemini CLI runs hooks only in folders it trusts; a project's hooks it "
         "also asks you about once."

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
 EVENT_NAME = "PreToolUse"
+# Sent after a tool ran (Claude Code, Codex): what the command did is checked there
+# (`mented.afterchecks`), and only that.
+POST_TOOL_USE = "PostToolUse"
 SESSION_START = "SessionStart"
 # `SessionStart` sources after which the model no longer has what it was handed.
 CONTEXT_EMPTIED = frozenset({"compact", "clear"})
@@ -306,6 +309,10 @@ class PreToolUseAgent:
         event_name: the event sent before a tool runs.
         after_event: the event sent after it ran, for an agent that reads hook
             context only then (Gemini CLI's `AfterTool`); its calls have `ran` set.
+        post_tool_event: the event sent after a tool ran on which the checks of
+            what a command did are answered (`mented.afterchecks`): `after_event`
+            where the agent has one, else an event installed for that alone
+            (`PostToolUse`); None: the agent has none we checked.
         context_emptied_events: events that by themselves mean the model's context
             was emptied (Copilot CLI's `PreCompact`), besides `SessionStart` with a
             source in `CONTEXT_EMPTIED`.
@@ -338,6 +345,7 @@ class PreToolUseAgent:
     entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
     event_name: str = EVENT_NAME
     after_event: str | None = None
+    post_tool_event: str | None = None
     context_emptied_events: frozenset[str] = frozenset()
     pinned_rules: bool = False
     session_start_sources: frozenset[str] = SESSION_START_SOURCES
@@ -386,7 +394,10 @@ class PreToolUseAgent:
             if emptied and decoded.session_id:
                 return ContextEmptied(session=decoded.session_id)
             return None
-        ran = decoded.hook_event_name is not None and decoded.hook_event_name == self.after_event
+        ran = decoded.hook_event_name is not None and decoded.hook_event_name in (
+            self.after_event,
+            self.post_tool_event,
+        )
         if decoded.hook_event_name not in (None, self.event_name) and not ran:
             return None
         tool = decoded.tool_name or ""
@@ -433,6 +444,23 @@ class PreToolUseAgent:
         return _encoder.encode(
             {"hookSpecificOutput": {"hookEventName": EVENT_NAME, "additionalContext": text}}
         )
+
+    def render_after(self, text: str) -> bytes:
+        """Stdout of the `post_tool_event` hook that hands `text` to the model."""
+        return _encoder.encode(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": self.post_tool_event,
+                    "additionalContext": text,
+                }
+            }
+        )
+
+    @property
+    def checks_only_after(self) -> bool:
+        """Whether the event after a tool ran is installed for the checks alone (no rules
+        are handed over there)."""
+        return self.post_tool_event is not None and self.after_event is None
 
     def with_notice(self, answer: bytes, notice: str) -> bytes | None:
         """`answer` with a one-line `notice` for the user (not the model), or None when
@@ -602,7 +630,7 @@ class PreToolUseAgent:
         daemon tells the events apart by `hook_event_name`. `needs` and
         `prefilter` as for `pretooluse_groups`.
         """
-        return {
+        groups = {
             EVENT_NAME: self.pretooluse_groups(command, timeout_s, needs, prefilter=prefilter),
             SESSION_START: [
                 {
@@ -613,6 +641,27 @@ class PreToolUseAgent:
                 }
             ],
         }
+        if self.checks_only_after:
+            groups[POST_TOOL_USE] = self.post_tool_groups(command, timeout_s, needs, prefilter)
+        return groups
+
+    def post_tool_groups(
+        self, command: str, timeout_s: int, needs: HookNeeds | None, prefilter: bool
+    ) -> list[dict[str, Any]]:
+        """Our groups under `PostToolUse`: the shell commands whose effect is checked
+        once they ran (`needs.after`), filtered as before the command; None for `needs`:
+        every shell command."""
+        shell = None if needs is None else HookNeeds(commands=needs.after)
+        return [
+            {
+                **group,
+                "hooks": [
+                    self.hook_entry(command, timeout_s, POST_TOOL_USE, condition=hook.get("if"))
+                    for hook in group["hooks"]
+                ],
+            }
+            for group in self.pretooluse_groups(command, timeout_s, shell, prefilter=prefilter)
+        ]
 
     def registration_summary(self, needs: HookNeeds, *, prefilter: bool = True) -> str:
         """The tool calls `hook_groups` registers the hook for, in a few words."""
@@ -676,7 +725,7 @@ class PreToolUseAgent:
     @property
     def hook_events(self) -> list[str]:
         """The events `mentectl hooks install` adds an entry under."""
-        return [EVENT_NAME, SESSION_START]
+        return [EVENT_NAME, SESSION_START, *([POST_TOOL_USE] if self.checks_only_after else [])]
 
 
 # ------------------------------------------------------------ installing
@@ -728,6 +777,7 @@ CONTEXT_EMPTIED_MATCHER = "|".join(sorted(CONTEXT_EMPTIED))
 STATUS_MESSAGES = {
     EVENT_NAME: "mented: your rules for this command",
     SESSION_START: "mented: your pinned rules",
+    POST_TOOL_USE: "mented: checking what the command did",
 }
 CONTEXT_RESET_MESSAGE = "mented: context reset, rules will be handed over again"
 

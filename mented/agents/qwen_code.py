@@ -83,5 +83,6 @@ AGENT = QwenAgent(
     project_settings_file=".qwen/settings.json",
     shell_tools=frozenset({SHELL_TOOL}),
     after_event=POST_TOOL_USE,
+    post_tool_event=POST_TOOL_USE,
     mcp=McpSettings(file_name="settings.json", list_command="qwen mcp list"),
 )
