@@ -547,7 +547,9 @@ def _convert_entry(raw: Any, where: str, raw_name: str) -> _ActionEntry:  # noqa
     return entry
 
 
-def _trigger_problem(tools: Iterable[str], paths: Iterable[str]) -> str | None:
+def _trigger_problem(
+    tools: Iterable[str], paths: Iterable[str], *, builtin: bool = False
+) -> str | None:
     """What is wrong with an action's tool and path triggers, or None."""
     for tool in tools:
         server, _, name = tool.partition("/")
@@ -563,7 +565,7 @@ def _trigger_problem(tools: Iterable[str], paths: Iterable[str]) -> str | None:
                 "as in .gitignore, relative to the project root: 'db/migrations/**', "
                 "'CHANGELOG.md'"
             )
-        problem = path_pattern_problem(path)
+        problem = path_pattern_problem(path, bounds_only=builtin)
         if problem:
             return f"path {path!r}: {problem}"
     return None
@@ -653,7 +655,7 @@ def _builtin() -> _BuiltinTable:
             problem = _shape_problem(shape)
             if problem:
                 raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
-        problem = _trigger_problem(entry.tools, entry.paths)
+        problem = _trigger_problem(entry.tools, entry.paths, builtin=True)
         if problem:
             raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
         shapes = _runs_as(entry.shapes, document.programs)
