@@ -1487,6 +1487,7 @@ class Server:
         chars_per_session, sessions = self.hooks.chars_per_session()
         pinned = self.store.pinned_rules()
         week = self.compliance.summary(since=time.time() - 7 * 86_400).total
+        since = self.loop_lag.take()
         return StatusReply(
             checks_7d=report_row("7d", week),
             version=__version__,
@@ -1505,6 +1506,8 @@ class Server:
             loop_lag_ms=self.loop_lag.worst.seconds * 1000,
             loop_lag_task=self.loop_lag.worst.task,
             loop_lag_recent_ms=self.loop_lag.recent.seconds * 1000,
+            loop_lag_since_ms=since.seconds * 1000,
+            loop_lag_since_task=since.task,
             last_hook_fire=self.hooks.last_fire,
             hook_chars_per_session=chars_per_session,
             hook_sessions=sessions,

@@ -113,7 +113,7 @@ def first_hook(tmp_path: Path, config: str = "") -> dict[str, object]:
         "HOME": str(tmp_path / "home"),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
-    result = subprocess.run(  # noqa: S603 - our own interpreter and script
+    result = subprocess.run(
         [PYTHON, "-c", FIRST_HOOK, str(tmp_path), config],
         env=env,
         capture_output=True,
