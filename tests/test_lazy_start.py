@@ -2,8 +2,9 @@
 
 The first hook after a start waits for every module the daemon imports first. The
 recall index (Tantivy), pathspec (only a config file's path patterns are checked
-with it) and git sync are no part of a hook's answer: they are imported when first
-used, or after the first answer. Counted in a fresh interpreter, not timed.
+with it) and the adapters of agents other than the hook's are no part of its
+answer: they are imported when first used, or after the first answer. Counted in
+a fresh interpreter, not timed.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mented.protocol import (
 from mented.server import Server, ServerOptions
 from mented.store import Store
 
-WATCHED = ("tantivy", "mented.recall", "pathspec")
+WATCHED = ("tantivy", "mented.recall", "pathspec", "mented.agents.cursor", "mented.agents.codex")
 root = Path(sys.argv[1])
 (root / "config.toml").write_text(sys.argv[2])
 store = Store(root / "data")
@@ -136,10 +137,17 @@ def test_the_first_hook_is_answered_before_tantivy_or_pathspec_is_imported(
 ) -> None:
     out = first_hook(short_root)
     assert "commit messages: one line" in str(out["hook"])
-    assert out["seen"] == {"tantivy": False, "mented.recall": False, "pathspec": False}
+    # Nor the adapters of the agents other than the hook's (Claude Code's).
+    assert not any(out["seen"].values()), out["seen"]  # type: ignore[attr-defined]
     # The first recall opens the index then, and finds what was stored after the start.
     assert "db-7" in str(out["recall"])
-    assert out["modules"] == {"tantivy": True, "mented.recall": True, "pathspec": False}
+    assert out["modules"] == {
+        "tantivy": True,
+        "mented.recall": True,
+        "pathspec": False,
+        "mented.agents.cursor": False,
+        "mented.agents.codex": False,
+    }
 
 
 def test_a_config_with_path_patterns_still_has_them_checked_and_matched(
@@ -149,5 +157,11 @@ def test_a_config_with_path_patterns_still_has_them_checked_and_matched(
     assert "commit messages: one line" in str(out["hook"])
     # Only a config's own patterns are checked with pathspec (the built-in ones are
     # checked against it by tests/test_path_patterns.py).
-    assert out["seen"] == {"tantivy": False, "mented.recall": False, "pathspec": True}
+    assert out["seen"] == {
+        "tantivy": False,
+        "mented.recall": False,
+        "pathspec": True,
+        "mented.agents.cursor": False,
+        "mented.agents.codex": False,
+    }
     assert "check the prod values" in str(out["edit"])
