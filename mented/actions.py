@@ -33,8 +33,9 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -48,9 +49,6 @@ from mented.config import (
 )
 from mented.edits import path_pattern_problem
 from mented.memory import InvalidInputError, action_from_input, normalize_action
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 BUILTIN = "built-in"
 BUILTIN_FILE = "actions.toml"
@@ -591,7 +589,9 @@ def _convert_entry(raw: Any, where: str, raw_name: str) -> _ActionEntry:  # noqa
     return entry
 
 
-def _trigger_problem(tools: Iterable[str], paths: Iterable[str]) -> str | None:
+def _trigger_problem(
+    tools: Iterable[str], paths: Iterable[str], *, builtin: bool = False
+) -> str | None:
     """What is wrong with an action's tool and path triggers, or None."""
     for tool in tools:
         server, _, name = tool.partition("/")
@@ -607,7 +607,7 @@ def _trigger_problem(tools: Iterable[str], paths: Iterable[str]) -> str | None:
                 "as in .gitignore, relative to the project root: 'db/migrations/**', "
                 "'CHANGELOG.md'"
             )
-        problem = path_pattern_problem(path)
+        problem = path_pattern_problem(path, bounds_only=builtin)
         if problem:
             return f"path {path!r}: {problem}"
     return None
@@ -684,7 +684,18 @@ def _where(config: Config, raw_name: str) -> str:
 
 @functools.cache
 def _builtin() -> _BuiltinTable:
-    """The built-in table, read and checked once per process."""
+    """The built-in table, once per process: as checked and kept by an earlier start
+    (`mented.action_cache`), else read and checked now."""
+    from mented import action_cache  # noqa: PLC0415 - not for the names alone
+
+    here = Path(__file__)
+    # The table, and the code that reads it: a change to either is another table.
+    sources = (here.with_name(BUILTIN_FILE), here, here.with_name("memory.py"))
+    return action_cache.cached(_BuiltinTable, _read_builtin, sources)
+
+
+def _read_builtin() -> _BuiltinTable:
+    """The built-in table, read and checked."""
     text = resources.files("mented").joinpath(BUILTIN_FILE).read_text(encoding="utf-8")
     try:
         document = msgspec.convert(tomllib.loads(text), _BuiltinFile)
@@ -697,7 +708,7 @@ def _builtin() -> _BuiltinTable:
             problem = _shape_problem(shape)
             if problem:
                 raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
-        problem = _trigger_problem(entry.tools, entry.paths)
+        problem = _trigger_problem(entry.tools, entry.paths, builtin=True)
         if problem:
             raise ConfigError(f"the built-in {BUILTIN_FILE}, action {name!r}: {problem}")
         shapes = _runs_as(entry.shapes, document.programs)

@@ -6,7 +6,9 @@ GIL held by a worker thread meanwhile) is what every other request waits. A trio
 instrument times each step: two clock reads and a comparison, no timer of its
 own (an idle daemon wakes for nothing). `mentectl status` shows the worst step
 since start and over the last minute or two, with the task that took it, and the
-tests of docs/reliability.md assert on it under each attack.
+tests of docs/reliability.md assert on it under each attack. `status` also says the
+longest step since the previous `status` (`loop_lag_since_ms`), so that a benchmark
+can measure what a load added after its set-up.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class LoopLag(trio.abc.Instrument):
         self._window_end = self._clock() + window_s
         self._this_window = Lag()
         self._last_window = Lag()
+        self._since_taken = Lag()  # see `take`
 
     def start(self) -> None:
         """Begin with the step in progress (`trio.lowlevel.add_instrument` is called in
@@ -51,6 +54,8 @@ class LoopLag(trio.abc.Instrument):
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
         now = self._clock()
         took = now - self._step_started
+        if took > self._since_taken.seconds:
+            self._since_taken = Lag(took, task.name)
         if now >= self._window_end:
             self._rotate(now)
         if took > self._this_window.seconds:
@@ -79,6 +84,12 @@ class LoopLag(trio.abc.Instrument):
         this, last = self._this_window, self._last_window
         return this if this.seconds >= last.seconds else last
 
+    def take(self) -> Lag:
+        """The longest step since the previous `take`, and start again: what a load
+        added, once its set-up's steps are taken (`mentectl bench`'s loop-lag part)."""
+        taken, self._since_taken = self._since_taken, Lag()
+        return taken
+
     def reset(self) -> None:
         """Forget what was measured (the start-up's first steps, or a test's set-up)."""
-        self._worst = self._this_window = self._last_window = Lag()
+        self._worst = self._this_window = self._last_window = self._since_taken = Lag()

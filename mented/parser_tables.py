@@ -209,7 +209,7 @@ def _stored_tables(pdict: dict[str, Any], digest: str) -> Tables | str:
         shipped = f"{SHIPPED.name}: {exc}"
     directory = cache_dir()
     try:
-        fd = _private_directory(directory)
+        fd = private_directory(directory)
     except (OSError, Refused) as exc:
         return f"{shipped}; cache: {exc}"
     try:
@@ -240,7 +240,7 @@ def _cache_name(digest: str) -> str:
     return f"{CACHE_PREFIX}{digest[:32]}.json"
 
 
-def _private_directory(directory: Path, *, create: bool = False) -> int:
+def private_directory(directory: Path, *, create: bool = False) -> int:
     """`directory` opened, checked to be the user's own and closed to everyone else.
 
     Raises:
@@ -255,7 +255,7 @@ def _private_directory(directory: Path, *, create: bool = False) -> int:
         os.close(fd)
         raise Refused(
             f"{directory} is not private to you (owner uid {info.st_uid}, mode "
-            f"{stat.S_IMODE(info.st_mode):o}): parser tables are read only from a 0700 "
+            f"{stat.S_IMODE(info.st_mode):o}): the cache is read only from a 0700 "
             "directory of yours"
         )
     return fd
@@ -264,7 +264,7 @@ def _private_directory(directory: Path, *, create: bool = False) -> int:
 def _write_cache(data: bytes, digest: str) -> None:
     """Keep `data` in the user's cache for the next start; quietly not, where it cannot be."""
     try:
-        fd = _private_directory(cache_dir(), create=True)
+        fd = private_directory(cache_dir(), create=True)
     except (OSError, Refused):
         return  # a read-only home (a sandboxed service): the next start builds again
     name = _cache_name(digest)

@@ -344,6 +344,9 @@ class StatusReply(_Reply, tag="status", kw_only=True):
     loop_lag_ms: float | None = None
     loop_lag_task: str | None = None
     loop_lag_recent_ms: float | None = None
+    # The longest step since the previous `status` request (of any client), and its task.
+    loop_lag_since_ms: float | None = None
+    loop_lag_since_task: str | None = None
     last_hook_fire: FireRecord | None = None
     # Characters of rules handed to the model per agent session, on average since start.
     hook_chars_per_session: float | None = None

@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -132,7 +132,6 @@ from mented.protocol import (
     encode,
     frame,
 )
-from mented.recall import RebuildSummary, RecallBusyError, RecallError, RecallIndex
 from mented.service import has_controlling_terminal
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import (
@@ -147,6 +146,11 @@ from mented.store import (
 from mented.sync import GitSync, SyncError
 from mented.team import ProjectRuleError, ProjectRules, RuleLookup
 from mented.team_reads import ProjectReads
+
+if TYPE_CHECKING:
+    # Imported when the index is first opened (`_open_recall_once`): Tantivy is no
+    # part of what the first hook after a start waits for.
+    from mented.recall import RebuildSummary, RecallIndex
 
 T = TypeVar("T")
 
@@ -204,6 +208,7 @@ _GIL_SWITCH_INTERVAL_S = 0.0005
 _SYNC_CHECK_S = 60.0  # with [sync] off, how often to look whether a reload turned it on
 _SYNC_SETTLE_S = 2.0  # after a write, wait this long for more before syncing them together
 _RECALL_IDLE_S = 30.0  # the recall index lets go of Tantivy after this long unused
+_RECALL_OPEN_AFTER_S = 1.0  # with no request by then, the recall index is opened anyway
 
 
 class RecallUnavailableError(Exception):
@@ -334,6 +339,9 @@ class Server:
         # at once must not both pass the check.
         self._pinned_lock = threading.Lock()
         self._recall_used = trio.Event()  # set by each use: see _release_recall_when_idle
+        self._recall_opening = trio.Lock()  # see _open_recall_once
+        self._recall_tried = False  # opened, or failed to (then `recall_error` says why)
+        self._answered = trio.Event()  # set by the first answer sent: see _catch_up_recall
 
     # ---------------------------------------------------------------- start-up
 
@@ -367,7 +375,6 @@ class Server:
         self.projects = ProjectRules(opts.data_dir, read_inline=False)
         self.project_reads = ProjectReads(self.projects)
         self.rules = RuleLookup(self.store, self.projects)
-        self._open_recall()
         self.hooks = HookHandler(
             self.rules,
             self.matcher,
@@ -649,6 +656,7 @@ class Server:
                 self._settle_hook(conn, sent=False)
         sent = await self._send_reply(conn, reply)
         self._settle_hook(conn, sent=sent)
+        self._answered.set()
         if not sent:
             return False
         del reply  # not held while the connection waits for its next request
@@ -937,6 +945,7 @@ class Server:
     async def _answer(self, request: Request) -> Reply:
         store = self.store
         if isinstance(request, _USES_RECALL):
+            await self._open_recall_once()
             self._note_recall_use()
         match request:
             case RecallRequest(action=action, agent=agent, cwd=cwd, k=k):
@@ -1046,6 +1055,8 @@ class Server:
         search = functools.partial(
             self._recall_index().search, request.query, agent=request.agent, cwd=request.cwd, k=k
         )
+        from mented.recall import RecallBusyError  # noqa: PLC0415 - opened by now: see _answer
+
         try:
             hits = await _in_thread(search, self._searches)
         except RecallBusyError as exc:
@@ -1262,9 +1273,13 @@ class Server:
                 await trio.to_thread.run_sync(self.recall.release, abandon_on_cancel=True)
 
     async def _catch_up_recall(self) -> None:
-        """Bring the recall index up to date off the start-up path: a first start on a
-        big store rebuilds it (about 10,000 facts a second), and rules need no index.
-        A recall meanwhile waits for it."""
+        """Open the recall index and bring it up to date off the start-up path, once
+        the first answer is sent (or a moment after the start, if no client comes): a
+        first start on a big store rebuilds it (about 10,000 facts a second), and rules
+        need no index. A recall meanwhile waits for it."""
+        with trio.move_on_after(_RECALL_OPEN_AFTER_S):
+            await self._answered.wait()
+        await self._open_recall_once()
         recall = self.recall
         if recall is None:
             return
@@ -1275,7 +1290,20 @@ class Server:
             log.warning("recall_index_behind", error=str(exc))
         self._note_recall_use()
 
+    async def _open_recall_once(self) -> None:
+        """Open the recall index in a worker thread, the first time it is wanted: the
+        first request that uses it, or `_catch_up_recall`. Importing Tantivy and
+        opening its files are then no part of what the first hook waits for."""
+        if self._recall_tried:
+            return
+        async with self._recall_opening:
+            if not self._recall_tried:
+                await trio.to_thread.run_sync(self._open_recall)
+                self._recall_tried = True
+
     def _open_recall(self) -> None:
+        from mented.recall import RecallError, RecallIndex  # noqa: PLC0415 - see _open_recall_once
+
         try:
             self.recall = RecallIndex(self.options.data_dir / "recall", self.store, catch_up=False)
         except RecallError as exc:
@@ -1475,6 +1503,7 @@ class Server:
         chars_per_session, sessions = self.hooks.chars_per_session()
         pinned = self.store.pinned_rules()
         week = self.compliance.summary(since=time.time() - 7 * 86_400).total
+        since = self.loop_lag.take()
         return StatusReply(
             checks_7d=report_row("7d", week),
             version=__version__,
@@ -1493,6 +1522,8 @@ class Server:
             loop_lag_ms=self.loop_lag.worst.seconds * 1000,
             loop_lag_task=self.loop_lag.worst.task,
             loop_lag_recent_ms=self.loop_lag.recent.seconds * 1000,
+            loop_lag_since_ms=since.seconds * 1000,
+            loop_lag_since_task=since.task,
             last_hook_fire=self.hooks.last_fire,
             hook_chars_per_session=chars_per_session,
             hook_sessions=sessions,

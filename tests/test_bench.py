@@ -108,6 +108,7 @@ def test_smoke_run_writes_every_section_with_sane_figures(short_tmp: Path) -> No
     assert "## What bounds each figure" in text
     assert "targets" in done.stdout  # the table on stdout
     check_startup(result, text)
+    check_loop_lag(result, text)
     # Its own daemons, sockets and stores only: the user's paths stay untouched.
     assert not Path(env["MENTED_SOCKET"]).exists()
     assert not Path(env["MENTED_DATA_DIR"]).exists()
@@ -168,3 +169,21 @@ def check_startup(result: dict[str, Any], text: str) -> None:
         "first hook after a start (socket activation)",
         "MCP server answers initialize",
     }
+
+
+def check_loop_lag(result: dict[str, Any], text: str) -> None:
+    """Issue 22's attacks, each with the bystander's hooks answered (with their rule)."""
+    attacks = result["loop_lag"]
+    assert [attack["attack"] for attack in attacks] == [
+        "reindex",
+        "hidden facts",
+        "path pattern",
+        "slow clients",
+    ]
+    for attack in attacks:
+        assert attack["quiet"]["n"] == 20
+        assert attack["during"]["n"] >= 1
+        assert positive(attack["loop_lag_ms"])
+    assert "## Loop lag under attack" in text
+    assert "| reindex | `reindex` of 200 facts, 3 `recall`s |" in text
+    assert "event loop held, slow clients" in {target["figure"] for target in result["targets"]}

@@ -10,7 +10,9 @@ below its hand-written mark:
 - `travel`   export, import and sync, and the hook with project rules (`travel.py`);
 - `commands` the action table's recall and precision on the tldr pages' command
              examples, given a checkout of them (`command_corpus.py`);
-- `startup`  a new daemon's first hook and the MCP server's first answers (`startup.py`).
+- `startup`  a new daemon's first hook and the MCP server's first answers (`startup.py`);
+- `looplag`  a bystander's hooks and the daemon's event loop under issue 22's attacks
+             (`loop_lag.py`).
 
 Each takes its own options: `python -m mented_client.bench travel --help`.
 """
@@ -21,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mented_client.bench import command_corpus, lookups, matcher, startup, travel
+from mented_client.bench import command_corpus, lookups, loop_lag, matcher, startup, travel
 
 PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "matcher": matcher.main,
@@ -29,6 +31,7 @@ PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "travel": travel.main,
     "commands": command_corpus.main,
     "startup": startup.main,
+    "looplag": loop_lag.main,
 }
 
 

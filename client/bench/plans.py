@@ -24,6 +24,7 @@ class Plan:
     durable_writes: int
     cold_starts: int  # per size
     matcher_rounds: int  # passes over the corpus
+    attack_facts: int  # facts in the store of the loop-lag part's recall attacks
 
 
 PLANS = {
@@ -40,6 +41,7 @@ PLANS = {
         durable_writes=300,
         cold_starts=5,
         matcher_rounds=20,
+        attack_facts=60_000,
     ),
     "quick": Plan(
         name="quick",
@@ -54,6 +56,7 @@ PLANS = {
         durable_writes=40,
         cold_starts=1,
         matcher_rounds=3,
+        attack_facts=20_000,
     ),
     # For the test suite: every section, tiny.
     "smoke": Plan(
@@ -69,5 +72,6 @@ PLANS = {
         durable_writes=3,
         cold_starts=1,
         matcher_rounds=1,
+        attack_facts=200,
     ),
 }

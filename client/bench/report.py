@@ -416,6 +416,25 @@ def _startup_section(result: BenchResult) -> list[str]:
     ]
 
 
+def _loop_lag_section(result: BenchResult) -> list[str]:
+    if not result.loop_lag:
+        return []
+    from mented_client.bench.loop_lag import render  # noqa: PLC0415 - its own table
+
+    return [
+        "## Loop lag under attack",
+        "",
+        "Issue 22's attacks, each against a daemon of its own, while a bystander sends "
+        "commit hooks (one connection each, as the shim does; each must get its rule): the "
+        "longest event-loop step the daemon measured (every request waits that long at "
+        "most) while 20 quiet hooks ran, then while the attack ran, and the bystander's "
+        "round trips.",
+        "",
+        *render(result.loop_lag),
+        "",
+    ]
+
+
 def _portable_command_line(command_line: str) -> str:
     """The hook's command line with this machine's paths named by what they are."""
     run_words = command_argv(command_line)
@@ -473,6 +492,7 @@ def render_markdown(result: BenchResult) -> str:
         "",
         *_session_cost_section(result),
         *_startup_section(result),
+        *_loop_lag_section(result),
         "## What bounds each figure",
         "",
     ]

@@ -16,6 +16,7 @@ from mented_client.bench.concurrency import ConcurrencyLevel, bench_concurrency
 from mented_client.bench.corpus import CORPUS
 from mented_client.bench.hook import HOOK_CASES, HookSection, bench_hook, fill_hook_store
 from mented_client.bench.hook_request import HookRequestSection, bench_hook_request
+from mented_client.bench.loop_lag import AttackFigures, bench_loop_lag
 from mented_client.bench.machine import Machine, describe_machine, load_average
 from mented_client.bench.matcher import MatcherSection, bench_matcher
 from mented_client.bench.memory import MemorySize
@@ -53,6 +54,7 @@ class BenchResult(msgspec.Struct, kw_only=True):
     targets: list[Target]
     session_cost: list[SessionCost] = []
     startup: StartupSection | None = None  # None: a result from before this section
+    loop_lag: list[AttackFigures] = []  # empty: a result from before this section
 
 
 def _targets(result: BenchResult) -> list[Target]:
@@ -141,6 +143,15 @@ def _targets(result: BenchResult) -> list[Target]:
                 met=initialize <= 300,
             ),
         ]
+    targets += [
+        Target(
+            figure=f"event loop held, {attack.attack}",
+            target="<= 10 ms (issue 22)",
+            measured=f"{attack.loop_lag_ms:.1f} ms (quiet: {attack.loop_lag_before_ms:.1f} ms)",
+            met=attack.loop_lag_ms <= 10,
+        )
+        for attack in result.loop_lag
+    ]
     return targets
 
 
@@ -164,6 +175,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         session_cost = bench_session_cost(root)
         progress(f"start-up: {plan.cold_starts} rounds of daemon and MCP server starts")
         startup = bench_startup(plan.cold_starts, root, config, progress)
+        loop_lag = bench_loop_lag(plan.attack_facts, root, progress)
         floors = [EchoServer(root, kind) for kind in FLOOR_KINDS]
         daemon = Daemon(root, "hook", config)
         fill_hook_store(daemon.data_dir)
@@ -216,6 +228,7 @@ def run(plan: Plan, *, command: str = "mentectl bench", progress: Progress = pri
         targets=[],
         session_cost=session_cost,
         startup=startup,
+        loop_lag=loop_lag,
     )
     result.targets = _targets(result)
     result.seconds = time.perf_counter() - started

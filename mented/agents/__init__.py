@@ -14,24 +14,54 @@ scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 
 from __future__ import annotations
 
-from mented.agents import claude_code, codex, copilot_cli, cursor, gemini_cli, qwen_code
+import importlib
+from collections.abc import Iterator, Mapping
+
 from mented.agents.pretooluse import ContextEmptied, PreToolUseAgent, SessionStarted, ToolCall
 
 Agent = PreToolUseAgent
 
-AGENTS: dict[str, Agent] = {
-    agent.name: agent
-    for agent in (
-        claude_code.AGENT,
-        codex.AGENT,
-        gemini_cli.AGENT,
-        copilot_cli.AGENT,
-        cursor.AGENT,
-        qwen_code.AGENT,
-    )
+# Each agent's adapter module, in the order `mentectl` lists them.
+_MODULES = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "gemini-cli": "gemini_cli",
+    "copilot-cli": "copilot_cli",
+    "cursor": "cursor",
+    "qwen-code": "qwen_code",
 }
 
+
+class _Adapters(Mapping[str, Agent]):
+    """The adapters by name, each module imported when first asked for: the daemon's
+    first hook after a start waits for the one agent it serves, not for all six
+    (their event and settings code, about a tenth of the daemon's imports)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Agent] = {}
+
+    def __getitem__(self, name: str) -> Agent:
+        agent = self._loaded.get(name)
+        if agent is None:
+            module = importlib.import_module(f"mented.agents.{_MODULES[name]}")
+            agent = module.AGENT
+            assert agent.name == name, f"{module.__name__} serves {agent.name}, not {name}"
+            self._loaded[name] = agent
+        return agent
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _MODULES
+
+
+AGENTS: Mapping[str, Agent] = _Adapters()
+
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
-DEFAULT_AGENT = claude_code.AGENT.name
+DEFAULT_AGENT = "claude-code"
 
 __all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "SessionStarted", "ToolCall"]
