@@ -54,7 +54,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `agents` tests download and run the real agents: only when asked to.
+    """The `agents` tests download and run the real agents: only when asked to, then first.
 
     Under mutmut (docs/testing.md) the tests with a daemon process are left out: the
     process imports the unmutated sources, so they cannot kill a mutant.
@@ -62,6 +62,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if "MUTANT_UNDER_TEST" in os.environ:
         items[:] = [item for item in items if "daemon" not in getattr(item, "fixturenames", ())]
     if os.environ.get(AGENT_TESTS_ENV) == "1":
+        # The agents' tests first (a stable sort keeps each agent's tests together):
+        # each takes many seconds, and started last they kept one worker busy after
+        # the others had run out of tests (`--dist worksteal` hands out the rest).
+        items.sort(key=lambda item: item.get_closest_marker("agents") is None)
         return
     skip = pytest.mark.skip(
         reason=f"with the real agents: set {AGENT_TESTS_ENV}=1 (needs npm; .ci/run does it)"
