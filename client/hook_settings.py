@@ -517,9 +517,9 @@ def missing_events(entries: list[MentedEntry], events: list[str]) -> list[str]:
     return [event for event in events if event not in have]
 
 
-def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node | None]:
+def _entry_node(root: _Node, path: Path, entry: MentedEntry) -> tuple[_Node, _Node | None]:
     """The event's group list and the hooks list of the group holding `entry` (None: flat)."""
-    groups = _event_list(_root(text, path), path, entry.event)
+    groups = _event_list(root, path, entry.event)
     assert groups is not None
     if entry.hook < 0:
         return groups, None
@@ -529,9 +529,9 @@ def _entry_node(text: str, path: Path, entry: MentedEntry) -> tuple[_Node, _Node
     return groups, hooks
 
 
-def _handler_node(text: str, path: Path, entry: MentedEntry) -> _Node:
+def _handler_node(root: _Node, path: Path, entry: MentedEntry) -> _Node:
     """The entry's own object."""
-    groups, hooks = _entry_node(text, path, entry)
+    groups, hooks = _entry_node(root, path, entry)
     return groups.items[entry.group] if hooks is None else hooks.items[entry.hook]
 
 
@@ -614,8 +614,12 @@ def _add_event_hooks(  # noqa: PLR0913 - the file, and what goes where
     if entries and [_layout(e.matcher, e.handler) for e in entries] == [
         _layout(matcher, hook) for matcher, hook in wanted
     ]:
-        for entry, (_, hook) in zip(entries, wanted, strict=True):
-            text = _update_entry(text, path, entry, hook, layout)
+        # From the last entry to the first, each from where one read of the file found
+        # it: an edit moves only the text after it (a read per entry cost seconds).
+        root = _root(text, path)
+        starts = [_handler_node(root, path, entry).start for entry in entries]
+        for entry, start, (_, hook) in reversed(list(zip(entries, starts, wanted, strict=True))):
+            text = _update_entry(text, start, entry, hook, layout)
         return text
     ours = wanted[0][1] if wanted else {}
     first = entries[0].handler if entries else {}
@@ -628,8 +632,7 @@ def _add_event_hooks(  # noqa: PLR0913 - the file, and what goes where
         and value != ours[key]
         and not _our_words(key, value)
     }
-    for entry in reversed(entries):
-        text = _remove_entry(text, path, entry)
+    text = _remove_entries(text, path, entries)
     for group in groups:
         if layout.nested:
             with_kept = {**group, "hooks": [{**hook, **kept} for hook in group["hooks"]]}
@@ -640,9 +643,10 @@ def _add_event_hooks(  # noqa: PLR0913 - the file, and what goes where
 
 
 def _update_entry(
-    text: str, path: Path, entry: MentedEntry, hook: dict[str, Any], layout: SettingsLayout
+    text: str, start: int, entry: MentedEntry, hook: dict[str, Any], layout: SettingsLayout
 ) -> str:
-    """Our `hook` written into the installed `entry`: our fields set, missing ones added."""
+    """Our `hook` written into the installed `entry` (its object at `start`): our fields
+    set, missing ones added."""
     for key, value in hook.items():
         # The command line and the timeout are ours; a field the user set
         # (their own `statusMessage`) stays, one they did not is added.
@@ -651,7 +655,7 @@ def _update_entry(
             or (key not in _ours(layout) and not _our_words(key, entry.handler[key]))
         ):
             continue
-        text = _set_member(text, _handler_node(text, path, entry), key, value)
+        text = _set_member(text, _Parser(text).value(start), key, value)
     return text
 
 
@@ -681,11 +685,58 @@ def _add_group(text: str, path: Path, event: str, group: dict[str, Any]) -> str:
     return _insert_child(text, event_groups, lambda indent, unit: _render(group, indent, unit))
 
 
-def _remove_entry(text: str, path: Path, entry: MentedEntry) -> str:
-    groups, hooks = _entry_node(text, path, entry)
-    if hooks is not None and len(hooks.items) > 1:
-        return _remove_child(text, hooks, entry.hook)
-    return _remove_child(text, groups, entry.group)
+def _remove_entries(text: str, path: Path, entries: list[MentedEntry]) -> str:
+    """`text` without `entries` (`find_entries` found them in it), from one read of it.
+
+    The same text as removing them one by one from the last (`_remove_child`), where
+    a read of the file per entry cost seconds for hundreds of entries: a group left
+    without hooks goes whole, and so does an entry with the text up to the next child
+    that stays, or, with none after it, from the end of the child before it.
+    """
+    if not entries:
+        return text
+    root = _root(text, path)
+    gone_groups: dict[int, set[int]] = {}  # id of an event's group list: its groups that go
+    gone_hooks: dict[tuple[int, int], set[int]] = {}  # (list, group): the hooks that go
+    lists: dict[int, _Node] = {}
+    for entry in entries:
+        groups, hooks = _entry_node(root, path, entry)
+        lists[id(groups)] = groups
+        if hooks is None:
+            gone_groups.setdefault(id(groups), set()).add(entry.group)
+        else:
+            gone_hooks.setdefault((id(groups), entry.group), set()).add(entry.hook)
+    cuts: list[tuple[int, int]] = []
+    for (list_id, group), hooks_gone in gone_hooks.items():
+        hooks = lists[list_id].items[group].member("hooks")
+        assert hooks is not None
+        if len(hooks_gone) == len(hooks.items):
+            gone_groups.setdefault(list_id, set()).add(group)
+        else:
+            cuts += _cuts(hooks, hooks_gone)
+    for list_id, groups_gone in gone_groups.items():
+        cuts += _cuts(lists[list_id], groups_gone)
+    kept, end = [], 0
+    for start, stop in sorted(cuts):
+        if start > end:
+            kept.append(text[end:start])
+        end = max(end, stop)
+    return "".join([*kept, text[end:]])
+
+
+def _cuts(container: _Node, gone: set[int]) -> list[tuple[int, int]]:
+    """The spans `_remove_child` would cut for the children `gone`, removed from the last."""
+    children = container.children()
+    cuts = []
+    for index in gone:
+        after = next((i for i in range(index + 1, len(children)) if i not in gone), None)
+        if after is not None:
+            cuts.append((children[index][0], children[after][0]))
+        elif index > 0:
+            cuts.append((children[index - 1][1], children[index][1]))
+        else:
+            cuts.append((container.start + 1, container.end - 1))
+    return cuts
 
 
 def remove_hooks(
@@ -701,8 +752,7 @@ def remove_hooks(
     entries = find_entries(text, path, shim_path, layout)
     if not entries:
         return text, 0
-    for entry in reversed(entries):
-        text = _remove_entry(text, path, entry)
+    text = _remove_entries(text, path, entries)
     for event in dict.fromkeys(entry.event for entry in entries):
         root = _root(text, path)
         hooks = _hooks_object(root, path)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import compileall
 import contextlib
+import functools
+import io
+import locale
 import os
 import pwd
 import shutil
@@ -12,7 +15,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +28,8 @@ import mented_client
 from mented.protocol import HEADER, StatusReply, StatusRequest
 from mented.sessions import SessionMemory
 from mented.store import Store
+from mented_client.cli import _verb_of
+from mented_client.cli import main as mentectl_main
 from mented_client.connection import Client, NotRunningError, ProtocolError
 
 PYTHON = sys.executable
@@ -47,7 +54,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `agents` tests download and run the real agents: only when asked to.
+    """The `agents` tests download and run the real agents: only when asked to, then first.
 
     Under mutmut (docs/testing.md) the tests with a daemon process are left out: the
     process imports the unmutated sources, so they cannot kill a mutant.
@@ -55,6 +62,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if "MUTANT_UNDER_TEST" in os.environ:
         items[:] = [item for item in items if "daemon" not in getattr(item, "fixturenames", ())]
     if os.environ.get(AGENT_TESTS_ENV) == "1":
+        # The agents' tests first (a stable sort keeps each agent's tests together):
+        # each takes many seconds, and started last they kept one worker busy after
+        # the others had run out of tests (`--dist worksteal` hands out the rest).
+        items.sort(key=lambda item: item.get_closest_marker("agents") is None)
         return
     skip = pytest.mark.skip(
         reason=f"with the real agents: set {AGENT_TESTS_ENV}=1 (needs npm; .ci/run does it)"
@@ -157,6 +168,114 @@ def isolated_env(root: Path) -> dict[str, str]:
     return env
 
 
+# The verbs that ask the daemon (or edit files) and end: `DaemonProcess.mentectl`
+# runs them in the test's process, which saves an interpreter start and mentectl's
+# imports (~0.2 s of CPU) per command. The others start, stop or wait on processes
+# (`start`, `setup`, `watch`, `mcp`, `uninstall`, ...) and keep a process of their own.
+IN_PROCESS_VERBS = frozenset(
+    {
+        "actions", "doctor", "explain", "export", "hooks", "import", "log", "recall",
+        "reindex", "reload", "remember", "report", "rule", "status", "sync", "trust",
+    }
+)  # fmt: skip
+MENTECTL_TIMEOUT_S = 60
+
+
+def run_mentectl(
+    args: list[str], *, env: dict[str, str], stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`mentectl ARGS` with `env`, as `subprocess.run(..., text=True)` would return it.
+
+    A verb of `IN_PROCESS_VERBS` runs here, as its process would: `os.environ` is
+    `env`, the working directory `cwd`, stdin/stdout/stderr are pipes' streams with a
+    child's encoding and error handler, `SystemExit` and an uncaught exception
+    (its traceback on stderr) are the exit status, and it fails after 60 s as the
+    process's timeout does. Everything is put back afterwards.
+    """
+    command = [PYTHON, "-m", "mented_client.cli", *args]
+    # Only from the main thread: the swaps below are the whole process's (a model
+    # server's thread running `rule supersede` would change the test's environment).
+    main_thread = threading.current_thread() is threading.main_thread()
+    if _verb_of(args) not in IN_PROCESS_VERBS or not main_thread:
+        return subprocess.run(
+            command,
+            env=env,
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=MENTECTL_TIMEOUT_S,
+            check=False,
+        )
+    encoding, errors = _child_stdio()
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (
+        io.TextIOWrapper(
+            io.BytesIO((stdin or "").encode(locale.getencoding())), encoding=encoding, errors=errors
+        ),
+        io.TextIOWrapper(out, encoding=encoding, errors=errors, line_buffering=False),
+        io.TextIOWrapper(err, encoding=encoding, errors="backslashreplace"),
+    )
+    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    saved_env = dict(os.environ)
+    saved_cwd = Path.cwd()
+
+    def timed_out(_signum: int, _frame: object) -> None:
+        raise _TimedOut  # not an Exception: mentectl's own handler must not catch it
+
+    saved_alarm = signal.signal(signal.SIGALRM, timed_out)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = streams
+        signal.setitimer(signal.ITIMER_REAL, MENTECTL_TIMEOUT_S)
+        try:
+            status = mentectl_main(args)
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                status = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+                status = 1
+        except _TimedOut:
+            raise subprocess.TimeoutExpired(command, MENTECTL_TIMEOUT_S) from None
+        except Exception:  # noqa: BLE001 - as the interpreter does at exit
+            traceback.print_exc()
+            status = 1
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for stream in streams[1:]:
+            stream.flush()
+    finally:
+        signal.signal(signal.SIGALRM, saved_alarm)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(command, status, _read_pipe(out), _read_pipe(err))
+
+
+class _TimedOut(BaseException):
+    """An in-process mentectl ran longer than its process may."""
+
+
+def _read_pipe(data: io.BytesIO) -> str:
+    """What `subprocess.run(text=True)` makes of `data`: the locale's text, universal newlines."""
+    return io.TextIOWrapper(io.BytesIO(data.getvalue()), encoding=locale.getencoding()).read()
+
+
+@functools.cache
+def _child_stdio() -> tuple[str, str]:
+    """The encoding and error handler of a child interpreter's stdout on a pipe."""
+    probe = "import sys; print(sys.stdout.encoding, sys.stdout.errors)"
+    words = subprocess.run(
+        [PYTHON, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return words[0], words[1]
+
+
 class DaemonProcess:
     """A real `mented` process on private paths, driven like a user would."""
 
@@ -220,16 +339,9 @@ class DaemonProcess:
     def mentectl(
         self, *args: str, check: bool = True, stdin: str | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [PYTHON, "-m", "mented_client.cli", *args],
-            env=self.env,
-            cwd=cwd,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        """`mentectl ARGS` as the user runs it, in this environment; in this process when
+        the verb asks the daemon and ends (see `run_mentectl`), else as a process."""
+        result = run_mentectl(list(args), env=self.env, stdin=stdin, cwd=cwd)
         if check and result.returncode != 0:
             msg = (
                 f"mentectl {' '.join(args)} exited {result.returncode}\n"
