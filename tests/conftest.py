@@ -75,6 +75,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+def _interrupt_state() -> tuple[object, set[signal.Signals]]:
+    """What a process started now would inherit of Ctrl-C: ignored, or blocked."""
+    return signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+@pytest.fixture(autouse=True)
+def _interrupts_left_as_found() -> Iterator[None]:
+    """No test may leave Ctrl-C ignored or blocked in the worker.
+
+    Every process a later test starts would inherit it, and the tests of Ctrl-C
+    (`mentectl watch`, `bench`, a starting daemon) would hang or run to the end.
+    """
+    before = _interrupt_state()
+    yield
+    after = _interrupt_state()
+    assert after == before, f"this test changed SIGINT for the processes after it: {after}"
+
+
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A temporary directory with a short path: Unix socket paths are limited to ~107 bytes."""

@@ -929,6 +929,7 @@ def test_unread_answers_are_bounded_together(daemon: DaemonProcess) -> None:
     before = settled_rss_kib(pid)
     held: list[socket.socket] = []
     big = busy = 0
+    started = time.monotonic()
     try:
         for _ in range(300):
             sock = connect_unix(daemon.socket)
@@ -944,6 +945,7 @@ def test_unread_answers_are_bounded_together(daemon: DaemonProcess) -> None:
                 assert isinstance(reply, ErrorReply), reply
                 assert reply.code == ErrorCode.BUSY
                 busy += 1
+        asking = time.monotonic() - started
         during = settled_rss_kib(pid)
         hooks = bystander_hooks(daemon, 5)
     finally:
@@ -953,7 +955,11 @@ def test_unread_answers_are_bounded_together(daemon: DaemonProcess) -> None:
     after = settled_rss_kib(pid) - before
     assert growth < HELD_LIMIT_KIB + HELD_MARGIN_KIB, f"RSS grew by {growth} KiB"
     assert after < GIVEN_BACK_MARGIN_KIB, f"RSS still {after} KiB up after the clients left"
-    assert 0 < big <= HELD_LIMIT_KIB // 3_600
+    # At most this many listings are held at once. On a loaded machine asking took
+    # longer than an unread answer is kept: the first were dropped, more got through.
+    held_at_once = HELD_LIMIT_KIB // 3_600
+    rounds = 1 + int(asking // ServerOptions().send_timeout_s)
+    assert 0 < big <= held_at_once * rounds, f"{big} listings in {asking:.1f} s"
     assert busy == len(held) - big
     assert len(hooks) == 5, f"{5 - len(hooks)} of 5 hooks went silent"
     record_figures(
