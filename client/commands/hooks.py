@@ -44,6 +44,7 @@ from mented.agents.pretooluse import (
 )
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
+from mented_client import codex_trust
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -490,7 +491,10 @@ def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     places = settings_paths(agent, args)
     project = getattr(args, "project", None)
+    # Codex keeps the user's trust in each entry by its place in hooks.json: found first.
+    trusted = codex_trust_keys(agent, places)
     removals = uninstall_hook(agent, places, project)
+    untrusted = forget_codex_trust(trusted) if trusted else []
     found = [(path, removal) for path, removal in removals if removal.removed]
     if args.json:
         first = found[0] if found else (places[0], Removal())
@@ -510,12 +514,33 @@ def run_uninstall(args: argparse.Namespace) -> int:
                     }
                     for path, removal in removals
                 ],
+                "trust_removed": untrusted,
             }
         )
         return 0
-    for line in uninstall_lines(agent, places, removals):
+    for line in uninstall_lines(agent, places, removals) + untrusted:
         print(line)
     return 0
+
+
+def codex_trust_keys(agent: Agent, places: list[Path]) -> set[str]:
+    """The `hooks.state` keys of mented's Codex entries in `places` (none for other agents)."""
+    if agent.name != "codex":
+        return set()
+    return {key for path in places for key in codex_trust.mented_state_keys(path)}
+
+
+def forget_codex_trust(keys: set[str]) -> list[str]:
+    """Take Codex's trust entries of `keys` out of its config.toml; what was done.
+
+    Raises:
+        CommandError: config.toml cannot be edited safely (the hook is gone already:
+            the message says which entries are left to remove by hand).
+    """
+    try:
+        return codex_trust.forget_trust(keys)
+    except CommandError as exc:
+        raise CommandError(f"the hook is removed, but not Codex's trust entries: {exc}") from exc
 
 
 def uninstall_hook(
