@@ -64,6 +64,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _state_under_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mentectl run in-process keeps its state (`added_settings`) under the test's HOME."""
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+
+
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A temporary directory with a short path: Unix socket paths are limited to ~107 bytes."""
