@@ -22,6 +22,7 @@ bounded size), and one that cannot be read counts as no record.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -64,6 +65,8 @@ def _save(record: dict[str, dict[str, bool]]) -> None:
         raise OSError(errno.ELOOP, "it is a symbolic link", str(path))
     if not record:
         path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: the log is there too
+            path.parent.rmdir()  # made for the record: not to be left behind
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomically(path, json.dumps(record, indent=2, sort_keys=True) + "\n", mode=0o600)

@@ -533,7 +533,7 @@ def test_gemini_uninstall_takes_out_hooks_enabled_it_added_beside_the_users_hook
     assert mentectl("hooks", "uninstall", "gemini-cli") == 0
     assert settings.read_text() == USERS_GEMINI_HOOKS  # the user's hooks, and nothing of ours
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]  # no backup
-    assert not (home / ".local" / "state" / "mented" / "added-settings.json").exists()
+    assert not (home / ".local" / "state" / "mented").exists()  # nor an empty directory
 
 
 def test_gemini_uninstall_keeps_hooks_enabled_the_user_set(home: Path) -> None:
