@@ -24,13 +24,20 @@ def watching(daemon: DaemonProcess, *args: str) -> Iterator[subprocess.Popen[str
     """`mentectl watch ARGS` running, subscribed; killed afterwards if it still runs."""
     with daemon.client() as client:
         before = client.expect(StatusRequest(), StatusReply).subscribers
-    watch = subprocess.Popen(
-        [PYTHON, "-m", "mented_client.cli", "watch", *args],
-        env=daemon.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # As a terminal starts it, SIGINT not ignored: a suite started in the background
+    # (`pytest &`, nohup) passes SIGINT ignored to its children, and this one would
+    # not see its Ctrl-C.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        watch = subprocess.Popen(
+            [PYTHON, "-m", "mented_client.cli", "watch", *args],
+            env=daemon.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         deadline = time.monotonic() + 15
         with daemon.client() as client:
