@@ -39,10 +39,11 @@ _STATE_HEADER = re.compile(
 )
 
 
-def mented_state_keys() -> set[str]:
-    """The `hooks.state` keys of mented's entries in Codex's user hooks.json, as it is now
-    (call it before the hook is removed: the positions are gone after)."""
-    hooks_json = user_hooks_path()
+def mented_state_keys(hooks_json: Path | None = None) -> set[str]:
+    """The `hooks.state` keys of mented's entries in a Codex hooks.json (the user's by
+    default), as it is now (call it before the hook is removed: the positions are gone
+    after)."""
+    hooks_json = hooks_json or user_hooks_path()
     try:
         text = read_settings(hooks_json)
         entries = find_entries(text, hooks_json, None, AGENTS["codex"].layout) if text else []

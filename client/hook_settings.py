@@ -740,14 +740,23 @@ def _cuts(container: _Node, gone: set[int]) -> list[tuple[int, int]]:
 
 
 def remove_hooks(
-    text: str, path: Path, shim_path: Path | None, layout: SettingsLayout = NESTED
+    text: str,
+    path: Path,
+    shim_path: Path | None,
+    layout: SettingsLayout = NESTED,
+    *,
+    enable_added: bool | None = None,
 ) -> tuple[str, int]:
     """`text` without our hook entries (under every event), and how many were removed.
 
     A matcher group left without hooks goes; so do the event's list and `hooks`
-    when our entries were all they held, and then the layout's `enable` setting
-    when it is true. A hooks-only file (`layout.hooks_only`) left with nothing
-    but the layout's `top` members comes back empty: the file is to be removed.
+    when our entries were all they held. The layout's `enable` setting goes when
+    it is true and the install added it (`enable_added`, from
+    `mented_client.added_settings`), or, with no record (None), with the last
+    hook of the file; our name leaves the layout's `disabled` list (the agent
+    wrote it there when the user turned our hook off). A hooks-only file
+    (`layout.hooks_only`) left with nothing but the layout's `top` members comes
+    back empty: the file is to be removed.
     """
     entries = find_entries(text, path, shim_path, layout)
     if not entries:
@@ -763,9 +772,12 @@ def remove_hooks(
     hooks = _hooks_object(root, path)
     if hooks is not None and not hooks.members:
         text = _remove_child(text, root, [k for k, _, _ in root.members].index("hooks"))
-    if _root(text, path).member("hooks") is None:
-        if layout.enable is not None:
-            text = _disable(text, path, *layout.enable)
+    no_hooks = _root(text, path).member("hooks") is None
+    if layout.enable is not None and (enable_added or (enable_added is None and no_hooks)):
+        text = _disable(text, path, *layout.enable)
+    if layout.disabled is not None:
+        text = _undisable(text, path, *layout.disabled)
+    if no_hooks:
         doc = json.loads(text)
         if (
             layout.hooks_only
@@ -774,6 +786,16 @@ def remove_hooks(
         ):
             return "", len(entries)
     return text, len(entries)
+
+
+def has_setting(text: str, name: str, member: str) -> bool:
+    """Whether the settings `text` sets `name.member` (to anything)."""
+    try:
+        doc = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return False
+    holder = doc.get(name) if isinstance(doc, dict) else None
+    return isinstance(holder, dict) and member in holder
 
 
 def _disable(text: str, path: Path, name: str, member: str) -> str:
@@ -788,6 +810,25 @@ def _disable(text: str, path: Path, name: str, member: str) -> str:
     if len(names) == 1:
         return _remove_child(text, root, [k for k, _, _ in root.members].index(name))
     return _remove_child(text, holder, names.index(member))
+
+
+def _undisable(text: str, path: Path, name: str, member: str, ours: str) -> str:
+    """`ours` out of the list `name.member` (and the list, then `name`, when left empty)."""
+    root = _root(text, path)
+    holder = root.member(name)
+    listed = holder.member(member) if holder is not None and holder.kind == "object" else None
+    if holder is None or listed is None or listed.kind != "array":
+        return text
+    values = json.loads(text[listed.start : listed.end])
+    if ours not in values:
+        return text
+    left = [value for value in values if value != ours]
+    if left:
+        return _set_member(text, holder, member, left)
+    names = [k for k, _, _ in holder.members]
+    if len(names) == 1:
+        return _remove_child(text, root, [k for k, _, _ in root.members].index(name))
+    return _remove_child(text, holder, len(names) - 1 - names[::-1].index(member))
 
 
 # -------------------------------------------------------- the MCP server's entry
@@ -885,10 +926,13 @@ def without_mcp_server(text: str, path: Path, name: str) -> str:
     return text
 
 
-def without_mented(text: str, path: Path, agent: PreToolUseAgent) -> str:
-    """`text` without anything of mented's the agent's files hold: its hook entries,
-    and its MCP server's entry when `path` is the agent's JSON MCP config."""
-    text = remove_hooks(text, path, None, agent.layout)[0]
+def without_mented(
+    text: str, path: Path, agent: PreToolUseAgent, *, enable_added: bool | None = None
+) -> str:
+    """`text` without anything of mented's the agent's files hold: its hook entries
+    (`remove_hooks`), and its MCP server's entry when `path` is the agent's JSON MCP
+    config."""
+    text = remove_hooks(text, path, None, agent.layout, enable_added=enable_added)[0]
     if agent.mcp.how == "json" and path == agent.mcp_config_path():
         text = without_mcp_server(text, path, MCP_SERVER_NAME)
     return text
@@ -1045,6 +1089,7 @@ def write_without_ours(  # noqa: PLR0913 - the file, its two texts, and what may
     agent: PreToolUseAgent,
     *,
     up_to: Path | None,
+    enable_added: bool | None = None,
 ) -> tuple[Path | None, list[Path] | None]:
     """Put `after` (the file's text `before`, mented's part taken out) in place at `path`.
 
@@ -1063,7 +1108,9 @@ def write_without_ours(  # noqa: PLR0913 - the file, its two texts, and what may
     unchanged_except(before, after, path, ours)
     gone = holds_nothing(after) and not path.is_symlink()
     backup = settle_backup(
-        path, None if gone else after, lambda kept: without_mented(kept, path, agent)
+        path,
+        None if gone else after,
+        lambda kept: without_mented(kept, path, agent, enable_added=enable_added),
     )
     if gone:
         return backup, remove_file(path, up_to=up_to)

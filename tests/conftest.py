@@ -75,22 +75,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
-def _interrupt_state() -> tuple[object, set[signal.Signals]]:
-    """What a process started now would inherit of Ctrl-C: ignored, or blocked."""
-    return signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+@contextlib.contextmanager
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """Start processes here as a terminal does: with SIGINT not ignored.
+
+    A suite started in the background (`pytest &` in a script, nohup) has SIGINT
+    ignored and passes that on to what it starts: a test of Ctrl-C would see its
+    process run on. A handler set here is reset to the default in the child.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(autouse=True)
-def _interrupts_left_as_found() -> Iterator[None]:
-    """No test may leave Ctrl-C ignored or blocked in the worker.
-
-    Every process a later test starts would inherit it, and the tests of Ctrl-C
-    (`mentectl watch`, `bench`, a starting daemon) would hang or run to the end.
-    """
-    before = _interrupt_state()
-    yield
-    after = _interrupt_state()
-    assert after == before, f"this test changed SIGINT for the processes after it: {after}"
+def _state_under_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mentectl run in-process keeps its state (`added_settings`) under the test's HOME."""
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
 
 
 @pytest.fixture

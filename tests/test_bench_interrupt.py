@@ -7,19 +7,20 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.conftest import PYTHON, isolated_env
+from tests.conftest import PYTHON, ctrl_c_reaches_children, isolated_env
 
 
 def test_ctrl_c_during_bench_prints_one_line(short_tmp: Path) -> None:
     # A session of its own, as a shell's job: the "terminal's" Ctrl-C goes to its group.
-    bench = subprocess.Popen(
-        [PYTHON, "-m", "mented_client.cli", "bench", "--smoke"],
-        env=isolated_env(short_tmp),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    with ctrl_c_reaches_children():
+        bench = subprocess.Popen(
+            [PYTHON, "-m", "mented_client.cli", "bench", "--smoke"],
+            env=isolated_env(short_tmp),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     try:
         assert bench.stderr is not None
         said = []

@@ -14,7 +14,7 @@ from pathlib import Path
 from mented.agents.pretooluse import pretooluse_event
 from mented.memory import short_handle
 from mented.protocol import StatusReply, StatusRequest, StoredReply, StoreRequest
-from tests.conftest import PYTHON, DaemonProcess
+from tests.conftest import PYTHON, DaemonProcess, ctrl_c_reaches_children
 
 COMMIT = "trigger:git-commit"
 
@@ -24,13 +24,14 @@ def watching(daemon: DaemonProcess, *args: str) -> Iterator[subprocess.Popen[str
     """`mentectl watch ARGS` running, subscribed; killed afterwards if it still runs."""
     with daemon.client() as client:
         before = client.expect(StatusRequest(), StatusReply).subscribers
-    watch = subprocess.Popen(
-        [PYTHON, "-m", "mented_client.cli", "watch", *args],
-        env=daemon.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with ctrl_c_reaches_children():
+        watch = subprocess.Popen(
+            [PYTHON, "-m", "mented_client.cli", "watch", *args],
+            env=daemon.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         deadline = time.monotonic() + 15
         with daemon.client() as client:

@@ -323,3 +323,46 @@ def test_the_codex_entry_names_mented_in_its_status_message(
         (hook,) = doc["hooks"][event][0]["hooks"]
         assert hook["statusMessage"].startswith("mented:")
         assert command_argv(hook["command"]).argv[-2] == "codex"
+
+
+def test_hooks_uninstall_codex_takes_out_codexs_trust_in_mented_and_keeps_the_users(
+    home: Path, codex_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks_json = codex_home / "hooks.json"
+    mine = {"type": "command", "command": "echo mine", "timeout": 5}
+    hooks_json.write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]}})
+    )
+    own = codex.trust_config_toml(hooks_json)  # the user trusted their own hook
+    mentectl(capsys, "hooks", "install", "codex")
+    ours = codex.trust_config_toml(hooks_json).replace(own, "")
+    assert ours.count("[hooks.state.") == 2  # then mented's PreToolUse and SessionStart
+    config = codex_home / "config.toml"
+    user_config = '# mine\nmodel = "o4-mini"\n'
+    config.write_text(user_config + own + ours)
+
+    status, out = mentectl(capsys, "hooks", "uninstall", "codex")
+    assert status == 0
+    assert config.read_text() == user_config + own  # byte for byte, but mented's
+    assert "Removed Codex's trust entries for mented's hooks from" in out
+    assert codex.hook_trust(
+        InstalledEntry(hooks_json, "PreToolUse", 0, 0, mine, "Bash")
+    ).runs  # the user's hook is still trusted where it is
+
+    # Nothing of mented's is left to remove: a second run says so and changes nothing.
+    status, out = mentectl(capsys, "hooks", "uninstall", "codex", "--json")
+    assert json.loads(out)["trust_removed"] == []
+    assert config.read_text() == user_config + own
+
+
+def test_hooks_uninstall_codex_removes_a_config_toml_that_held_only_mented_trust(
+    home: Path, codex_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mentectl(capsys, "hooks", "install", "codex")
+    config = codex_home / "config.toml"
+    config.write_text(codex.trust_config_toml(codex_home / "hooks.json"))
+    status, out = mentectl(capsys, "hooks", "uninstall", "codex")
+    assert status == 0
+    assert "it held only Codex's trust entries for mented's hooks" in out
+    assert not config.exists()
+    assert not codex_home.exists() or list(codex_home.iterdir()) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.conftest import PYTHON, isolated_env
+from tests.conftest import PYTHON, ctrl_c_reaches_children, isolated_env
 
 # Ctrl-C lands in the middle of `Server.open` (the store opened, the socket not bound).
 _INTERRUPTED_OPEN = """
@@ -23,14 +23,15 @@ sys.exit(main([]))
 
 def test_ctrl_c_while_the_daemon_starts_prints_one_line(short_tmp: Path) -> None:
     env = isolated_env(short_tmp)
-    result = subprocess.run(
-        [PYTHON, "-c", _INTERRUPTED_OPEN],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    with ctrl_c_reaches_children():
+        result = subprocess.run(
+            [PYTHON, "-c", _INTERRUPTED_OPEN],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     assert result.returncode == 130
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == "mented: interrupted; stopped"

@@ -512,3 +512,78 @@ def test_qwen_context_delivery_says_the_rules_after_the_command_ran(
     # Not handed over by the PreToolUse that said nothing: the PostToolUse did it, once.
     again = qwen(hooks, QWEN_EVENT, hook_event_name="PostToolUse", tool_use_id="call_9")
     assert RULE not in again["hookSpecificOutput"]["additionalContext"]
+
+
+USERS_GEMINI_HOOKS = (
+    '{\n  "hooks": {\n    "BeforeTool": [\n      {"matcher": "write_file", "hooks": '
+    '[{"type": "command", "command": "echo mine"}]}\n    ]\n  }\n}\n'
+)
+
+
+def test_gemini_uninstall_takes_out_hooks_enabled_it_added_beside_the_users_hooks(
+    home: Path,
+) -> None:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(USERS_GEMINI_HOOKS)
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    assert json.loads(settings.read_text())["hooksConfig"] == {"enabled": True}
+    # Installed again, changed: the setting is found there, and is still mented's.
+    assert mentectl("hooks", "install", "gemini-cli", "--timeout", "7") == 0
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    assert settings.read_text() == USERS_GEMINI_HOOKS  # the user's hooks, and nothing of ours
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]  # no backup
+    assert not (home / ".local" / "state" / "mented").exists()  # nor an empty directory
+
+
+def test_gemini_uninstall_keeps_hooks_enabled_the_user_set(home: Path) -> None:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  "hooksConfig": {"enabled": true}\n}\n'
+    settings.write_text(original)
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    assert mentectl("hooks", "install", "gemini-cli", "--timeout", "7") == 0
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    assert settings.read_text() == original  # not taken for mented's, nor the file removed
+
+
+@pytest.mark.parametrize(
+    ("disabled", "left"),
+    [(["mented"], None), (["mine", "mented"], {"hooksConfig": {"disabled": ["mine"]}})],
+)
+def test_gemini_uninstall_takes_mented_out_of_the_hooks_gemini_turned_off(
+    home: Path, disabled: list[str], left: dict[str, object] | None
+) -> None:
+    settings = home / ".gemini" / "settings.json"
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    # `/hooks disable mented` in Gemini CLI: it writes our hook's name in this list.
+    doc = json.loads(settings.read_text())
+    doc["hooksConfig"]["disabled"] = disabled
+    settings.write_text(json.dumps(doc, indent=2))
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    if left is None:
+        assert not settings.exists()  # a new install would not be off without a word
+    else:
+        assert json.loads(settings.read_text()) == left
+
+
+def test_gemini_install_with_a_linked_or_broken_record_keeps_the_old_rule(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(USERS_GEMINI_HOOKS)
+    state = home / ".local" / "state" / "mented"
+    state.mkdir(parents=True)
+    elsewhere = home / "elsewhere.json"
+    elsewhere.write_text("not json\n")
+    (state / "added-settings.json").symlink_to(elsewhere)
+    assert mentectl("hooks", "install", "gemini-cli") == 0
+    err = capsys.readouterr().err
+    assert "cannot record in ~/.local/state/mented/added-settings.json" in err
+    assert "it is a symbolic link" in err
+    assert elsewhere.read_text() == "not json\n"  # not written through the link
+    # No record: the setting goes with the file's last hook, as before; the user's stay.
+    assert mentectl("hooks", "uninstall", "gemini-cli") == 0
+    assert json.loads(settings.read_text())["hooksConfig"] == {"enabled": True}
+    assert json.loads(settings.read_text())["hooks"] == json.loads(USERS_GEMINI_HOOKS)["hooks"]

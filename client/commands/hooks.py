@@ -23,9 +23,11 @@ tool or a path to an action, `mentectl reload` and `hooks install` again;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,9 +43,11 @@ from mented.agents.pretooluse import (
     SESSION_START,
     SESSION_START_MATCHER,
     InstalledEntry,
+    SettingsLayout,
 )
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
+from mented_client import added_settings, codex_trust
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -55,6 +59,7 @@ from mented_client.hook_settings import (
     command_argv,
     find_entries,
     guarded_command,
+    has_setting,
     installed_shim,
     is_native_executable,
     missing_events,
@@ -327,6 +332,8 @@ def run_install(args: argparse.Namespace) -> int:
         )
         changed = text != previous
         backup = write_atomically(path, text, backup=True) if changed else None
+        if changed:
+            note_added_settings(path, layout, previous or "", text, installed_before=bool(before))
         # An earlier install in the project's shared file would run the hook twice.
         moved = [
             (place, removal)
@@ -387,6 +394,31 @@ def run_install(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     return 0
+
+
+def note_added_settings(
+    path: Path, layout: SettingsLayout, previous: str, text: str, *, installed_before: bool
+) -> None:
+    """Record whether the install added the layout's `enable` setting (`added_settings`).
+
+    Found there with no record and mented's entries already in the file (an install
+    older than the record): nothing is recorded, and the uninstall keeps the old rule.
+    """
+    if layout.enable is None:
+        return
+    setting = ".".join(layout.enable)
+    added = not has_setting(previous, *layout.enable) and has_setting(text, *layout.enable)
+    if not added and installed_before and added_settings.added_by_mented(path, setting) is None:
+        return
+    try:
+        added_settings.note_install(path, setting, added=added)
+    except OSError as exc:
+        print(
+            f"mentectl: cannot record in {display_path(added_settings.record_path())} that "
+            f"mented set {setting} in {display_path(path)} ({exc.strerror or exc}): "
+            "`hooks uninstall` will take it out only with the file's last hook",
+            file=sys.stderr,
+        )
 
 
 def _all_trusted(agent: Agent, path: Path, text: str) -> bool:
@@ -476,11 +508,22 @@ def remove_from(
     if not previous:
         return Removal()
     layout = agent.layout
-    text, removed = remove_hooks(previous, path, installed_shim(), layout)
+    setting = ".".join(layout.enable) if layout.enable else None
+    enable_added = added_settings.added_by_mented(path, setting) if setting else None
+    text, removed = remove_hooks(
+        previous, path, installed_shim(), layout, enable_added=enable_added
+    )
     if not removed:
         return Removal()
     ours = {"hooks", *layout.top, *(layout.enable[:1] if layout.enable else ())}
-    backup, directories = write_without_ours(path, previous, text, ours, agent, up_to=up_to)
+    ours.update(layout.disabled[:1] if layout.disabled else ())
+    backup, directories = write_without_ours(
+        path, previous, text, ours, agent, up_to=up_to, enable_added=enable_added
+    )
+    if setting:
+        # A record left behind only makes a later uninstall fall back to the old rule.
+        with contextlib.suppress(OSError):
+            added_settings.forget(path)
     if directories is not None:
         return Removal(removed, backup, deleted=True, directories=tuple(directories))
     return Removal(removed, backup)
@@ -490,7 +533,10 @@ def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
     places = settings_paths(agent, args)
     project = getattr(args, "project", None)
+    # Codex keeps the user's trust in each entry by its place in hooks.json: found first.
+    trusted = codex_trust_keys(agent, places)
     removals = uninstall_hook(agent, places, project)
+    untrusted = forget_codex_trust(trusted) if trusted else []
     found = [(path, removal) for path, removal in removals if removal.removed]
     if args.json:
         first = found[0] if found else (places[0], Removal())
@@ -510,12 +556,33 @@ def run_uninstall(args: argparse.Namespace) -> int:
                     }
                     for path, removal in removals
                 ],
+                "trust_removed": untrusted,
             }
         )
         return 0
-    for line in uninstall_lines(agent, places, removals):
+    for line in uninstall_lines(agent, places, removals) + untrusted:
         print(line)
     return 0
+
+
+def codex_trust_keys(agent: Agent, places: list[Path]) -> set[str]:
+    """The `hooks.state` keys of mented's Codex entries in `places` (none for other agents)."""
+    if agent.name != "codex":
+        return set()
+    return {key for path in places for key in codex_trust.mented_state_keys(path)}
+
+
+def forget_codex_trust(keys: set[str]) -> list[str]:
+    """Take Codex's trust entries of `keys` out of its config.toml; what was done.
+
+    Raises:
+        CommandError: config.toml cannot be edited safely (the hook is gone already:
+            the message says which entries are left to remove by hand).
+    """
+    try:
+        return codex_trust.forget_trust(keys)
+    except CommandError as exc:
+        raise CommandError(f"the hook is removed, but not Codex's trust entries: {exc}") from exc
 
 
 def uninstall_hook(

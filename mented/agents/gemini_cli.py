@@ -261,7 +261,11 @@ AGENT = GeminiAgent(
         "Gemini CLI runs hooks only in folders it trusts; a project's hooks it "
         "also asks you about once."
     ),
-    layout=SettingsLayout(timeout_per_second=1000, enable=("hooksConfig", "enabled")),
+    layout=SettingsLayout(
+        timeout_per_second=1000,
+        enable=("hooksConfig", "enabled"),
+        disabled=("hooksConfig", "disabled", HOOK_NAME),
+    ),
     mcp=McpSettings(
         file_name="settings.json",
         list_command="gemini mcp list",

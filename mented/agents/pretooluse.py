@@ -225,7 +225,12 @@ class SettingsLayout:
         top: top-level members the file must have (`{"version": 1}`), added when missing.
         enable: `(object, member)` of a setting that must be true for hooks to
             run on older versions (Gemini CLI `hooksConfig.enabled`): written when
-            missing, removed again with the last hook of the file.
+            missing, removed again by the uninstall when the install added it
+            (`mented_client.added_settings`).
+        disabled: `(object, member, name)` of a list of hook names the agent
+            skips, which it writes itself when the user turns a hook off (Gemini
+            CLI `hooksConfig.disabled`, by `/hooks disable`): `name`, ours, leaves
+            it with our hooks (a new install would be off without a word).
         hooks_only: the file holds hooks and nothing else: removed when no hook is left.
     """
 
@@ -235,6 +240,7 @@ class SettingsLayout:
     timeout_per_second: int = 1
     top: Mapping[str, object] = field(default_factory=dict)
     enable: tuple[str, str] | None = None
+    disabled: tuple[str, str, str] | None = None
     hooks_only: bool = False
 
     def timeout_value(self, seconds: int) -> int:
