@@ -206,6 +206,22 @@ def test_project_paths_are_normalized_when_stored(store: Store) -> None:
     assert store.recall_for_action("git-commit", cwd="/work/app/src") == [memory]
 
 
+def test_a_project_rule_is_seen_through_a_link_to_its_directory(
+    store: Store, tmp_path: Path
+) -> None:
+    # Stored resolved (`rule add --project` through a link stores its target): a
+    # command run from the link's path, or inside it, is in that project.
+    real = tmp_path / "real" / "app"
+    (real / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    store.store("app only", tags=["trigger:git-commit"], project=str(real))
+
+    assert contents(store.recall_for_action("git-commit", cwd=str(link / "src"))) == ["app only"]
+    assert contents(store.list(cwd=str(link))) == ["app only"]
+    assert store.recall_for_action("git-commit", cwd=str(tmp_path / "real")) == []
+
+
 def test_visible_to_is_one_predicate_over_both_scopes() -> None:
     both = Memory(id="X" * 26, content="x", created_at=T0, agent="codex", project="/work/app")
     root = Memory(id="Y" * 26, content="y", created_at=T0, project="/")
@@ -301,9 +317,7 @@ def test_list_also_shows_a_projects_rules_only_where_they_apply(store: Store) ->
 def test_a_capped_listing_is_the_newest_even_within_one_millisecond(store: Store) -> None:
     # Ids are random within a millisecond: the walk must finish the millisecond of
     # its last match before it cuts, or `rule list --limit k` misses a newer one.
-    store.store_many(
-        StoreItem(content=f"memory {n}", created_at=T0 + n * 1e-5) for n in range(24)
-    )
+    store.store_many(StoreItem(content=f"memory {n}", created_at=T0 + n * 1e-5) for n in range(24))
     everything = contents(store.list())
     assert everything == [f"memory {n}" for n in reversed(range(24))]
     for k in (1, 2, 3, 5, 8):
