@@ -48,6 +48,7 @@ from mented.log import log
 
 MAX_SESSIONS = 4096
 MAX_RULES_PER_SESSION = 2048  # rule versions remembered per session; the oldest go first
+_FULL_MAP_ATTEMPTS = 3  # writes tried on a full map, each after making room
 _MAP_SIZE = 64 << 20  # 4096 sessions x 2048 ids x 27 bytes would be 226 MiB: the bound
 # above is far past real use; a full map drops the oldest sessions (see _make_room)
 
@@ -222,17 +223,23 @@ class SessionMemory:
 
     def _put(self, digest: bytes, entry: _Session, now: float) -> None:
         value = _encoder.encode(entry)
-        for attempt in range(2):
+        for attempt in range(_FULL_MAP_ATTEMPTS):
             try:
                 with self._env.begin(write=True) as txn:
                     txn.put(digest, value)
                     over = txn.stat(self._env.open_db())["entries"] - self._max_sessions
                     dropped = self._drop_nearest_expiry(txn, over, keep=digest) if over > 0 else []
             except lmdb.MapFullError:
-                if attempt:
+                if attempt == _FULL_MAP_ATTEMPTS - 1:
                     raise SessionMemoryError("the session memory is full") from None
                 with self._env.begin(write=True) as txn:
-                    self._make_room(txn, now, keep=digest, target=self._max_sessions // 2)
+                    # Half of what is stored (the bound may be far above it: a map
+                    # filled by fewer, larger sessions). LMDB reuses the pages a
+                    # write frees only two writes later: so a second halving, if the
+                    # first was not yet enough.
+                    stored = txn.stat(self._env.open_db())["entries"]
+                    target = min(self._max_sessions, stored) // 2
+                    self._make_room(txn, now, keep=digest, target=target)
             except lmdb.Error as exc:
                 # What the aborted transaction would have dropped is still stored.
                 raise SessionMemoryError(f"cannot write the session memory: {exc}") from exc

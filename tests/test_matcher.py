@@ -24,7 +24,7 @@ from mented import git_aliases
 from mented.actions import load_action_table
 from mented.config import Config
 from mented.cputime import own_cpu_time
-from mented.git_aliases import GitAliases
+from mented.git_aliases import Aliases, GitAliases
 from mented.matcher import (
     MATCH_CPU_BUDGET_S,
     MAX_COMMAND_CHARS,
@@ -144,6 +144,20 @@ def test_a_user_action_fires_with_its_own_global_options() -> None:
     assert matcher.actions_in("deployctl get pods") == ()
 
 
+def test_a_list_of_alternatives_holding_any_word_takes_any_word() -> None:
+    matcher = matcher_for(
+        {
+            "migrate": {
+                "description": "change the schema",
+                "shapes": [{"program": "dbctl", "subcommand": [["migrate", "*"], "apply"]}],
+            }
+        }
+    )
+    assert matcher.actions_in("dbctl migrate apply") == ("migrate",)
+    assert matcher.actions_in("dbctl schema apply") == ("migrate",)
+    assert matcher.actions_in("dbctl schema plan") == ()
+
+
 def test_a_shape_added_to_a_built_in_action_fires_it() -> None:
     matcher = matcher_for(
         {"git-commit": {"shapes": [{"program": "but", "subcommand": ["commit"]}]}}
@@ -198,6 +212,28 @@ def test_shell_strings_are_followed_to_a_bounded_depth(matcher: Matcher) -> None
     deeper = matcher.explain("bash -c " + json.dumps(command))
     assert deeper.actions == ()
     assert any("nested over" in command.reason for command in deeper.commands)
+
+
+def test_a_git_alias_that_runs_itself_is_followed_to_the_same_depth(matcher: Matcher) -> None:
+    # `git loop` with `loop = !git loop`: the hook must still answer, saying where it
+    # stopped, as for nested `bash -c` strings (not "internal error", not a hang).
+    aliases = Aliases.of({"loop": "!git loop", "p1": "!git p2", "p2": "!git push"})
+    assert matcher.actions_in("git p1", aliases=aliases) == ("git-push",)
+    explanation = matcher.explain("git loop", aliases=aliases)
+    assert explanation.actions == ()
+    assert not any("internal error" in note for note in explanation.notes)
+    reasons = [command.reason for command in explanation.commands]
+    assert reasons.count("the alias runs a shell command: analyzed below") == MAX_SHELL_DEPTH
+    assert reasons[-1] == f"command strings nested over {MAX_SHELL_DEPTH} deep are not analyzed"
+
+
+def test_a_command_of_exactly_the_cap_is_analyzed_as_given(matcher: Matcher) -> None:
+    command = "git push; echo " + "x" * (MAX_COMMAND_CHARS - len("git push; echo "))
+    assert len(command) == MAX_COMMAND_CHARS
+    explanation = matcher.explain(command)
+    assert explanation.actions == ("git-push",)
+    assert explanation.too_long is None
+    assert not any("heredoc" in note for note in explanation.notes), explanation.notes
 
 
 def test_an_overlong_command_is_not_analyzed_and_says_so(matcher: Matcher) -> None:

@@ -60,6 +60,97 @@ def test_touch_keeps_an_active_session_alive(
     assert memory.handed(A) == {"r1"}
 
 
+def test_touch_never_brings_back_an_expired_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent idle past the expiry has the rules out of its context: a hook then must
+    # hand them over again, not revive what the session was handed before.
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, ["r1"])
+    start = time.time()
+    monkeypatch.setattr(time, "time", lambda: start + 61)
+    memory.touch(A)
+    assert memory.handed(A) == set()
+    monkeypatch.setattr(time, "time", lambda: start + 70)
+    assert memory.handed(A) == set()
+
+
+def test_withdrawing_from_an_expired_session_brings_nothing_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, ["r1", "r2"])
+    memory.withdraw(A, ["r2"])  # the answer handing r2 over came too late
+    assert memory.handed(A) == {"r1"}
+    start = time.time()
+    monkeypatch.setattr(time, "time", lambda: start + 61)
+    memory.withdraw(A, ["r1"])
+    assert memory.handed(A) == set()
+
+
+def test_forgotten_sessions_leave_the_bound_whole(tmp_path: Path) -> None:
+    # A forgotten session (a compacted context) must not count as a drop later: the
+    # bound on the sessions kept holds after any number of forgets.
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=3)
+    for n in range(3):
+        memory.add(SessionKey("codex", f"old{n}"), ["r"])
+    for n in range(3):
+        assert memory.forget(SessionKey("codex", f"old{n}"))
+    for n in range(6):
+        memory.add(SessionKey("codex", f"new{n}"), [f"r{n}"])
+        assert len(memory) <= 3
+    assert memory.handed(SessionKey("codex", "new5")) == {"r5"}
+
+
+def test_an_unreadable_entry_is_a_new_session_not_an_error(tmp_path: Path) -> None:
+    # A damaged entry must not make every hook of that session fail: it is a session
+    # mented knows nothing of, and the next hand-over replaces it.
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    with memory._env.begin(write=True) as txn:  # damage one entry
+        txn.put(A.digest, b"\xc1 not msgpack")
+    assert memory.handed(A) == set()
+    memory.add(A, ["r1"])
+    assert memory.handed(A) == {"r1"}
+
+
+def test_a_full_memory_makes_room_and_keeps_the_session_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past its map, the memory drops the sessions nearest to expiry (half of the
+    # bound) and writes on: a hook never fails for a full session memory.
+    monkeypatch.setattr(sessions_module, "_MAP_SIZE", 1 << 20)
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=1000)
+    ids = [f"{n:026d}" for n in range(400)]
+    for n in range(100):  # 100 x 400 ids x 27 bytes: past the map, under the bound
+        memory.add(SessionKey("codex", f"s{n}"), ids)
+    newest = SessionKey("codex", "s99")
+    assert memory.handed(newest) == set(ids)
+    assert 0 < len(memory) < 100
+    assert memory.handed(SessionKey("codex", "s0")) == set()  # the oldest went first
+
+
+def test_a_full_bound_keeps_exactly_the_newest_sessions(tmp_path: Path) -> None:
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=3)
+    for n in range(5):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+        assert len(memory) == min(n + 1, 3)  # at the bound, one goes: not two
+    for n in (2, 3, 4):
+        assert memory.handed(SessionKey("codex", f"s{n}")) == {f"r{n}"}
+
+
+def test_a_lower_bound_never_drops_the_session_being_written(tmp_path: Path) -> None:
+    # Reopened with a lower bound, the oldest session is written to first: the others
+    # go, never the one whose rules were just handed over.
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=5)
+    for n in range(5):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+    memory.close()
+    smaller = SessionMemory(tmp_path, ttl_s=60, max_sessions=2)
+    smaller.add(SessionKey("codex", "s0"), ["new"])
+    assert smaller.handed(SessionKey("codex", "s0")) == {"r0", "new"}
+    assert len(smaller) <= 2
+
+
 def test_the_number_of_sessions_is_bounded(tmp_path: Path) -> None:
     memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=5)
     for n in range(20):

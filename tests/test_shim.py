@@ -203,9 +203,12 @@ def test_an_empty_answer_prints_nothing(short_tmp: Path) -> None:
 
 def test_env_socket_wins_over_the_installed_argument(short_tmp: Path) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
-        result, _ = run_shim(server.path, EVENT, "claude-code", str(short_tmp / "nothing.sock"))
+        # A budget no busy machine's start-up passes: the answer is what is checked.
+        result, _ = run_shim(
+            server.path, EVENT, "claude-code", str(short_tmp / "nothing.sock"), budget_ms=8000
+        )
         assert result.stdout == ANSWER
-        result, _ = run_shim(None, EVENT, "claude-code", str(server.path))
+        result, _ = run_shim(None, EVENT, "claude-code", str(server.path), budget_ms=8000)
         assert result.stdout == ANSWER
 
 
@@ -506,3 +509,64 @@ def test_a_large_answer_to_a_stdout_nobody_reads_ends_within_the_budget(
         assert len(server.requests) == 1, "the shim should have had its answer"
     assert proc.returncode == 0
     assert within_budget(wall), wall
+
+
+# ------------------------------------------------ the bounds, at their edge
+
+
+def test_an_event_of_exactly_the_stdin_limit_still_reaches_the_daemon(short_tmp: Path) -> None:
+    # MAX_STDIN is the largest event the shim passes on: one byte more is silence
+    # (test_oversized_stdin), this one is the user's command and gets its rules.
+    head, tail = b'{"tool_input": {"command": "', b'"}}'
+    event = head + b"x" * (shim.MAX_STDIN - len(head) - len(tail)) + tail
+    assert len(event) == shim.MAX_STDIN
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, event, budget_ms=8000)
+        assert result.stdout == ANSWER
+        (request,) = server.requests
+    assert request.endswith(event + b"}")
+
+
+def test_an_answer_of_exactly_the_reply_limit_is_printed_whole(short_tmp: Path) -> None:
+    head, tail = b'{"hookSpecificOutput":{"additionalContext":"', b'"}}'
+    answer = head + b"r" * (shim.MAX_REPLY - len(head) - len(tail)) + tail
+    assert len(answer) == shim.MAX_REPLY
+    with fake_daemon(short_tmp, answers(frame(answer))) as server:
+        result, _ = run_shim(server.path, EVENT, budget_ms=8000)
+    assert result.stdout == answer
+
+
+def test_an_agent_name_of_exactly_the_longest_allowed_is_passed_on(short_tmp: Path) -> None:
+    longest = "a" * shim.MAX_AGENT_NAME
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, EVENT, longest, budget_ms=8000)
+        assert result.stdout == ANSWER
+        (request,) = server.requests
+    assert json.loads(request)["agent"] == longest
+
+
+@pytest.mark.parametrize(("value", "marked"), [("1", True), ("0", False), ("", False)])
+def test_a_test_fire_is_marked_as_one_and_still_answered(
+    short_tmp: Path, value: str, marked: bool
+) -> None:
+    # `mentectl doctor` and `setup` fire the hook with MENTED_TEST_FIRE=1: the daemon
+    # must see that it is not the user's command (not counted as their activity).
+    with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
+        result, _ = run_shim(server.path, env={"MENTED_TEST_FIRE": value}, budget_ms=8000)
+        (request,) = server.requests
+    assert result.stdout == ANSWER
+    assert json.loads(request).get("test", False) is marked
+
+
+def test_a_daemon_that_hangs_up_mid_answer_ends_the_hook_at_once(short_tmp: Path) -> None:
+    # Cut short, then the connection closes: the shim ends silently when it reads the
+    # end, not at its deadline (8 s here: the agent's command would wait that long).
+    def behaviour(server: FakeDaemon, conn: socket.socket) -> None:
+        server.read_request(conn)
+        conn.sendall(frame(ANSWER)[:20])
+        conn.shutdown(socket.SHUT_WR)
+
+    with fake_daemon(short_tmp, behaviour) as server:
+        result, wall = run_shim(server.path, budget_ms=8000)
+    assert (result.stdout, result.returncode) == (b"", 0)
+    assert wall < 4 * start_up_s() + 2, wall

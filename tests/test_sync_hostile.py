@@ -147,6 +147,10 @@ def test_bad_remote_records_are_skipped_and_named_and_the_rest_still_syncs(
         ],
         # not a record file's name at all
         "records/01JD/evil.json": good,
+        # a memory filed as a forget: never imported as either
+        "forgotten/01JD/01JDQ8Z5K3M4N5P6Q7R8S9T0A8.json": a_record(
+            "z", "01JDQ8Z5K3M4N5P6Q7R8S9T0A8"
+        )[1],
     }
     for name, data in {good_path: good, **bad}.items():
         (attacker.work / name).parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +169,8 @@ def test_bad_remote_records_are_skipped_and_named_and_the_rest_still_syncs(
     assert "nested more than 32 levels deep" in skipped
     assert "created_at 1099511627000.0 is in the future" in skipped
     assert "holds the record 01JDQ8Z5K3M4N5P6Q7R8S9T0A5, not 01JDQ8Z5K3M4N5P6Q7R8S9T0A4" in skipped
-    assert laptop.sync.state().skipped_total == len(result.skipped) == 6
+    assert "01JDQ8Z5K3M4N5P6Q7R8S9T0A8.json: a forget is expected" in skipped
+    assert laptop.sync.state().skipped_total == len(result.skipped) == 7
 
     # and sync keeps working: a local rule still reaches the remote
     later = laptop.store.store("no emojis", tags=["trigger:git-commit"])
