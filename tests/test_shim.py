@@ -173,7 +173,7 @@ def test_the_shim_imports_nothing_but_cheap_builtins(short_tmp: Path) -> None:
 def test_the_event_travels_verbatim_and_the_answer_is_printed_verbatim(short_tmp: Path) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
         before = time.time()
-        result, _ = run_shim(server.path, EVENT + b"\n")
+        result, _ = run_shim(server.path, EVENT + b"\n", budget_ms=8000)
     assert result.stdout == ANSWER
     assert result.returncode == 0
     (request,) = server.requests
@@ -413,7 +413,7 @@ def test_the_shim_writes_no_files(short_tmp: Path) -> None:
     home.chmod(0o500)  # not writable: the shim must not need it
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
         before = sorted(p.name for p in short_tmp.rglob("*"))
-        result, _ = run_shim(server.path, env={"HOME": str(home)})
+        result, _ = run_shim(server.path, env={"HOME": str(home)}, budget_ms=8000)
         after = sorted(p.name for p in short_tmp.rglob("*"))
     assert result.stdout == ANSWER
     assert before == after
