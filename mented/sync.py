@@ -516,6 +516,12 @@ class GitSync:
                 self._run("update-ref", "-d", "--no-deref", ref, check=False)
         for ref, commit in before.items():
             self._run("update-ref", "--no-deref", ref, commit, check=False)
+        # Their reflogs name the commits just removed (`git fsck` would call the clone
+        # broken): a sync clone needs none, they go with what the fetch brought.
+        logs = self.repo / ".git" / "logs"
+        for ref in {*listed, *before}:
+            if ref.startswith("refs/remotes/origin/") and ".." not in ref:
+                (logs / ref).unlink(missing_ok=True)
 
     def _merge(self, remote_head: str) -> None:
         self._check_incoming(remote_head)

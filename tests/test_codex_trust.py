@@ -336,7 +336,7 @@ def test_hooks_uninstall_codex_takes_out_codexs_trust_in_mented_and_keeps_the_us
     own = codex.trust_config_toml(hooks_json)  # the user trusted their own hook
     mentectl(capsys, "hooks", "install", "codex")
     ours = codex.trust_config_toml(hooks_json).replace(own, "")
-    assert ours.count("[hooks.state.") == 2  # then mented's PreToolUse and SessionStart
+    assert ours.count("[hooks.state.") == 3  # then mented's PreToolUse, PostToolUse, SessionStart
     config = codex_home / "config.toml"
     user_config = '# mine\nmodel = "o4-mini"\n'
     config.write_text(user_config + own + ours)

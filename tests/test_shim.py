@@ -173,7 +173,7 @@ def test_the_shim_imports_nothing_but_cheap_builtins(short_tmp: Path) -> None:
 def test_the_event_travels_verbatim_and_the_answer_is_printed_verbatim(short_tmp: Path) -> None:
     with fake_daemon(short_tmp, answers(frame(ANSWER))) as server:
         before = time.time()
-        result, _ = run_shim(server.path, EVENT + b"\n", budget_ms=8000)
+        result, _ = run_shim(server.path, EVENT + b"\n")
     assert result.stdout == ANSWER
     assert result.returncode == 0
     (request,) = server.requests
