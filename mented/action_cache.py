@@ -13,7 +13,6 @@ TOML as before, which writes the cache again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from mented import __version__
-from mented.parser_tables import cache_dir, private_directory
+from mented.parser_tables import cache_dir, private_directory, write_cached
 from mented.untrusted import Refused, read_file
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def cached(kind: type[T], build: Callable[[], T], sources: Sequence[Path]) -> T:
     if found is not None:
         return found
     value = build()
-    _write(name, msgspec.json.encode(value))
+    write_cached(name, msgspec.json.encode(value))
     return value
 
 
@@ -66,29 +65,5 @@ def _read(name: str, kind: type[T]) -> T | None:
         return msgspec.json.decode(read_file(name, dir_fd=fd, limit=MAX_CACHE_BYTES), type=kind)
     except (OSError, Refused, msgspec.DecodeError):
         return None
-    finally:
-        os.close(fd)
-
-
-def _write(name: str, data: bytes) -> None:
-    """Keep `data` in the user's cache; quietly not, where it cannot be."""
-    try:
-        fd = private_directory(cache_dir(), create=True)
-    except (OSError, Refused):
-        return  # a read-only home (a sandboxed service): the next start parses again
-    partial = f".{name}.{os.getpid()}"
-    try:
-        out = os.open(
-            partial,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=fd,
-        )
-        with os.fdopen(out, "wb") as handle:
-            handle.write(data)
-        os.replace(partial, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(partial, dir_fd=fd)
     finally:
         os.close(fd)

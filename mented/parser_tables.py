@@ -263,11 +263,19 @@ def private_directory(directory: Path, *, create: bool = False) -> int:
 
 def _write_cache(data: bytes, digest: str) -> None:
     """Keep `data` in the user's cache for the next start; quietly not, where it cannot be."""
+    write_cached(_cache_name(digest), data)
+
+
+def write_cached(name: str, data: bytes) -> None:
+    """Write `data` as `name` in the user's private cache directory, whole or not at all.
+
+    Quietly not, where it cannot be (a read-only home, a sandboxed service: the next
+    start builds again): through a partial file renamed, never following a link.
+    """
     try:
         fd = private_directory(cache_dir(), create=True)
     except (OSError, Refused):
-        return  # a read-only home (a sandboxed service): the next start builds again
-    name = _cache_name(digest)
+        return
     partial = f".{name}.{os.getpid()}"
     try:
         out = os.open(
