@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -465,3 +466,18 @@ def _main() -> int:
 
 if __name__ == "__main__":
     sys.exit(_main())
+
+
+def agent_session(name: str) -> Iterator[AgentSession]:
+    """The agent `name` installed, with a daemon of its own, for a module's tests."""
+    npm_agent = AGENTS[name]
+    binary = install(npm_agent)
+    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    daemon = DaemonProcess(root)
+    daemon.start()
+    try:
+        yield AgentSession(npm_agent, binary, daemon)
+    finally:
+        if daemon.proc is not None:
+            daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -17,9 +17,7 @@ it when `npm` is there); the first run downloads the agents into
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -40,11 +38,11 @@ from tests.real_agents import (
     AGENTS,
     AgentSession,
     commit_count,
-    install,
     mented_own_text,
     mented_texts,
     record_figures,
 )
+from tests.real_agents import agent_session as shared_agent_session
 
 pytestmark = pytest.mark.agents
 
@@ -61,17 +59,7 @@ def commit(n: int) -> str:
 @pytest.fixture(scope="module", params=sorted(AGENTS), ids=sorted(AGENTS))
 def agent_session(request: pytest.FixtureRequest) -> Iterator[AgentSession]:
     """One daemon and one agent configuration, shared by that agent's tests (start-up is slow)."""
-    npm_agent = AGENTS[request.param]
-    binary = install(npm_agent)
-    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
-    daemon = DaemonProcess(root)
-    daemon.start()
-    try:
-        yield AgentSession(npm_agent, binary, daemon)
-    finally:
-        if daemon.proc is not None:
-            daemon.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from shared_agent_session(request.param)
 
 
 @pytest.fixture

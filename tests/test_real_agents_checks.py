@@ -16,9 +16,7 @@ why it was stopped would.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,8 @@ from mented.memory import MemoryType, short_handle, trigger_tag
 from mented.protocol import StoredReply, StoreRequest
 from tests.conftest import DaemonProcess
 from tests.model_server import ModelServer, Script, Turn
-from tests.real_agents import AGENTS, AgentSession, commit_count, install
+from tests.real_agents import AgentSession, commit_count
+from tests.real_agents import agent_session as shared_agent_session
 from tests.test_real_agents import PROMPT, RULE, session
 
 pytestmark = pytest.mark.agents
@@ -52,17 +51,7 @@ CHECKED_AGENTS = ("claude-code", "codex")
 @pytest.fixture(scope="module", params=CHECKED_AGENTS, ids=CHECKED_AGENTS)
 def agent_session(request: pytest.FixtureRequest) -> Iterator[AgentSession]:
     """One daemon and one agent configuration, shared by that agent's tests."""
-    npm_agent = AGENTS[request.param]
-    binary = install(npm_agent)
-    root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
-    daemon = DaemonProcess(root)
-    daemon.start()
-    try:
-        yield AgentSession(npm_agent, binary, daemon)
-    finally:
-        if daemon.proc is not None:
-            daemon.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from shared_agent_session(request.param)
 
 
 def add_checked_rule(daemon: DaemonProcess) -> str:
