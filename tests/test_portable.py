@@ -254,19 +254,25 @@ def test_two_machines_that_superseded_one_rule_keep_both_versions_until_settled(
     assert everything(store) == everything(other)
 
 
-def test_the_order_records_arrive_in_does_not_matter(tmp_path: Path) -> None:
-    source = Store(tmp_path / "source", sync=False)
-    rng = random.Random(7)
+def random_history(store: Store, *, seed: int) -> random.Random:
+    """60 random steps of adding, superseding and forgetting rules; the generator, for more."""
+    rng = random.Random(seed)
     live: list[str] = []
     for step in range(60):
         choice = rng.random()
         if not live or choice < 0.4:
-            live.append(source.store(f"rule {step}", tags=["trigger:git-commit"]).id)
+            live.append(store.store(f"rule {step}", tags=["trigger:git-commit"]).id)
         elif choice < 0.8:
             old = live.pop(rng.randrange(len(live)))
-            live.append(source.supersede(old, f"rule {step}")[0].id)
+            live.append(store.supersede(old, f"rule {step}")[0].id)
         else:
-            source.forget(live.pop(rng.randrange(len(live))))
+            store.forget(live.pop(rng.randrange(len(live))))
+    return rng
+
+
+def test_the_order_records_arrive_in_does_not_matter(tmp_path: Path) -> None:
+    source = Store(tmp_path / "source", sync=False)
+    rng = random_history(source, seed=7)
     records = [m for batch in source.export_records() for m in batch]
     forgotten = [t for batch in source.export_forgotten() for t in batch]
     expected = everything(source)
@@ -381,17 +387,7 @@ def test_an_import_that_grows_the_map_reads_the_file_again_and_counts_once(
 
 def test_batches_in_one_write_end_as_the_records_would_in_any_order(tmp_path: Path) -> None:
     source = Store(tmp_path / "source", sync=False)
-    rng = random.Random(11)
-    live: list[str] = []
-    for step in range(60):
-        choice = rng.random()
-        if not live or choice < 0.4:
-            live.append(source.store(f"rule {step}", tags=["trigger:git-commit"]).id)
-        elif choice < 0.8:
-            old = live.pop(rng.randrange(len(live)))
-            live.append(source.supersede(old, f"rule {step}")[0].id)
-        else:
-            source.forget(live.pop(rng.randrange(len(live))))
+    rng = random_history(source, seed=11)
     records: list[Memory | Forgotten] = [m for batch in source.export_records() for m in batch]
     records += [t for batch in source.export_forgotten() for t in batch]
     expected = everything(source)
