@@ -145,6 +145,9 @@ class ComplianceRecord:
         self._failed = False
         self._waiting: list[Event] = []  # noted, not written yet
         self._first_waiting = 0.0
+        # Called when events start to wait: the daemon then flushes them `FLUSH_S` later,
+        # so that a crash after a quiet spell loses at most that much of the record.
+        self.on_waiting: Callable[[], None] | None = None
         if self._path is not None:
             self._load()
 
@@ -162,11 +165,14 @@ class ComplianceRecord:
         self._events.extend(events)
         if self._path is None or self._failed:
             return
-        if not self._waiting:
+        first = not self._waiting
+        if first:
             self._first_waiting = now
         self._waiting += events
         if len(self._waiting) >= FLUSH_EVENTS or now - self._first_waiting >= FLUSH_S:
             self.flush()
+        elif first and self.on_waiting is not None:
+            self.on_waiting()
 
     def flush(self) -> None:
         """Write the events that wait. Never raises."""

@@ -49,6 +49,7 @@ from mented import __version__
 from mented.actions import load_action_table
 from mented.agents import AGENTS, ToolCall
 from mented.checks import rule_checks
+from mented.compliance import FLUSH_S as COMPLIANCE_FLUSH_S
 from mented.compliance import ComplianceRecord, report_row
 from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
@@ -384,6 +385,8 @@ class Server:
             problems=self.problems,
         )
         self.compliance = ComplianceRecord(opts.data_dir)
+        self._compliance_waits = trio.Event()
+        self.compliance.on_waiting = self._note_compliance_waits
         self.hooks.prechecks.compliance = self.compliance
         try:
             if opts.inherited_socket is not None:
@@ -448,6 +451,7 @@ class Server:
             nursery.start_soon(self._sync_by_itself)
             nursery.start_soon(self._catch_up_recall)
             nursery.start_soon(self._release_recall_when_idle)
+            nursery.start_soon(self._flush_compliance_soon)
             nursery.start_soon(self.events.fan_out)
             async with trio.open_nursery() as connections:
                 connections.start_soon(self._accept_loop, listener, connections)
@@ -1256,6 +1260,18 @@ class Server:
 
     def _note_recall_use(self) -> None:
         self._recall_used.set()
+
+    def _note_compliance_waits(self) -> None:
+        self._compliance_waits.set()
+
+    async def _flush_compliance_soon(self) -> None:
+        """Write the record's waiting events `FLUSH_S` after the first of them: a crash
+        after a quiet spell loses no more (an idle daemon wakes for no timer of its own)."""
+        while True:
+            await self._compliance_waits.wait()
+            self._compliance_waits = trio.Event()
+            await trio.sleep(COMPLIANCE_FLUSH_S)
+            self.compliance.flush()
 
     async def _release_recall_when_idle(self) -> None:
         """Let Tantivy go once the recall index has been unused for `_RECALL_IDLE_S`

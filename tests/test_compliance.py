@@ -71,6 +71,25 @@ def test_one_stop_then_one_pass_is_reported_and_kept_across_a_restart(
     assert (daemon.data_dir / FILE_NAME).stat().st_mode & 0o777 == 0o600
 
 
+def test_a_killed_daemon_keeps_the_record_of_a_command_a_moment_before(
+    daemon: DaemonProcess, claude: Agent
+) -> None:
+    # Events wait to be written in a batch; after a quiet spell a crash lost them all.
+    add_post_rule(daemon)
+    assert decision(claude.bash(BAD, session="k1")) == "deny"
+    record = daemon.data_dir / FILE_NAME
+    deadline = time.monotonic() + 30  # written a second after, on the busiest machine sooner
+    while not (record.exists() and "stopped" in record.read_text()):
+        assert time.monotonic() < deadline, "the stop was never written"
+        time.sleep(0.05)
+    assert daemon.proc is not None
+    daemon.proc.kill()
+    daemon.proc.wait()
+    daemon.start()
+    (row,) = json.loads(daemon.mentectl("report", "--json").stdout)["rules"]
+    assert row["stopped"] == 1
+
+
 def test_let_through_is_counted(daemon: DaemonProcess, claude: Agent) -> None:
     daemon.write_config("[checks]\nmax_stops = 1\n")
     daemon.reload()
