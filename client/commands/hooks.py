@@ -47,7 +47,7 @@ from mented.agents.pretooluse import (
 )
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
-from mented_client import added_settings, codex_trust
+from mented_client import added_settings, codex_trust, hook_files
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -310,6 +310,8 @@ def run_install(args: argparse.Namespace) -> int:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
+    if agent.hook_file:
+        return _install_hook_file(agent, path, command, json_output=args.json)
     session_command = hook_command(agent, args.python, args.socket, SESSION_START)
     needs = needs_in_force(args.socket)
     prefilter = not getattr(args, "all_commands", False)
@@ -393,6 +395,38 @@ def run_install(args: argparse.Namespace) -> int:
         )
     for note in notes:
         print(note)
+    return 0
+
+
+def _install_hook_file(agent: Agent, path: Path, command: str, *, json_output: bool) -> int:
+    """`hooks install` for an agent whose hook is a file of its own (Cline)."""
+    try:
+        written = hook_files.install(agent, path, command)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+    outcome = "unchanged" if not written.changed else "updated" if written.replaced else "installed"
+    if json_output:
+        print_json(
+            {
+                "agent": agent.name,
+                "settings": str(path),
+                "outcome": outcome,
+                "changed": written.changed,
+                "command": command,
+                "registered_for": agent.registration_summary(HookNeeds()),
+            }
+        )
+        return 0
+    where = display_path(path)
+    if outcome == "unchanged":
+        print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
+        return 0
+    verb = "Updated" if written.replaced else "Installed"
+    print(f"{verb} the mented hook for {agent.title}: {where}.")
+    print(f"  runs: {command}")
+    print(f"  for: {agent.registration_summary(HookNeeds())}")
     return 0
 
 
@@ -504,6 +538,9 @@ def remove_from(
             entries would change anything else.
         OSError: it cannot be written.
     """
+    if agent.hook_file:
+        found, emptied = hook_files.uninstall(path, up_to=up_to)
+        return Removal(int(found), deleted=found, directories=tuple(emptied))
     previous = read_settings_at(path, project)
     if not previous:
         return Removal()
@@ -773,7 +810,10 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
         try:
             # The user's file, and `extra` named on the command line, are theirs; the
             # directory's own files are the project's (a cloned repository's).
-            text = read_settings_at(path, None if path in (user, extra_path) else here)
+            if agent.hook_file:
+                text = hook_files.read_hook_file(path)
+            else:
+                text = read_settings_at(path, None if path in (user, extra_path) else here)
         except SettingsError as exc:
             places.append(SettingsPlace(settings=str(path), exists=True, error=str(exc)))
             continue
@@ -782,7 +822,9 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
         place = SettingsPlace(settings=str(path), exists=text is not None)
         try:
             entries = (
-                find_entries(text, path, installed_shim(), agent.layout)
+                hook_files.entries_in(agent, text)
+                if agent.hook_file
+                else find_entries(text, path, installed_shim(), agent.layout)
                 if text and text.strip()
                 else []
             )
