@@ -311,7 +311,9 @@ def test_auggie_timeout_is_milliseconds_and_project_install_is_the_local_file(
     assert group["matcher"].split("|")[0] == "launch-process"
     assert group["hooks"][0]["timeout"] == 5000
     assert shared.read_text() == '{"hooks": {}}\n'  # the team's file is not touched
-    assert mentectl(capsys, "hooks", "uninstall", "augment-auggie", "--project", str(project))[0] == 0
+    assert (
+        mentectl(capsys, "hooks", "uninstall", "augment-auggie", "--project", str(project))[0] == 0
+    )
     assert not (project / ".augment" / "settings.local.json").exists()
 
 
@@ -398,3 +400,66 @@ def test_mcp_install_says_plainly_it_is_not_done_for_these_agents(
     assert status != 0
     assert "does not register its MCP server" in err
     assert not list(home.iterdir())
+
+
+def test_doctor_checks_and_fires_each_agents_installed_hook(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mented_client.commands import doctor
+
+    socket = tmp_path / "no-daemon.sock"
+    for agent in NEW:
+        assert mentectl(capsys, "--socket", str(socket), "hooks", "install", agent)[0] == 0
+    # A generous budget: the fire's timing is a benchmark, not this test's point.
+    target = doctor.FireTarget(socket, daemon_up=False, budget_ms=60_000)
+    checks = {check.link: check for check in doctor.check_hooks(target)}
+    for agent in NEW:
+        installed = [c for link, c in checks.items() if link.startswith(f"hook {agent} ")]
+        assert installed and all(c.state == "ok" for c in installed), installed
+        # Fired with the agent's own sample event: exit 0, nothing on stderr, silent.
+        fire = checks[f"fire {agent}"]
+        assert (fire.state, "the daemon is down" in fire.detail) == ("warn", True), fire
+
+
+def test_each_agents_installed_command_hands_its_first_commit_the_rules(
+    daemon: Any,
+) -> None:
+    """One run of the installed hook per agent, through the shim to a live daemon."""
+    daemon.mentectl("rule", "add", "git-commit", RULE)
+    for agent in NEW:
+        daemon.mentectl("hooks", "install", agent)
+    home = Path(daemon.env["HOME"])
+    crush = json.loads((home / ".config" / "crush" / "crush.json").read_text())
+    commands = {
+        "crush": crush["hooks"]["PreToolUse"][0]["command"],
+        "factory-droid": json.loads((home / ".factory" / "hooks.json").read_text())["hooks"][
+            "PreToolUse"
+        ][0]["hooks"][0]["command"],
+        "augment-auggie": json.loads((home / ".augment" / "settings.json").read_text())["hooks"][
+            "PreToolUse"
+        ][0]["hooks"][0]["command"],
+    }
+    for agent, command in commands.items():
+        done = subprocess.run(  # as the agents run it: through a shell
+            ["/bin/sh", "-c", command],
+            input=first_commit(agent),
+            env=daemon.env,
+            capture_output=True,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b""), agent
+        specific = json.loads(done.stdout)["hookSpecificOutput"]
+        assert specific["permissionDecision"] == "deny", agent
+        assert RULE in specific["permissionDecisionReason"]
+    hook = home / "Documents" / "Cline" / "Hooks" / "PreToolUse"
+    done = subprocess.run(  # as Cline runs it: the file itself, by its #! line
+        [str(hook)],
+        input=first_commit("cline-cli"),
+        env=daemon.env,
+        capture_output=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    answer = json.loads(done.stdout)
+    assert set(answer) == {"contextModification"}
+    assert RULE in answer["contextModification"]
