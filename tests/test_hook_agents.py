@@ -463,3 +463,21 @@ def test_each_agents_installed_command_hands_its_first_commit_the_rules(
     answer = json.loads(done.stdout)
     assert set(answer) == {"contextModification"}
     assert RULE in answer["contextModification"]
+
+
+def test_mcp_status_and_doctor_say_the_server_is_not_offered_not_missing(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mented_client.commands import doctor
+
+    status = main(["mcp", "status"])
+    out, _ = capsys.readouterr()
+    assert status in (0, 1)
+    for agent in NEW:
+        (line,) = [line for line in out.splitlines() if line.startswith(f"{agent}:")]
+        assert "does not register its MCP server here" in line
+        assert "mcp install" not in line  # no step offered that would only fail
+    checks = {check.link: check for check in doctor.check_mcp()}
+    for agent in NEW:
+        assert checks[f"mcp {agent}"].state == "skip"
+        assert checks[f"mcp {agent}"].fix is None

@@ -658,6 +658,8 @@ def check_mcp() -> list[Check]:
             state: State = "fail" if found.registered else "warn"
             fix = f"`mentectl mcp install {agent}`"
             checks.append(Check(link, state, f"{found.where}: {found.problem}", fix=fix))
+        elif not found.supported:
+            checks.append(Check(link, "skip", f"not offered: {found.where}"))
         elif not found.registered:
             why = f"not registered in {found.where} (the agent cannot remember rules itself)"
             checks.append(Check(link, "skip", why, fix=mcp.install_fix(agent)))

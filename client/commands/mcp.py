@@ -172,12 +172,15 @@ class Registration:
     where: str  # the file holding the registration
     command: list[str] | None = None
     problem: str | None = None  # registered, but it cannot work as it is
+    supported: bool = True  # False: mentectl does not register it with this agent
 
     @property
     def ok(self) -> bool:
         return self.registered and self.problem is None
 
     def describe(self) -> str:
+        if not self.supported:
+            return f"{self.agent}: mentectl does not register its MCP server here ({self.where})"
         if not self.registered:
             why = f" ({self.problem})" if self.problem else ""
             return (
@@ -683,7 +686,9 @@ class Writer:
 
 def _none_registration(agent: Agent) -> Registration:
     """An agent mentectl does not register the server with: never registered, no problem."""
-    return Registration(agent.name, registered=False, where=agent.mcp.note or agent.title)
+    return Registration(
+        agent.name, registered=False, where=agent.mcp.note or agent.title, supported=False
+    )
 
 
 def _install_none(agent: Agent, command: list[str]) -> str:  # noqa: ARG001 - nothing to write
