@@ -481,3 +481,32 @@ def test_mcp_status_and_doctor_say_the_server_is_not_offered_not_missing(
     for agent in NEW:
         assert checks[f"mcp {agent}"].state == "skip"
         assert checks[f"mcp {agent}"].fix is None
+
+
+def test_cline_project_install_writes_the_workspace_hook_and_says_to_keep_it_out_of_git(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    status, out, _ = mentectl(capsys, "hooks", "install", "cline-cli", "--project", str(project))
+    assert status == 0
+    hook = project / ".clinerules" / "hooks" / "PreToolUse"
+    assert hook_files.is_ours(hook.read_text())
+    assert ".git/info/exclude" in out
+    assert mentectl(capsys, "hooks", "uninstall", "cline-cli", "--project", str(project))[0] == 0
+    assert not (project / ".clinerules").exists()
+    assert not (home / "Documents").exists()  # the user's folder was never touched
+
+
+def test_a_clinerules_folder_that_leads_outside_the_project_is_refused(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".clinerules").symlink_to(elsewhere)
+    status, _, err = mentectl(capsys, "hooks", "install", "cline-cli", "--project", str(project))
+    assert status != 0
+    assert "leads outside the project" in err
+    assert not list(elsewhere.iterdir())

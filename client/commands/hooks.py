@@ -154,7 +154,9 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
         type=project_directory,
         help="edit the project's hook settings: a file not committed where the agent has one "
         "(DIR/.claude/settings.local.json), else DIR/.codex/hooks.json, DIR/.gemini/settings.json, "
-        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json",
+        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json, DIR/crush.json, "
+        "DIR/.factory/hooks.json, DIR/.augment/settings.local.json, "
+        "DIR/.clinerules/hooks/PreToolUse",
     )
 
 
@@ -311,7 +313,7 @@ def run_install(args: argparse.Namespace) -> int:
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
     if agent.hook_file:
-        return _install_hook_file(agent, path, command, json_output=args.json)
+        return _install_hook_file(agent, path, command, json_output=args.json, project=args.project)
     session_command = hook_command(agent, args.python, args.socket, SESSION_START)
     needs = needs_in_force(args.socket)
     prefilter = not getattr(args, "all_commands", False)
@@ -398,7 +400,9 @@ def run_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install_hook_file(agent: Agent, path: Path, command: str, *, json_output: bool) -> int:
+def _install_hook_file(
+    agent: Agent, path: Path, command: str, *, json_output: bool, project: Path | None
+) -> int:
     """`hooks install` for an agent whose hook is a file of its own (Cline)."""
     try:
         written = hook_files.install(agent, path, command)
@@ -407,6 +411,7 @@ def _install_hook_file(agent: Agent, path: Path, command: str, *, json_output: b
     except OSError as exc:
         raise CommandError(f"{path}: cannot write it: {exc}") from exc
     outcome = "unchanged" if not written.changed else "updated" if written.replaced else "installed"
+    notes = _project_notes(agent, path) if project else []
     if json_output:
         print_json(
             {
@@ -416,6 +421,7 @@ def _install_hook_file(agent: Agent, path: Path, command: str, *, json_output: b
                 "changed": written.changed,
                 "command": command,
                 "registered_for": agent.registration_summary(HookNeeds()),
+                "notes": notes,
             }
         )
         return 0
@@ -427,6 +433,8 @@ def _install_hook_file(agent: Agent, path: Path, command: str, *, json_output: b
     print(f"{verb} the mented hook for {agent.title}: {where}.")
     print(f"  runs: {command}")
     print(f"  for: {agent.registration_summary(HookNeeds())}")
+    for note in notes:
+        print(note)
     return 0
 
 

@@ -195,6 +195,12 @@ AGENT = ClineAgent(
     shell_tools=frozenset({SHELL_TOOL}),
     edit_tools=frozenset({EDIT_TOOL}),
     patch_tools=frozenset({PATCH_TOOL}),
+    no_project_local_file=(
+        "Cline has no uncommitted hooks folder: this file names this machine's interpreter "
+        "and socket, so keep it out of git (add .clinerules/hooks/PreToolUse to "
+        ".git/info/exclude), or install for your user instead (`mentectl hooks install "
+        "cline-cli`)."
+    ),
     event_name=PRE_TOOL_USE,
     can_stop=False,
     hook_file=True,
