@@ -510,3 +510,16 @@ def test_a_clinerules_folder_that_leads_outside_the_project_is_refused(
     assert status != 0
     assert "leads outside the project" in err
     assert not list(elsewhere.iterdir())
+
+
+def test_a_users_own_linked_cline_hook_is_not_mented_and_not_a_failure(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dotfiles = tmp_path / "dotfiles-hook"
+    dotfiles.write_text("#!/bin/sh\necho '{}'\n")
+    hook = home / "Documents" / "Cline" / "Hooks" / "PreToolUse"
+    hook.parent.mkdir(parents=True)
+    hook.symlink_to(dotfiles)
+    status, out, _ = mentectl(capsys, "hooks", "status", "cline-cli")
+    assert status == 0
+    assert "not installed" in out

@@ -111,7 +111,9 @@ def register(
         "service manager), installs the agent's hook, registers the MCP server, runs "
         "`mentectl doctor` and shows how to add a first rule. Safe to run again.",
     )
-    setup.add_argument("agent", choices=sorted(AGENTS))
+    setup.add_argument(
+        "agent", choices=sorted(AGENTS), metavar="AGENT", help=", ".join(sorted(AGENTS))
+    )
     setup.add_argument(
         "--no-service",
         action="store_true",

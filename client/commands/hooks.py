@@ -83,7 +83,8 @@ def register(
     hooks = subparsers.add_parser(
         "hooks",
         help="install or remove the agent hook that hands rules to Claude Code, Codex, "
-        "Gemini CLI, Copilot CLI, Cursor or Qwen Code",
+        "Gemini CLI, Copilot CLI, Cursor, Qwen Code, Crush, Factory Droid, Augment Auggie "
+        "or Cline CLI",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -99,7 +100,7 @@ def register(
         "started without that environment still finds the daemon; $MENTED_SOCKET in the "
         "agent's environment wins.",
     )
-    install.add_argument("agent", choices=agents)
+    install.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     _settings_options(install)
     install.add_argument(
         "--python",
@@ -124,7 +125,7 @@ def register(
     uninstall = verbs.add_parser(
         "uninstall", parents=[common], help="remove mented's hook entries, and nothing else"
     )
-    uninstall.add_argument("agent", choices=agents)
+    uninstall.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     _settings_options(uninstall)
     uninstall.set_defaults(handler=run_uninstall)
 
@@ -132,7 +133,11 @@ def register(
         "status", parents=[common], help="where the hook is installed and whether it still works"
     )
     status.add_argument(
-        "agent", nargs="?", choices=agents, help="only this agent (default: every agent)"
+        "agent",
+        nargs="?",
+        choices=agents,
+        metavar="AGENT",
+        help=f"only this agent (default: every agent): {', '.join(agents)}",
     )
     status.add_argument("--settings", metavar="PATH", help="also look in this settings file")
     status.set_defaults(handler=run_status)
@@ -140,7 +145,7 @@ def register(
     command = verbs.add_parser(
         "command", parents=[common], help="print the hook command line, for installing by hand"
     )
-    command.add_argument("agent", choices=agents)
+    command.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     command.add_argument("--python", metavar="PATH", help="the interpreter the hook runs with")
     command.set_defaults(handler=run_command)
 
@@ -819,7 +824,10 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
             # The user's file, and `extra` named on the command line, are theirs; the
             # directory's own files are the project's (a cloned repository's).
             if agent.hook_file:
-                text = hook_files.read_hook_file(path)
+                try:
+                    text = hook_files.read_hook_file(path)
+                except SettingsError:
+                    text = ""  # a link, a FIFO, ...: the user's, not mented's hook
             else:
                 text = read_settings_at(path, None if path in (user, extra_path) else here)
         except SettingsError as exc:
