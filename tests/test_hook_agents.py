@@ -139,6 +139,7 @@ def test_cline_a_failing_check_is_told_never_cancelled(
     answer = json.loads(hooks.handle("cline-cli", first_commit("cline-cli")))
     assert set(answer) == {"contextModification"}
     assert "subject" in answer["contextModification"]
+    assert hooks.recent_fires(1)[0].mode == "context"  # told: the command was not stopped
     # Any other agent would have been stopped by the same failing check.
     claude = hooks.handle("factory-droid", first_commit("factory-droid"))
     assert json.loads(claude)["hookSpecificOutput"]["permissionDecision"] == "deny"
