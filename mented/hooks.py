@@ -540,6 +540,7 @@ class HookHandler:
         )
         stop = (
             wants_before
+            and adapter.can_stop
             and adapter.context_arrives == "after"
             and unremembered is None
             and not call.ran
@@ -595,7 +596,7 @@ class HookHandler:
         the failures, then the rules the session was not handed yet, in full."""
         _, fire = self._deliver(adapter, call, [], answer)  # the log record, nothing delivered
         fire.rule_ids = [rule.id for _, rules in visible for rule in rules]
-        stop = verdict.answer == "stop"
+        stop = verdict.answer == "stop" and adapter.can_stop  # else told, never stopped
         what = call.kind_in_words()
         text = render_failures(verdict, self._config.checks.max_stops, what=what)
         key = SessionKey(adapter.name, call.session) if call.session else None

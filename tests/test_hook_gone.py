@@ -20,6 +20,7 @@ import pytest
 
 from mented.agents import AGENTS
 from mented.agents.pretooluse import SESSION_START
+from mented_client import hook_files
 from mented_client.cli import main
 from mented_client.commands import doctor, hooks
 from mented_client.hook_settings import (
@@ -76,7 +77,10 @@ def installed_commands(agent_name: str, root: Path) -> list[tuple[str, str]]:
     assert main(["hooks", "install", agent_name, "--python", python]) == 0
     agent = AGENTS[agent_name]
     path = agent.settings_path()
-    entries = find_entries(path.read_text(), path, None, agent.layout)
+    if agent.hook_file:  # Cline's hook file: its last line is the command line
+        entries = hook_files.entries_in(agent, path.read_text())
+    else:
+        entries = find_entries(path.read_text(), path, None, agent.layout)
     assert entries
     return sorted({(entry.event, entry.command) for entry in entries})
 

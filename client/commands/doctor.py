@@ -111,7 +111,9 @@ def register(
         "service manager), installs the agent's hook, registers the MCP server, runs "
         "`mentectl doctor` and shows how to add a first rule. Safe to run again.",
     )
-    setup.add_argument("agent", choices=sorted(AGENTS))
+    setup.add_argument(
+        "agent", choices=sorted(AGENTS), metavar="AGENT", help=", ".join(sorted(AGENTS))
+    )
     setup.add_argument(
         "--no-service",
         action="store_true",
@@ -658,6 +660,8 @@ def check_mcp() -> list[Check]:
             state: State = "fail" if found.registered else "warn"
             fix = f"`mentectl mcp install {agent}`"
             checks.append(Check(link, state, f"{found.where}: {found.problem}", fix=fix))
+        elif not found.supported:
+            checks.append(Check(link, "skip", f"not offered: {found.where}"))
         elif not found.registered:
             why = f"not registered in {found.where} (the agent cannot remember rules itself)"
             checks.append(Check(link, "skip", why, fix=mcp.install_fix(agent)))

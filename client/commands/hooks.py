@@ -47,7 +47,7 @@ from mented.agents.pretooluse import (
 )
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
-from mented_client import added_settings, codex_trust
+from mented_client import added_settings, codex_trust, hook_files
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -83,7 +83,8 @@ def register(
     hooks = subparsers.add_parser(
         "hooks",
         help="install or remove the agent hook that hands rules to Claude Code, Codex, "
-        "Gemini CLI, Copilot CLI, Cursor or Qwen Code",
+        "Gemini CLI, Copilot CLI, Cursor, Qwen Code, Crush, Factory Droid, Augment Auggie "
+        "or Cline CLI",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -99,7 +100,7 @@ def register(
         "started without that environment still finds the daemon; $MENTED_SOCKET in the "
         "agent's environment wins.",
     )
-    install.add_argument("agent", choices=agents)
+    install.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     _settings_options(install)
     install.add_argument(
         "--python",
@@ -124,7 +125,7 @@ def register(
     uninstall = verbs.add_parser(
         "uninstall", parents=[common], help="remove mented's hook entries, and nothing else"
     )
-    uninstall.add_argument("agent", choices=agents)
+    uninstall.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     _settings_options(uninstall)
     uninstall.set_defaults(handler=run_uninstall)
 
@@ -132,7 +133,11 @@ def register(
         "status", parents=[common], help="where the hook is installed and whether it still works"
     )
     status.add_argument(
-        "agent", nargs="?", choices=agents, help="only this agent (default: every agent)"
+        "agent",
+        nargs="?",
+        choices=agents,
+        metavar="AGENT",
+        help=f"only this agent (default: every agent): {', '.join(agents)}",
     )
     status.add_argument("--settings", metavar="PATH", help="also look in this settings file")
     status.set_defaults(handler=run_status)
@@ -140,7 +145,7 @@ def register(
     command = verbs.add_parser(
         "command", parents=[common], help="print the hook command line, for installing by hand"
     )
-    command.add_argument("agent", choices=agents)
+    command.add_argument("agent", choices=agents, metavar="AGENT", help=", ".join(agents))
     command.add_argument("--python", metavar="PATH", help="the interpreter the hook runs with")
     command.set_defaults(handler=run_command)
 
@@ -154,7 +159,9 @@ def _settings_options(parser: argparse.ArgumentParser) -> None:
         type=project_directory,
         help="edit the project's hook settings: a file not committed where the agent has one "
         "(DIR/.claude/settings.local.json), else DIR/.codex/hooks.json, DIR/.gemini/settings.json, "
-        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json",
+        "DIR/.github/hooks/mented.json, DIR/.cursor/hooks.json, DIR/crush.json, "
+        "DIR/.factory/hooks.json, DIR/.augment/settings.local.json, "
+        "DIR/.clinerules/hooks/PreToolUse",
     )
 
 
@@ -310,6 +317,8 @@ def run_install(args: argparse.Namespace) -> int:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
     command = hook_command(agent, args.python, args.socket)
+    if agent.hook_file:
+        return _install_hook_file(agent, path, command, json_output=args.json, project=args.project)
     session_command = hook_command(agent, args.python, args.socket, SESSION_START)
     needs = needs_in_force(args.socket)
     prefilter = not getattr(args, "all_commands", False)
@@ -391,6 +400,44 @@ def run_install(args: argparse.Namespace) -> int:
             f"Moved it out of {display_path(place)}, the project's shared file "
             f"({removal.in_words()})."
         )
+    for note in notes:
+        print(note)
+    return 0
+
+
+def _install_hook_file(
+    agent: Agent, path: Path, command: str, *, json_output: bool, project: Path | None
+) -> int:
+    """`hooks install` for an agent whose hook is a file of its own (Cline)."""
+    try:
+        written = hook_files.install(agent, path, command)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write it: {exc}") from exc
+    outcome = "unchanged" if not written.changed else "updated" if written.replaced else "installed"
+    notes = _project_notes(agent, path) if project else []
+    if json_output:
+        print_json(
+            {
+                "agent": agent.name,
+                "settings": str(path),
+                "outcome": outcome,
+                "changed": written.changed,
+                "command": command,
+                "registered_for": agent.registration_summary(HookNeeds()),
+                "notes": notes,
+            }
+        )
+        return 0
+    where = display_path(path)
+    if outcome == "unchanged":
+        print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
+        return 0
+    verb = "Updated" if written.replaced else "Installed"
+    print(f"{verb} the mented hook for {agent.title}: {where}.")
+    print(f"  runs: {command}")
+    print(f"  for: {agent.registration_summary(HookNeeds())}")
     for note in notes:
         print(note)
     return 0
@@ -504,6 +551,9 @@ def remove_from(
             entries would change anything else.
         OSError: it cannot be written.
     """
+    if agent.hook_file:
+        found, emptied = hook_files.uninstall(path, up_to=up_to)
+        return Removal(int(found), deleted=found, directories=tuple(emptied))
     previous = read_settings_at(path, project)
     if not previous:
         return Removal()
@@ -773,7 +823,13 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
         try:
             # The user's file, and `extra` named on the command line, are theirs; the
             # directory's own files are the project's (a cloned repository's).
-            text = read_settings_at(path, None if path in (user, extra_path) else here)
+            if agent.hook_file:
+                try:
+                    text = hook_files.read_hook_file(path)
+                except SettingsError:
+                    text = ""  # a link, a FIFO, ...: the user's, not mented's hook
+            else:
+                text = read_settings_at(path, None if path in (user, extra_path) else here)
         except SettingsError as exc:
             places.append(SettingsPlace(settings=str(path), exists=True, error=str(exc)))
             continue
@@ -782,7 +838,9 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
         place = SettingsPlace(settings=str(path), exists=text is not None)
         try:
             entries = (
-                find_entries(text, path, installed_shim(), agent.layout)
+                hook_files.entries_in(agent, text)
+                if agent.hook_file
+                else find_entries(text, path, installed_shim(), agent.layout)
                 if text and text.strip()
                 else []
             )

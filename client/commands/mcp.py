@@ -5,7 +5,8 @@
   and `mentectl`'s other verbs must stay fast).
 - `mentectl mcp install AGENT` registers it at user scope, where and how the
   agent's own module says (`Agent.mcp`, `mented.agents.pretooluse.McpSettings`);
-  this module only knows the three ways of writing it (`WRITERS`):
+  this module only knows the three ways of writing it (`WRITERS`; "none": the
+  agent's own module says why mentectl does not register it there):
   - "claude-cli": through the agent's own CLI (`claude mcp add --scope user`),
     because running Claude Code sessions rewrite `~/.claude.json` all the time;
     without `claude` on PATH it fails (exit 1), naming the exact command to
@@ -171,12 +172,15 @@ class Registration:
     where: str  # the file holding the registration
     command: list[str] | None = None
     problem: str | None = None  # registered, but it cannot work as it is
+    supported: bool = True  # False: mentectl does not register it with this agent
 
     @property
     def ok(self) -> bool:
         return self.registered and self.problem is None
 
     def describe(self) -> str:
+        if not self.supported:
+            return f"{self.agent}: mentectl does not register its MCP server here ({self.where})"
         if not self.registered:
             why = f" ({self.problem})" if self.problem else ""
             return (
@@ -307,6 +311,8 @@ def install_fix(agent: str, *, socket: str | Path | None = None) -> str:
     `claude mcp add` command to run where `claude` is.
     """
     known = _known_agent(agent)
+    if known.mcp.how == "none":
+        return f"none needed: mentectl does not register it with {known.title} (the hook works)"
     if known.mcp.how == "claude-cli" and shutil.which("claude") is None:
         command = server_command(known.name, socket)
         add = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
@@ -675,7 +681,29 @@ class Writer:
     uninstall: Callable[[Agent], str]
 
 
+# ------------------------------------------------------------- not registered
+
+
+def _none_registration(agent: Agent) -> Registration:
+    """An agent mentectl does not register the server with: never registered, no problem."""
+    return Registration(
+        agent.name, registered=False, where=agent.mcp.note or agent.title, supported=False
+    )
+
+
+def _install_none(agent: Agent, command: list[str]) -> str:  # noqa: ARG001 - nothing to write
+    raise CommandError(
+        f"mentectl does not register its MCP server with {agent.title} "
+        f"({agent.mcp.note or 'its MCP settings were not checked'}); the hook works without it"
+    )
+
+
+def _uninstall_none(agent: Agent) -> str:
+    return f"mentectl never registers its MCP server with {agent.title}: nothing to do"
+
+
 WRITERS: dict[str, Writer] = {
+    "none": Writer(_none_registration, _install_none, _uninstall_none),
     "claude-cli": Writer(_claude_registration, _install_claude, _uninstall_claude),
     "codex-toml": Writer(_codex_registration, _install_codex, _uninstall_codex),
     "json": Writer(_json_registration, _install_json, _uninstall_json),

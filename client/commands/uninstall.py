@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented_client import codex_trust
+from mented_client import codex_trust, hook_files
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
@@ -116,6 +116,10 @@ def project_hooks(agent: Agent, project: Path) -> list[Path]:
     found = []
     for path in agent.project_install_paths(project):
         try:
+            if agent.hook_file:  # Cline's hook file: ours or not
+                if hook_files.is_ours(hook_files.read_hook_file(path)):
+                    found.append(path)
+                continue
             text = read_project_settings(path, project)
             if text and text.strip() and find_entries(text, path, None, agent.layout):
                 found.append(path)
@@ -130,8 +134,11 @@ def still_set_up() -> list[str]:
     for name, agent in sorted(AGENTS.items()):
         path = agent.settings_path()
         try:
-            text = read_settings(path)
-            hook = bool(text and text.strip() and find_entries(text, path, None, agent.layout))
+            if agent.hook_file:
+                hook = hook_files.is_ours(hook_files.read_hook_file(path))
+            else:
+                text = read_settings(path)
+                hook = bool(text and text.strip() and find_entries(text, path, None, agent.layout))
         except SettingsError:
             hook = False
         if hook or mcp.mcp_registration(name).registered:

@@ -8,7 +8,9 @@ Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
 module only names its differences. Copilot CLI speaks it too (under its
 PascalCase event names) and Gemini CLI with its own event names and answers;
 Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
-tool. `AGENTS` maps the names used on the shim's command line (and in rule
+tool. Crush, Factory Droid and Augment Auggie read Claude Code's answers with
+their own tools and files; Cline CLI runs a hook file and takes context only.
+`AGENTS` maps the names used on the shim's command line (and in rule
 scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
@@ -29,6 +31,11 @@ _MODULES = {
     "copilot-cli": "copilot_cli",
     "cursor": "cursor",
     "qwen-code": "qwen_code",
+    # Built from their sources and documents (hooks/README.md says which).
+    "crush": "crush",
+    "factory-droid": "factory_droid",
+    "augment-auggie": "augment_auggie",
+    "cline-cli": "cline_cli",
 }
 
 

@@ -262,7 +262,8 @@ class McpSettings:
         how: how mentectl writes our entry there: "claude-cli" through the
             agent's own `claude mcp add` (Claude Code rewrites its file all the
             time), "codex-toml" as a `[mcp_servers.mented]` table of a TOML file,
-            "json" as the member `mcpServers.mented` of a JSON file.
+            "json" as the member `mcpServers.mented` of a JSON file, "none" not at
+            all (an agent whose MCP settings mentectl has not checked: `note` says why).
         file_name: the file, in the agent's user config directory.
         beside_config_dir: the file is in the home directory unless the
             config directory is moved by its variable (Claude Code's `~/.claude.json`).
@@ -272,7 +273,7 @@ class McpSettings:
         note: what to tell the user after registering, if anything.
     """
 
-    how: Literal["claude-cli", "codex-toml", "json"] = "json"
+    how: Literal["claude-cli", "codex-toml", "json", "none"] = "json"
     file_name: str
     beside_config_dir: bool = False
     entry: Mapping[str, object] = field(default_factory=dict)
@@ -310,6 +311,11 @@ class PreToolUseAgent:
         install_note: what to tell the user after installing, if anything.
         context_arrives: when the model reads a hook's extra context: "after" the
             tool ran (both agents put it next to the tool's result) or "before".
+        can_stop: whether a deny is safe: it stops the one tool call and its reason
+            reaches the model (False for Cline, whose `cancel` ends the whole task):
+            without it every rule goes as context, checks that fail are told, never stopped.
+        hook_file: the hook is an executable file of its own at `settings_path` (Cline's
+            `PreToolUse`), written by `mented_client.hook_files`, not an entry in JSON.
         entry_trust: whether the agent will run an installed entry, for an agent
             that has a say of its own (Codex's `/hooks` trust); None: it always does.
         event_name: the event sent before a tool runs.
@@ -347,6 +353,8 @@ class PreToolUseAgent:
     no_project_local_file: str | None = None
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
+    can_stop: bool = True
+    hook_file: bool = False
     user_notices: bool = False  # shows a hook answer's `systemMessage` to the user
     entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
     event_name: str = EVENT_NAME

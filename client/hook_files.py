@@ -1,0 +1,157 @@
+"""A hook that is a file of its own: Cline's executable `PreToolUse`.
+
+Cline has no settings file for hooks: it runs every executable file named after
+the event in its hooks folders (mented.agents.cline_cli). So mented's hook is a
+small `sh` script there, `HEADER` then the shim's command line exactly as the
+other agents' entries hold it (`guarded_command`: the real interpreter, exit 0
+once the shim or interpreter is gone)::
+
+    #!/bin/sh
+    # mented hook file: ...
+    [ -f /abs/shim.py ] && [ -x /abs/python3.12 ] && exec /abs/python3.12 -I -S ...; exit 0
+
+A file there that is not ours (no `MARKER` line) is the user's: an install
+refuses to touch it and says what to do, so an uninstall, which removes only a
+file of ours, leaves the folder as it was. A link or anything but a regular
+file is never followed, read or replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mented.untrusted import describe_kind
+from mented_client.files import display_path, remove_file
+from mented_client.hook_settings import MentedEntry, SettingsError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mented.agents import Agent
+
+MARKER = "# mented hook file"
+# A hook file of ours is a few hundred bytes: past this it is not one.
+MAX_HOOK_FILE_BYTES = 64 * 1024
+
+
+def hook_text(agent: Agent, command: str) -> str:
+    """The hook file that runs `command` for `agent`."""
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}: hands your rules to {agent.title} as context, never cancels a task.\n"
+        f"# Written by `mentectl hooks install {agent.name}`; "
+        f"`mentectl hooks uninstall {agent.name}` removes it.\n"
+        f"{command}\n"
+    )
+
+
+def read_hook_file(path: Path) -> str | None:
+    """The text of the file at `path`; None when there is none.
+
+    Raises:
+        SettingsError: it is a link, not a regular file, too large or not UTF-8 text.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if path.is_symlink():
+            raise SettingsError(
+                f"{path} is a symbolic link; mented writes its hook file only as a file of "
+                "its own: remove the link (or pass --settings with another path), then run "
+                "this again; nothing was written"
+            ) from exc
+        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SettingsError(
+                f"{path}: not a regular file ({describe_kind(info.st_mode)}); remove or "
+                "rename it, then run this again; nothing was written"
+            )
+        data = handle.read(MAX_HOOK_FILE_BYTES + 1)
+    if len(data) > MAX_HOOK_FILE_BYTES:
+        raise SettingsError(
+            f"{path}: over {MAX_HOOK_FILE_BYTES // 1024} KiB, not a hook file of mented's: it "
+            "is left as it is; move it aside if you want mented's hook there"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: not UTF-8 text ({exc}): not mented's, left as it is") from exc
+
+
+def is_ours(text: str | None) -> bool:
+    return text is not None and any(line.startswith(MARKER) for line in text.splitlines()[:3])
+
+
+def entries_in(agent: Agent, text: str | None) -> list[MentedEntry]:
+    """Our hook in a hook file's `text`, as the settings files' entries are found."""
+    if not is_ours(text):
+        return []
+    assert text is not None
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if not lines:
+        return []
+    return [MentedEntry(agent.event_name, 0, -1, lines[-1], None, None, {"command": lines[-1]})]
+
+
+@dataclass(frozen=True)
+class Written:
+    changed: bool
+    replaced: bool  # an older hook file of ours was there
+
+
+def install(agent: Agent, path: Path, command: str) -> Written:
+    """Write our hook file at `path` (executable, by us only writable).
+
+    Raises:
+        SettingsError: a file of the user's (or a link, a directory, ...) is there.
+        OSError: it cannot be written.
+    """
+    previous = read_hook_file(path)
+    if previous is not None and not is_ours(previous):
+        raise SettingsError(
+            f"{path} is a {agent.title} hook of yours; mented does not change it. Rename it "
+            f"(e.g. to {path.name}.sh: Cline runs both), or add this line to it yourself: "
+            f"{command}; nothing was written"
+        )
+    text = hook_text(agent, command)
+    if previous == text:
+        return Written(changed=False, replaced=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.mented-{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.chmod(0o755)  # whatever the umask: Cline runs only an executable
+        temporary.replace(path)  # a link put there since is replaced, not followed
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return Written(changed=True, replaced=previous is not None)
+
+
+def uninstall(path: Path, *, up_to: Path | None) -> tuple[bool, list[Path]]:
+    """Remove our hook file at `path`, and the folders that leaves empty up to `up_to`.
+
+    Returns whether there was one, and the folders removed.
+
+    Raises:
+        SettingsError: the file there cannot be read (it stays).
+        OSError: it cannot be removed.
+    """
+    if not is_ours(read_hook_file(path)):
+        return False, []
+    return True, remove_file(path, up_to=up_to)
+
+
+def describe(path: Path) -> str:
+    return display_path(path)
