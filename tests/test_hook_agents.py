@@ -430,6 +430,7 @@ def test_each_agents_installed_command_hands_its_first_commit_the_rules(
     for agent in NEW:
         daemon.mentectl("hooks", "install", agent)
     home = Path(daemon.env["HOME"])
+    env = daemon.env | {"MENTED_HOOK_BUDGET_MS": "5000"}  # a loaded machine: not a late answer
     crush = json.loads((home / ".config" / "crush" / "crush.json").read_text())
     commands = {
         "crush": crush["hooks"]["PreToolUse"][0]["command"],
@@ -444,7 +445,7 @@ def test_each_agents_installed_command_hands_its_first_commit_the_rules(
         done = subprocess.run(  # as the agents run it: through a shell
             ["/bin/sh", "-c", command],
             input=first_commit(agent),
-            env=daemon.env,
+            env=env,
             capture_output=True,
             check=False,
         )
@@ -456,7 +457,7 @@ def test_each_agents_installed_command_hands_its_first_commit_the_rules(
     done = subprocess.run(  # as Cline runs it: the file itself, by its #! line
         [str(hook)],
         input=first_commit("cline-cli"),
-        env=daemon.env,
+        env=env,
         capture_output=True,
         check=False,
     )
