@@ -131,7 +131,7 @@ def log_reply(activity: ActivityLog, request: LogRequest) -> LogReply | ErrorRep
         project=None if request.project is None else os.path.normpath(request.project),
         action=request.action,
         since=request.since,
-        include_tests=request.include_tests,
+        include_tests=request.include_tests is not False,  # None: an older client's
     )
     fires, more = activity.query(wanted, request.n)
     return LogReply(fires=fires, more=more, not_kept=activity.not_kept)

@@ -162,7 +162,8 @@ class LogRequest(_Request, tag="log", kw_only=True):
 
     `session`: a session id or its first characters; `project`: an absolute directory,
     the fires run in it or under it; `action`: the fires that named it; `since`: Unix
-    seconds. Test fires (`mentectl doctor`'s, `setup`'s) only with `include_tests`.
+    seconds. `include_tests`: with `mentectl doctor`'s and `setup`'s test fires, or
+    without them (None, from a client older than the filters: with them, as before).
     """
 
     n: int = 20
@@ -171,7 +172,7 @@ class LogRequest(_Request, tag="log", kw_only=True):
     project: str | None = None
     action: str | None = None
     since: float | None = None
-    include_tests: bool = False
+    include_tests: bool | None = None
 
 
 class ReloadRequest(_Request, tag="reload", kw_only=True):

@@ -202,6 +202,8 @@ def filled(tmp_path: Path) -> ActivityLog:
 
 
 def shown(record: ActivityLog, **fields: object) -> list[str]:
+    """The commands `mentectl log` is answered (test fires left out unless asked for)."""
+    fields.setdefault("include_tests", False)
     reply = log_reply(record, LogRequest(n=100, **fields))  # type: ignore[arg-type]
     assert isinstance(reply, LogReply)
     return [f.command for f in reply.fires]
@@ -210,6 +212,14 @@ def shown(record: ActivityLog, **fields: object) -> list[str]:
 def test_without_filters_every_fire_but_the_test_fires(filled: ActivityLog) -> None:
     assert shown(filled) == ["deeper", "sibling", "codex push", "old"]
     assert shown(filled, include_tests=True) == ["doctor", "deeper", "sibling", "codex push", "old"]
+
+
+def test_a_request_without_the_filters_is_answered_as_before(filled: ActivityLog) -> None:
+    """An older client (`mentectl doctor` of before, looking for its test fire): every
+    fire, newest first, the test fires with them."""
+    reply = log_reply(filled, LogRequest(n=2))
+    assert isinstance(reply, LogReply)
+    assert [f.command for f in reply.fires] == ["doctor", "deeper"]
 
 
 def test_the_daemon_filters_by_session_agent_project_action_and_time(

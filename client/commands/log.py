@@ -114,7 +114,7 @@ def run_log(args: argparse.Namespace) -> int:
         project=args.project,
         action=args.action,
         since=args.since,
-        include_tests=args.include_tests,
+        include_tests=args.include_tests,  # False: without them (None would be with)
     )
     with Client(args.socket) as client:
         reply = client.expect(request, LogReply)
