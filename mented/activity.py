@@ -50,7 +50,7 @@ from mented.protocol import ErrorCode, ErrorReply, FireRecord, LogReply, LogRequ
 from mented.untrusted import describe_kind, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator, Sequence
 
 FILE_NAME = "activity.jsonl"
 OLD_FILE_NAME = "activity.1.jsonl"
@@ -62,14 +62,24 @@ MAX_REPLY_BYTES = 2 * 1024 * 1024
 RETRY_S = 60.0  # after a failed write (no room), the file is tried again this much later
 _MIB = 1024 * 1024
 _DAY_S = 86_400.0
-_CHUNK = 1024 * 1024
+_CHUNK = 1024 * 1024  # read at once when counting the lines of a file
+_BLOCK = 64 * 1024  # read at once when reading a file backwards
+# Fires are appended in time order, unless the clock was set back: a read for the fires
+# since some time goes this much further back before it stops.
+CLOCK_SLACK_S = 3600.0
 # O_NONBLOCK: a named pipe put there is refused (ENXIO), never waited on.
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 _FIX = "remove it (mented makes a new one at its next start)"
 
+
+class _Stamp(msgspec.Struct):
+    time: float
+
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(FireRecord)
+_stamp_decoder = msgspec.json.Decoder(_Stamp)
 _write = os.write  # the tests make it fail as a full disk does
 
 
@@ -410,38 +420,51 @@ class ActivityLog:
     def _query_files(
         self, wanted: FireFilter, n: int, cutoff: float, found: list[FireRecord]
     ) -> tuple[list[FireRecord], bool]:
+        """`query` from the files: read backwards, newest first, until `n` are found or
+        the fires are older than asked for (`CLOCK_SLACK_S` more, for a clock set back)."""
         assert self._directory is not None
         with self._rotating:
-            fds = [_open_to_read(self._directory / name) for name in (OLD_FILE_NAME, FILE_NAME)]
-        limit = self._settings.max_mib * _MIB + MAX_LINE_BYTES
-        segments = []
-        for fd in fds:
-            if fd is not None:
-                try:
-                    segments.append(_read_tail(fd, limit))
-                finally:
+            fds = [_open_to_read(self._directory / name) for name in (FILE_NAME, OLD_FILE_NAME)]
+        try:
+            limit = self._settings.max_mib * _MIB + MAX_LINE_BYTES
+            oldest = max(cutoff, wanted.since or cutoff) - CLOCK_SLACK_S
+            needles = wanted.needles()
+            held = 0
+            skipped = 0
+            for fd in fds:
+                for line in () if fd is None else _lines_backward(fd, limit, needles):
+                    if not line or len(line) > MAX_LINE_BYTES:
+                        continue
+                    if any(needle not in line for needle in needles):
+                        skipped += 1  # now and then, whether the fires are older than asked
+                        if skipped % 64 == 0 and (stamp := _stamp(line)) and stamp < oldest:
+                            return found, False
+                        continue
+                    if wanted.since is not None:  # the time alone first: a fifth of the cost
+                        stamp = _stamp(line)
+                        if stamp is not None and stamp < wanted.since:
+                            if stamp < oldest:
+                                return found, False
+                            continue
+                    try:
+                        fire = _decoder.decode(line)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        continue  # torn by a crash, or damaged: the rest still counts
+                    if fire.time < oldest:
+                        return found, False
+                    if fire.time < cutoff or not wanted.matches(fire):
+                        continue
+                    held += len(line)
+                    if held > MAX_REPLY_BYTES:
+                        return found, True
+                    found.append(fire)
+                    if len(found) >= n:
+                        return found, False
+            return found, False
+        finally:
+            for fd in fds:
+                if fd is not None:
                     os.close(fd)
-        needles = wanted.needles()
-        held = 0
-        for segment in reversed(segments):
-            for line in reversed(segment.split(b"\n")):
-                if not line or len(line) > MAX_LINE_BYTES:
-                    continue
-                if any(needle not in line for needle in needles):
-                    continue
-                try:
-                    fire = _decoder.decode(line)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue  # torn by a crash, or damaged: the rest still counts
-                if fire.time < cutoff or not wanted.matches(fire):
-                    continue
-                held += len(line)
-                if held > MAX_REPLY_BYTES:
-                    return found, True
-                found.append(fire)
-                if len(found) >= n:
-                    return found, False
-        return found, False
 
 
 def _not_ours(info: os.stat_result) -> str | None:
@@ -476,22 +499,44 @@ def _open_to_read(path: Path) -> int | None:
     return None
 
 
-def _read_tail(fd: int, limit: int) -> bytes:
-    """The last `limit` bytes of the open file, from the start of a line."""
+def _lines_backward(fd: int, limit: int, needles: Sequence[bytes] = ()) -> Iterator[bytes]:
+    """The lines of the open file's last `limit` bytes, the last line first; only from
+    the blocks that hold every one of `needles` (a filter's: most blocks are skipped).
+
+    Read in blocks from the end: the newest fires, which most requests want, cost
+    one block. A line cut by the bound, or longer than `MAX_LINE_BYTES`, comes out
+    in pieces or not at all; a piece does not decode.
+    """
     size = os.fstat(fd).st_size
-    start = max(0, size - limit)
-    parts = []
-    offset = start
-    while offset < size:
-        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-    data = b"".join(parts)
-    if start > 0:  # the first line is cut: drop it
-        data = data.partition(b"\n")[2]
-    return data
+    bottom = max(0, size - limit)
+    end = size
+    rest = b""
+    while end > bottom:
+        start = max(bottom, end - _BLOCK)
+        block = os.pread(fd, end - start, start)
+        if len(block) < end - start:  # the file shrank (it cannot: ours are appended)
+            return
+        data = block + rest
+        end = start
+        if not all(needle in data for needle in needles):  # no line here is asked for
+            rest = data.partition(b"\n")[0] if start > bottom else b""
+            rest = b"" if len(rest) > MAX_LINE_BYTES else rest
+            continue
+        lines = data.split(b"\n")
+        rest = lines[0]
+        if len(rest) > MAX_LINE_BYTES:
+            rest = b""  # none of ours: what comes before it is a piece, which does not decode
+        yield from reversed(lines[1:])
+    if bottom == 0:
+        yield rest  # the file's first line (else cut by the bound: left out)
+
+
+def _stamp(line: bytes) -> float | None:
+    """The time of the fire on `line`, decoding nothing else; None if it is none."""
+    try:
+        return _stamp_decoder.decode(line).time
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def _first_time(lines: Iterable[bytes]) -> float | None:

@@ -238,6 +238,49 @@ def test_the_daemon_filters_by_session_agent_project_action_and_time(
     assert shown(filled, session="doctor", include_tests=True) == ["doctor"]
 
 
+def test_filters_over_many_blocks_find_what_a_plain_scan_finds(tmp_path: Path) -> None:
+    """Read backwards block by block, blocks without a filter's words skipped: the
+    same fires as decoding every one, in the same order, across the two files."""
+    record = ActivityLog(tmp_path, ActivitySettings(max_mib=1))
+    every = [
+        fire(
+            f"c{number} " + "y" * (number % 700),
+            at=NOW - 5000 + number,
+            agent=("claude-code", "codex", "cursor")[number % 3],
+            session=f"s{number % 7}-{number % 2}",
+            cwd=("/home/u/repo", "/home/u/repo/src", "/srv/other")[number % 5 % 3],
+            actions=(("git-commit",), ("git-push",), ())[number % 4 % 3],
+            test=number % 11 == 0,
+        )
+        for number in range(3000)  # about 1.5 MiB, in blocks of 64 KiB
+    ]
+    for entry in every:
+        record.append(entry)
+    assert (tmp_path / OLD_FILE_NAME).exists()
+    kept = set(commands(record, FireFilter(include_tests=True)))
+    assert 1000 < len(kept) < len(every)
+    every = [entry for entry in every if entry.command in kept]
+    for wanted in (
+        FireFilter(agent="codex"),
+        FireFilter(session="s3"),
+        FireFilter(session="s3-1", action="git-push"),
+        FireFilter(project="/home/u/repo/src", include_tests=True),
+        FireFilter(since=NOW - 400, agent="cursor"),
+        FireFilter(action="git-commit", project="/srv/other", since=NOW - 2500),
+    ):
+        expected = [f.command for f in reversed(every) if wanted.matches(f)]
+        assert commands(record, wanted) == expected, wanted
+        assert commands(record, wanted, n=5) == expected[:5], wanted
+
+
+def test_since_reads_past_a_clock_set_back(tmp_path: Path) -> None:
+    record = ActivityLog(tmp_path)
+    record.append(fire("before", at=NOW - 100))
+    record.append(fire("clock set back", at=NOW - 300))
+    record.append(fire("after", at=NOW - 50))
+    assert commands(record, FireFilter(since=NOW - 150)) == ["after", "before"]
+
+
 def test_a_relative_project_is_refused(filled: ActivityLog) -> None:
     reply = log_reply(filled, LogRequest(project="repo"))
     assert isinstance(reply, ErrorReply)
