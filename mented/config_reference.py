@@ -56,7 +56,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "max_fires": "fires kept, at most (the oldest go first; between half and all of "
         "this many are kept)",
         "max_age_days": "a fire older than this is never shown, and removed from disk",
-        "max_mib": "bytes the record takes on disk, at most",
+        "max_mib": "MiB the record takes on disk, at most (a `mentectl log` reads it in a "
+        "worker thread, newest first)",
     },
     "matching": {
         "git_add_ons": "name the commands of git add-ons (git-extras, git-flow, git-town): "
