@@ -4,14 +4,17 @@ Each fire the hook handler records (mented.hooks, with the fields from the agent
 event already cut there: the command and the working directory to about 1,000
 characters, the session id to 128) is appended here as one JSON line to
 `activity.jsonl`, once the hook's answer was sent: one unsynced `write` of a few
-hundred bytes, nothing the hook waits for (docs/benchmarks.md, section 12).
+hundred bytes, nothing the hook waits for (docs/benchmarks.md, "The activity
+record on disk").
 
 Bounded three ways (`[activity]` in the config file): when the file holds half of
 `max_fires` fires or half of `max_mib`, or its oldest fire is older than
 `max_age_days`, it becomes `activity.1.jsonl` (replacing the one before) and a new
 file starts; `activity.1.jsonl` is removed once its newest fire is that old. The
 two files hold at most `max_fires` fires in `max_mib`, and no fire older than
-`max_age_days` is ever shown.
+`max_age_days` is ever shown. The fires a file held when the daemon started are
+counted in a thread of their own (`counting`): tens of milliseconds for a full
+file, neither on the event loop nor in the start-up.
 
 What goes wrong costs the record, never the hook's answer:
 
@@ -25,8 +28,9 @@ What goes wrong costs the record, never the hook's answer:
   (`not_kept` says why and what to do);
 - commands are the user's data: the files are made 0600 (a wider mode is narrowed).
 
-Read (`query`, `log_reply`) in a worker thread: both files, newest first, filtered
-by `FireFilter`, as the `log` request asks (mented.protocol.LogRequest).
+Read (`query`, `log_reply`) in a worker thread: both files, backwards in blocks from
+the newest fire, filtered by `FireFilter` as the `log` request asks
+(mented.protocol.LogRequest); a block without a filter's words is skipped undecoded.
 """
 
 from __future__ import annotations
@@ -160,8 +164,12 @@ class ActivityLog:
         self._settings = settings or ActivitySettings()
         self._memory: deque[FireRecord] = deque(maxlen=MEMORY_FIRES)
         self._fd: int | None = None
-        self._surveyed = False  # the current file's lines, oldest fire and last byte known
-        self._lines = 0  # fires in the current file
+        # Fires in the current file when it was opened (None: being counted, in a thread
+        # of its own: `_count_lines`), and written to it since.
+        self._counted: int | None = 0
+        self._appended = 0
+        self._generation = 0  # which opening of the current file: a count for another is dropped
+        self.counting: threading.Thread | None = None
         self._bytes = 0
         self._oldest: float | None = None  # the first fire in the current file
         self._newest: float | None = None  # the last one written
@@ -225,8 +233,6 @@ class ActivityLog:
 
     def _append(self, fire: FireRecord) -> None:
         assert self._fd is not None
-        if not self._surveyed:
-            self._survey()
         line = _encoder.encode(fire) + b"\n"
         if len(line) > MAX_LINE_BYTES:
             return  # cut fields make no such fire: it would be skipped when read
@@ -250,7 +256,7 @@ class ActivityLog:
             self._fail(os.strerror(errno.ENOSPC))
             return
         self._torn = False
-        self._lines += 1
+        self._appended += 1
         if self._oldest is None:
             self._oldest = fire.time
         self._newest = fire.time
@@ -260,10 +266,11 @@ class ActivityLog:
 
     def _rotation_due(self, now: float, size: int) -> bool:
         settings = self._settings
-        if self._lines == 0 and self._bytes == 0:
+        lines = (self._counted or 0) + self._appended  # while being counted: a lower bound
+        if lines == 0 and self._bytes == 0:
             return False
         return (
-            self._lines + 1 > max(1, settings.max_fires // 2)
+            lines + 1 > max(1, settings.max_fires // 2)
             or self._bytes + size > settings.max_mib * _MIB // 2
             or (self._oldest is not None and now - self._oldest > settings.max_age_days * _DAY_S)
         )
@@ -285,7 +292,6 @@ class ActivityLog:
                 self._fail(f"{current}: {exc.strerror or exc}")
                 return False
             self._old_newest = self._newest
-            self._lines, self._bytes, self._oldest, self._torn = 0, 0, None, False
             return self._open(fresh=True)
         finally:
             self._rotating.release()
@@ -335,40 +341,50 @@ class ActivityLog:
             os.close(fd)
             self._refuse(path, problem)
             return False
+        size = info.st_size
+        try:  # two reads of a block: whether the last line is torn, the first fire's time
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            head = os.pread(fd, MAX_LINE_BYTES, 0) if size else b""
+        except OSError as exc:
+            os.close(fd)
+            self._fail(f"{path}: {exc.strerror or exc}")
+            return False
         self._fd = fd
-        self._bytes = info.st_size
-        self._surveyed = fresh
+        self._generation += 1
+        self._bytes, self._torn, self._oldest = size, torn, _first_time(head.split(b"\n"))
+        self._appended = 0
+        self._counted = 0 if size == 0 else None
+        if not fresh:
+            self._old_newest = _last_time(self._directory / OLD_FILE_NAME)
+        if self._counted is None:
+            # Counting 8 MiB of lines takes tens of milliseconds: not on the event loop,
+            # nor in the start-up the first hook after a socket-activated start waits for.
+            self.counting = threading.Thread(
+                target=self._count_lines,
+                args=(os.dup(fd), size, self._generation),
+                name="mented-activity-count",
+                daemon=True,
+            )
+            self.counting.start()
         return True
 
-    def _survey(self) -> None:
-        """Count the current file's fires, find its oldest and the old file's newest.
-
-        Done with the first fire after a start rather than at the start: the first
-        hook after a socket-activated start waits for the start, not for this.
-        """
-        assert self._fd is not None
-        assert self._directory is not None
-        self._surveyed = True
-        size = os.fstat(self._fd).st_size
+    def _count_lines(self, fd: int, size: int, generation: int) -> None:
+        """Count the fires in the first `size` bytes of the current file (a thread)."""
         lines, offset = 0, 0
-        while offset < size:
-            chunk = os.pread(self._fd, _CHUNK, offset)
-            if not chunk:
-                break
-            lines += chunk.count(b"\n")
-            offset += len(chunk)
-        self._lines, self._bytes = lines, size
-        self._torn = size > 0 and os.pread(self._fd, 1, size - 1) != b"\n"
-        head = os.pread(self._fd, MAX_LINE_BYTES, 0)
-        self._oldest = _first_time(head.split(b"\n"))
-        fd = _open_to_read(self._directory / OLD_FILE_NAME)
-        if fd is not None:
-            try:
-                old_size = os.fstat(fd).st_size
-                tail = os.pread(fd, MAX_LINE_BYTES, max(0, old_size - MAX_LINE_BYTES))
-            finally:
-                os.close(fd)
-            self._old_newest = _first_time(reversed(tail.split(b"\n")))
+        try:
+            while offset < size:
+                chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
+                if not chunk:
+                    break
+                lines += chunk.count(b"\n")
+                offset += len(chunk)
+        except OSError:
+            pass  # what was counted stands: the bound is then met a little later
+        finally:
+            os.close(fd)
+        with self._rotating:  # not while a rotation starts another file
+            if generation == self._generation:
+                self._counted = lines
 
     def _refuse(self, path: Path, problem: str) -> None:
         self._refused = (
@@ -537,6 +553,21 @@ def _stamp(line: bytes) -> float | None:
         return _stamp_decoder.decode(line).time
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def _last_time(path: Path) -> float | None:
+    """The time of the last fire in the file at `path` (None: none, or not ours)."""
+    fd = _open_to_read(path)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, MAX_LINE_BYTES, max(0, size - MAX_LINE_BYTES))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return _first_time(reversed(tail.split(b"\n")))
 
 
 def _first_time(lines: Iterable[bytes]) -> float | None:

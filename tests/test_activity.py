@@ -164,6 +164,21 @@ def test_fires_older_than_max_age_are_never_shown_and_leave_the_disk(tmp_path: P
     assert not (tmp_path / OLD_FILE_NAME).exists()
 
 
+def test_the_fires_of_before_a_restart_count_toward_the_bound(tmp_path: Path) -> None:
+    record = ActivityLog(tmp_path)
+    for number in range(80):
+        record.append(fire(f"before {number}", at=NOW + number))
+    record.close()
+    settings = ActivitySettings(max_fires=100)  # 50 a file: the 80 are too many
+    reopened = ActivityLog(tmp_path, settings)
+    assert reopened.counting is not None
+    reopened.counting.join()  # counted off the event loop
+    for number in range(60):
+        reopened.append(fire(f"after {number}", at=NOW + 100 + number))
+    assert b"before" not in on_disk(tmp_path)
+    assert on_disk(tmp_path).count(b"\n") == 60
+
+
 def test_lowered_bounds_apply_from_the_next_fire(tmp_path: Path) -> None:
     record = ActivityLog(tmp_path)
     for number in range(400):
