@@ -127,8 +127,10 @@ class FireFilter:
             found.append(b'"session":' + _encoder.encode(self.session)[:-1])
         if self.action is not None:
             found.append(_encoder.encode(self.action))
-        if self.project is not None:
-            found.append(_encoder.encode(self.project)[1:-1])
+        # A working directory in the project holds the project's last name, whatever
+        # `..` or `//` it has (`matches` normalizes it).
+        if self.project is not None and (name := Path(self.project).name):
+            found.append(_encoder.encode(name)[1:-1])
         return found
 
 

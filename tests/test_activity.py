@@ -209,7 +209,7 @@ def filled(tmp_path: Path) -> ActivityLog:
         fire("old", at=NOW - 3 * 3600, session="aaa-111"),
         fire("codex push", agent="codex", session="bbb-222", actions=("git-push",)),
         fire("sibling", cwd="/home/u/repo-other", session="aaa-111"),
-        fire("deeper", cwd="/home/u/repo/src", session="aaa-222"),
+        fire("deeper", cwd="/home/u//repo/./src", session="aaa-222"),  # as an agent may say it
         fire("doctor", session="doctor-1", test=True),
     ):
         record.append(entry)
@@ -247,6 +247,7 @@ def test_the_daemon_filters_by_session_agent_project_action_and_time(
     # In the directory or under it; not a sibling whose name begins the same.
     assert shown(filled, project="/home/u/repo") == ["deeper", "codex push", "old"]
     assert shown(filled, project="/home/u/repo/src/") == ["deeper"]
+    assert shown(filled, project="/") == ["deeper", "sibling", "codex push", "old"]
     assert shown(filled, action="git-push") == ["codex push"]
     assert shown(filled, since=NOW - 3600) == ["deeper", "sibling", "codex push"]
     assert shown(filled, session="aaa", since=NOW - 3600, project="/home/u/repo") == ["deeper"]
