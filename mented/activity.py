@@ -226,7 +226,7 @@ class ActivityLog:
 
     def _reopen_due(self) -> bool:
         """After a failed write, once `RETRY_S` passed: whether the file opens again."""
-        if self._refused is not None or self._failed is None:
+        if self._refused is not None or self._failed is None or not self._settings.on_disk:
             return False
         if time.monotonic() < self._retry_at:
             return False
@@ -344,9 +344,10 @@ class ActivityLog:
             self._refuse(path, problem)
             return False
         size = info.st_size
-        try:  # two reads of a block: whether the last line is torn, the first fire's time
+        try:  # a few reads: whether the last line is torn, the first and last fires' times
             torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
             head = os.pread(fd, MAX_LINE_BYTES, 0) if size else b""
+            newest = _last_time_in(fd, size) if size else None
         except OSError as exc:
             os.close(fd)
             self._fail(f"{path}: {exc.strerror or exc}")
@@ -354,6 +355,7 @@ class ActivityLog:
         self._fd = fd
         self._generation += 1
         self._bytes, self._torn, self._oldest = size, torn, _first_time(head.split(b"\n"))
+        self._newest = newest
         self._appended = 0
         self._counted = 0 if size == 0 else None
         if not fresh:
@@ -563,12 +565,16 @@ def _last_time(path: Path) -> float | None:
     if fd is None:
         return None
     try:
-        size = os.fstat(fd).st_size
-        tail = os.pread(fd, MAX_LINE_BYTES, max(0, size - MAX_LINE_BYTES))
+        return _last_time_in(fd, os.fstat(fd).st_size)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _last_time_in(fd: int, size: int) -> float | None:
+    """The time of the last fire in the first `size` bytes of the open file."""
+    tail = os.pread(fd, MAX_LINE_BYTES, max(0, size - MAX_LINE_BYTES))
     return _first_time(reversed(tail.split(b"\n")))
 
 

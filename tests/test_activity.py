@@ -179,6 +179,21 @@ def test_the_fires_of_before_a_restart_count_toward_the_bound(tmp_path: Path) ->
     assert on_disk(tmp_path).count(b"\n") == 60
 
 
+def test_an_old_file_of_before_a_restart_goes_when_too_old(tmp_path: Path) -> None:
+    """The file a restart found over its bound becomes the old one at the first fire,
+    and goes once its newest fire is too old (its times read from the file)."""
+    record = ActivityLog(tmp_path)
+    for number in range(3):
+        record.append(fire(f"before {number}", at=NOW - 3 * DAY + number))
+    record.close()
+    reopened = ActivityLog(tmp_path, ActivitySettings(max_age_days=1))
+    reopened.append(fire("now"))  # the current file's oldest is too old: rotated
+    assert (tmp_path / OLD_FILE_NAME).exists()
+    reopened.append(fire("now again"))  # the old file's newest is too old: removed
+    assert not (tmp_path / OLD_FILE_NAME).exists()
+    assert commands(reopened) == ["now again", "now"]
+
+
 def test_lowered_bounds_apply_from_the_next_fire(tmp_path: Path) -> None:
     record = ActivityLog(tmp_path)
     for number in range(400):
@@ -197,6 +212,17 @@ def test_with_on_disk_off_the_record_is_in_memory_only(tmp_path: Path) -> None:
     assert not (tmp_path / FILE_NAME).exists()
     assert record.not_kept is not None
     assert "on_disk = false" in record.not_kept
+
+
+def test_a_reload_turning_on_disk_off_stops_the_writes_and_on_starts_them(tmp_path: Path) -> None:
+    record = ActivityLog(tmp_path)
+    record.append(fire("kept"))
+    record.reconfigure(ActivitySettings(on_disk=False))
+    record.append(fire("private"))
+    assert b"private" not in on_disk(tmp_path)
+    record.reconfigure(ActivitySettings())
+    record.append(fire("kept again"))
+    assert commands(ActivityLog(tmp_path)) == ["kept again", "kept"]
 
 
 # ------------------------------------------------------------------ filters
