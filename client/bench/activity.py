@@ -88,12 +88,12 @@ def _appends(root: Path, count: int) -> list[float]:
         started = time.perf_counter_ns()
         record.append(fire)
         took.append((time.perf_counter_ns() - started) / 1000)
-    started = time.perf_counter()
+    began = time.perf_counter()
     found, _ = record.query(FireFilter(session="nobody"), 20)
     print(
         f"a `log --session` matching nothing, over {count} fires "
         f"({(root / 'activity.jsonl').stat().st_size >> 10} KiB): "
-        f"{(time.perf_counter() - started) * 1000:.1f} ms"
+        f"{(time.perf_counter() - began) * 1000:.1f} ms"
     )
     assert not found
     record.close()
