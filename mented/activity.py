@@ -363,13 +363,16 @@ class ActivityLog:
         if self._counted is None:
             # Counting 8 MiB of lines takes tens of milliseconds: not on the event loop,
             # nor in the start-up the first hook after a socket-activated start waits for.
-            self.counting = threading.Thread(
-                target=self._count_lines,
-                args=(os.dup(fd), size, self._generation),
-                name="mented-activity-count",
-                daemon=True,
-            )
-            self.counting.start()
+            try:
+                self.counting = threading.Thread(
+                    target=self._count_lines,
+                    args=(os.dup(fd), size, self._generation),
+                    name="mented-activity-count",
+                    daemon=True,
+                )
+                self.counting.start()
+            except (OSError, RuntimeError):  # no descriptor or thread to spare
+                self._counted = 0  # the fires written from now on are counted: a lower bound
         return True
 
     def _count_lines(self, fd: int, size: int, generation: int) -> None:
