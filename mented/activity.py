@@ -363,17 +363,27 @@ class ActivityLog:
         if self._counted is None:
             # Counting 8 MiB of lines takes tens of milliseconds: not on the event loop,
             # nor in the start-up the first hook after a socket-activated start waits for.
-            try:
-                self.counting = threading.Thread(
-                    target=self._count_lines,
-                    args=(os.dup(fd), size, self._generation),
-                    name="mented-activity-count",
-                    daemon=True,
-                )
-                self.counting.start()
-            except (OSError, RuntimeError):  # no descriptor or thread to spare
-                self._counted = 0  # the fires written from now on are counted: a lower bound
+            self._count_in_thread(fd, size)
         return True
+
+    def _count_in_thread(self, fd: int, size: int) -> None:
+        """Start counting the fires of the file just opened (`_count_lines`)."""
+        try:
+            copy = os.dup(fd)  # the thread's own: a rotation may close `fd` meanwhile
+        except OSError:
+            self._counted = 0  # no descriptor to spare: the bound counts the fires from now
+            return
+        self.counting = threading.Thread(
+            target=self._count_lines,
+            args=(copy, size, self._generation),
+            name="mented-activity-count",
+            daemon=True,
+        )
+        try:
+            self.counting.start()
+        except RuntimeError:  # no thread to spare
+            os.close(copy)
+            self._counted = 0
 
     def _count_lines(self, fd: int, size: int, generation: int) -> None:
         """Count the fires in the first `size` bytes of the current file (a thread)."""
