@@ -23,6 +23,7 @@ General layout (imports point downward; nothing imports upward):
 - `afterchecks.py` after a command ran: the checks unknown before, on what it did.
 - `hooks.py`     a hook request end to end: event -> actions -> rules -> bytes.
 - `events.py`    the event hub: hook fires, rule changes, reloads pushed to subscribers.
+- `activity.py`  the record of hook fires `mentectl log` reads (kept across restarts).
 - `service.py`   service-manager glue: socket activation, sd_notify, launchd.
 - `listener.py`  the listening socket: private directory, 0600 from birth.
 - `peercred.py`  the peer's uid on a Unix socket (the daemon and its clients check it).

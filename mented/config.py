@@ -38,6 +38,12 @@ after the command ran. `gate`, the old name of `before`, is still read.
     timeout_s = 60             # each git command (fetch, push) is stopped after this long
     max_fetch_mib = 256        # a clone or fetch that brings more is stopped and removed
 
+    [activity]                 # the record of hook fires `mentectl log` reads (mented.activity)
+    on_disk = true             # kept in the data directory (false: the last 500, in memory)
+    max_fires = 20000          # at most this many fires are kept
+    max_age_days = 30          # none older than this
+    max_mib = 16               # in at most this many MiB
+
     [matching]
     git_add_ons = true         # name the commands of git add-ons (git-extras, git-flow, git-town)
 
@@ -130,6 +136,16 @@ class SyncSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 MIN_SYNC_INTERVAL_S = 10.0
 
 
+class ActivitySettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The record of hook fires (`mentectl log`, mented.activity): bounded three ways."""
+
+    on_disk: bool = True
+    max_fires: Annotated[int, msgspec.Meta(ge=100, le=1_000_000)] = 20_000
+    max_age_days: Annotated[float, msgspec.Meta(gt=0, le=3650)] = 30.0
+    # Read whole by a `log` request (in a worker thread): a few tens of MiB at most.
+    max_mib: Annotated[int, msgspec.Meta(ge=1, le=256)] = 16
+
+
 class MatchingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """How commands are read: which optional parts of the action table are in force."""
 
@@ -177,6 +193,7 @@ class Config(msgspec.Struct, kw_only=True):
     sync: SyncSettings = msgspec.field(default_factory=SyncSettings)
     pinned: PinnedSettings = msgspec.field(default_factory=PinnedSettings)
     recall: RecallSettings = msgspec.field(default_factory=RecallSettings)
+    activity: ActivitySettings = msgspec.field(default_factory=ActivitySettings)
     matching: MatchingSettings = msgspec.field(default_factory=MatchingSettings)
     delivery: DeliverySettings = msgspec.field(default_factory=DeliverySettings)
     checks: CheckSettings = msgspec.field(default_factory=CheckSettings)
@@ -244,6 +261,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         ("sync", SyncSettings),
         ("pinned", PinnedSettings),
         ("recall", RecallSettings),
+        ("activity", ActivitySettings),
         ("matching", MatchingSettings),
     )
     for name, kind in kinds:
@@ -266,6 +284,7 @@ def load_config(path: Path | None, *, text: str | None = None) -> Config:
         sync=sections["sync"],
         pinned=sections["pinned"],
         recall=sections["recall"],
+        activity=sections["activity"],
         matching=sections["matching"],
         delivery=_delivery(doc.get("delivery", {}), path, text),
         checks=_checks(doc.get("checks", {}), path, text),
@@ -283,6 +302,7 @@ SECTIONS = (
     "sync",
     "pinned",
     "recall",
+    "activity",
     "matching",
     "actions",
 )

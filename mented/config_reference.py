@@ -49,6 +49,16 @@ MEANINGS: dict[str, dict[str, str]] = {
         "max_chars": "and their characters, at most (about 300 tokens by default)",
     },
     "recall": {"k": "facts `mentectl recall` and the MCP tool return by default"},
+    "activity": {
+        "on_disk": "keep the record of hook fires that `mentectl log` shows in the data "
+        "directory (`activity.jsonl`, 0600), across restarts; false: only the last 500, in "
+        "the daemon's memory",
+        "max_fires": "fires kept, at most (the oldest go first; between half and all of "
+        "this many are kept)",
+        "max_age_days": "a fire older than this is never shown, and removed from disk",
+        "max_mib": "MiB the record takes on disk, at most (a `mentectl log` reads it in a "
+        "worker thread, newest first)",
+    },
     "matching": {
         "git_add_ons": "name the commands of git add-ons (git-extras, git-flow, git-town): "
         "docs/actions.md lists them",

@@ -55,9 +55,9 @@ gave up): the session gets the full text next time. What else the answer
 changes (the stop its retry follows, the de-duplication, the once-per-session
 notice, the fire log) happens only once it was sent.
 
-Every command that names an action is recorded in a bounded in-memory log
-(`mentectl log`), with how its rules were delivered and why; every field that
-comes from the event is cut to a bound there.
+Every command that names an action is recorded (`on_fire`: the daemon's activity
+record, mented.activity, read by `mentectl log`), with how its rules were delivered
+and why; every field that comes from the event is cut to a bound here.
 """
 
 from __future__ import annotations
@@ -348,10 +348,11 @@ class HookHandler:
             for action in actions
             if (rules := self._store.recall_for_action(action, agent=agent, cwd=call.cwd, k=k))
         ]
-        if self.retries and call.session:  # a stop of this session waits for its next command
+        # A test fire (`mentectl doctor`'s) is no part of the record of whether rules are kept.
+        if self.retries and call.session and not test:  # a stop waits for the next command
             self._watch_retry(SessionKey(agent, call.session), call, actions, answer)
         verdict = self.prechecks.judge(agent, call, visible, aliases=aliases, deadline=deadline)
-        if verdict is not None and verdict.notes:
+        if verdict is not None and verdict.notes and not test:
             answer.when_sent(functools.partial(self.prechecks.record, agent, verdict))
         if verdict is not None:
             self.afterchecks.before(adapter, call, verdict)

@@ -157,9 +157,22 @@ class HookRequest(_Request, tag="hook", kw_only=True):
 
 
 class LogRequest(_Request, tag="log", kw_only=True):
-    """The most recent hook fires, newest first."""
+    """The most recent hook fires, newest first, at most `n`, from the activity record
+    (mented.activity); the daemon applies the filters (None: any).
+
+    `session`: a session id or its first characters; `project`: an absolute directory,
+    the fires run in it or under it; `action`: the fires that named it; `since`: Unix
+    seconds. `include_tests`: with `mentectl doctor`'s and `setup`'s test fires, or
+    without them (None, from a client older than the filters: with them, as before).
+    """
 
     n: int = 20
+    session: str | None = None
+    agent: str | None = None
+    project: str | None = None
+    action: str | None = None
+    since: float | None = None
+    include_tests: bool | None = None
 
 
 class ReloadRequest(_Request, tag="reload", kw_only=True):
@@ -275,7 +288,7 @@ class _Reply(msgspec.Struct, tag_field="type", kw_only=True):
 
 
 class FireRecord(msgspec.Struct, kw_only=True):
-    """One hook fire, as kept in the daemon's bounded log.
+    """One hook fire, as kept in the activity record (mented.activity).
 
     `rule_ids` are the rules visible for the command; `delivery` says what of
     them reached the model: `full` (the text of `full_ids`), `pointer` (one line
@@ -449,7 +462,14 @@ class ReindexedReply(_Reply, tag="reindexed", kw_only=True):
 
 
 class LogReply(_Reply, tag="log", kw_only=True):
+    """The fires found, newest first. `more`: more matched than one answer holds (ask
+    for fewer, or filter). `not_kept`: why the record is in the daemon's memory only
+    (the last 500 fires, lost at a restart), or why some fires are missing from it;
+    None when it is kept on disk."""
+
     fires: list[FireRecord]
+    more: bool = False
+    not_kept: str | None = None
 
 
 class ExportedReply(_Reply, tag="exported", kw_only=True):

@@ -47,6 +47,7 @@ import trio
 
 from mented import __version__
 from mented.actions import load_action_table
+from mented.activity import ActivityLog, log_reply
 from mented.agents import AGENTS, ToolCall
 from mented.checks import rule_checks
 from mented.compliance import FLUSH_S as COMPLIANCE_FLUSH_S
@@ -91,6 +92,7 @@ from mented.protocol import (
     ErrorReply,
     ExportedReply,
     ExportRequest,
+    FireRecord,
     ForgetRequest,
     ForgottenReply,
     FrameTooLargeError,
@@ -100,7 +102,6 @@ from mented.protocol import (
     ImportedReply,
     ImportRequest,
     ListRequest,
-    LogReply,
     LogRequest,
     MemoriesReply,
     MemoryReply,
@@ -376,12 +377,13 @@ class Server:
         self.projects = ProjectRules(opts.data_dir, read_inline=False)
         self.project_reads = ProjectReads(self.projects)
         self.rules = RuleLookup(self.store, self.projects)
+        self.activity = ActivityLog(opts.data_dir, self.config.activity)  # `mentectl log`
         self.hooks = HookHandler(
             self.rules,
             self.matcher,
             self.config,
             self.sessions,
-            on_fire=self.events.publish_fire,
+            on_fire=self._fired,
             problems=self.problems,
         )
         self.compliance = ComplianceRecord(opts.data_dir)
@@ -417,6 +419,8 @@ class Server:
             self.sessions = None
         if hasattr(self, "compliance"):
             self.compliance.close()
+        if hasattr(self, "activity"):
+            self.activity.close()
         self._release_lock()
 
     def _release_lock(self) -> None:
@@ -1028,8 +1032,8 @@ class Server:
                 )
             case StatusRequest():
                 return self.status()
-            case LogRequest(n=n):
-                return LogReply(fires=self.hooks.recent_fires(max(0, n)))
+            case LogRequest():
+                return await self._scan(functools.partial(log_reply, self.activity, request))
             case ReloadRequest():
                 error = self.reload()
                 if error:
@@ -1260,6 +1264,11 @@ class Server:
 
     def _note_recall_use(self) -> None:
         self._recall_used.set()
+
+    def _fired(self, fire: FireRecord) -> None:
+        """A hook fire, once its answer was sent: recorded, and told to subscribers."""
+        self.activity.append(fire)
+        self.events.publish_fire(fire)
 
     def _note_compliance_waits(self) -> None:
         self._compliance_waits.set()
@@ -1501,6 +1510,7 @@ class Server:
         self.syncer.max_fetch_bytes = config.sync.max_fetch_mib << 20
         self._wake_sync.set()
         self.hooks.reconfigure(matcher, config)
+        self.activity.reconfigure(config.activity)
         log.info("reloaded", config=str(self.options.config_path))
         return None
 

@@ -223,11 +223,14 @@ def test_by_default_a_session_is_stopped_once_then_gets_one_line(
     assert other["permissionDecision"] == "deny"
 
     fires = json.loads(daemon.mentectl("log", "-n", "10", "--json").stdout)["fires"]
-    assert [(fire["mode"], fire["delivery"]) for fire in fires] == [
-        ("stop", "full"),
-        ("context", "pointer"),
+    assert [(fire["session"], fire["mode"], fire["delivery"]) for fire in fires] == [
+        ("s-2", "stop", "full"),
+        ("s-1", "context", "pointer"),
+        # Before the restart: kept on disk.
+        ("s-1", "context", "pointer"),
+        ("s-1", "none", "none"),  # the retry
+        ("s-1", "stop", "full"),
     ]
-    assert fires[0]["session"] == "s-2"
     assert fires[0]["actions"] == ["git-commit"]
     text = daemon.mentectl("log").stdout
     assert "stopped once" in text

@@ -224,6 +224,9 @@ plausible = {
     "project": st.text(max_size=40) | st.text(max_size=40).map(lambda t: f"/{t}"),
     "k": st.integers(min_value=-(2**63), max_value=2**64),
     "n": st.integers(min_value=-(2**63), max_value=2**64),
+    "session": st.text(max_size=140) | st.none(),
+    "since": st.floats() | st.integers(min_value=-(2**63), max_value=2**64) | st.none(),
+    "include_tests": st.booleans() | st.none(),
     "limit": st.integers(min_value=-5, max_value=2**64) | st.none(),
     "memory_type": st.sampled_from(["semantic", "correction", "nonsense", ""]),
     "event": st.integers(0, 10**6).map(lambda n: json.loads(hook_event(n)))
@@ -243,7 +246,7 @@ REQUEST_FIELDS = {
     "forget": ["id"],
     "list": ["action", "agent", "cwd", "tag", "memory_type", "limit"],
     "hook": ["agent", "event"],
-    "log": ["n"],
+    "log": ["n", "session", "agent", "project", "action", "since", "include_tests"],
     "reload": [],
 }
 

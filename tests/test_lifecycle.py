@@ -389,7 +389,8 @@ def test_setup_then_doctor_fires_a_sample_commit_through_the_hook(user: User) ->
     assert "mented is already running" in again
     assert "already in ~/.claude/settings.json; nothing changed" in again
     assert "1 rule for git-commit handed over" in _line(again, "fire claude-code")
-    fires = json.loads(user.ok("log", "--json"))["fires"]
+    assert json.loads(user.ok("log", "--json"))["fires"] == []  # test fires: not the user's
+    fires = json.loads(user.ok("log", "--json", "--include-tests"))["fires"]
     assert fires[0]["session"].startswith("mented-doctor-")
 
 

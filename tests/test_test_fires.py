@@ -8,6 +8,7 @@ session, and the event stream, are what the user's agents did.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -42,10 +43,13 @@ def test_doctor_and_setup_fires_are_logged_as_tests_and_not_counted(
     assert "last rules: none yet" in text
     assert "handed:     no rules handed to an agent since the daemon started" in text
 
-    fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    # Left out of `mentectl log` unless asked for.
+    assert json.loads(daemon.mentectl("log", "--json").stdout)["fires"] == []
+    assert "no hook fires of your agents yet" in daemon.mentectl("log").stdout
+    fires = json.loads(daemon.mentectl("log", "--json", "--include-tests").stdout)["fires"]
     assert len(fires) == 2
     assert all(fire["test"] for fire in fires)
-    log = daemon.mentectl("log").stdout
+    log = daemon.mentectl("log", "--include-tests").stdout
     assert log.count("test fire (`mentectl doctor` or `setup`): not counted") == 2
 
     # The user's own agent, through the same hook: that one counts.
@@ -66,5 +70,18 @@ def test_doctor_and_setup_fires_are_logged_as_tests_and_not_counted(
     assert last["session"] == "users-session"
     assert last["test"] is False
     assert after["hook_sessions"] == 1
-    fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    fires = json.loads(daemon.mentectl("log", "--json", "--include-tests").stdout)["fires"]
     assert [fire["test"] for fire in fires] == [False, True, True]
+
+    # Kept on disk: a daemon killed and started again still has them, filtered.
+    daemon.stop(signal.SIGKILL)
+    daemon.start()
+    fires = json.loads(daemon.mentectl("log", "--json").stdout)["fires"]
+    assert [fire["session"] for fire in fires] == ["users-session"]
+    fires = json.loads(daemon.mentectl("log", "--json", "--include-tests").stdout)["fires"]
+    assert [fire["test"] for fire in fires] == [False, True, True]
+    mine = daemon.mentectl(
+        "log", "--agent", "claude-code", "--since", "1h", "--action", "git-commit"
+    )
+    assert "users-session" in mine.stdout
+    assert "no hook fires match" in daemon.mentectl("log", "--session", "nobodys").stdout

@@ -12,7 +12,8 @@ below its hand-written mark:
              examples, given a checkout of them (`command_corpus.py`);
 - `startup`  a new daemon's first hook and the MCP server's first answers (`startup.py`);
 - `looplag`  a bystander's hooks and the daemon's event loop under issue 22's attacks
-             (`loop_lag.py`).
+             (`loop_lag.py`);
+- `activity` the hook with the activity record on disk and without (`activity.py`).
 
 Each takes its own options: `python -m mented_client.bench travel --help`.
 """
@@ -23,7 +24,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from mented_client.bench import command_corpus, lookups, loop_lag, matcher, startup, travel
+from mented_client.bench import (
+    activity,
+    command_corpus,
+    lookups,
+    loop_lag,
+    matcher,
+    startup,
+    travel,
+)
 
 PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "matcher": matcher.main,
@@ -32,6 +41,7 @@ PARTS: dict[str, Callable[[Sequence[str]], int]] = {
     "commands": command_corpus.main,
     "startup": startup.main,
     "looplag": loop_lag.main,
+    "activity": activity.main,
 }
 
 

@@ -523,7 +523,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
 def _find_fire(socket: Path, session: str) -> FireRecord | None:
     try:
         with Client(socket, connect_timeout=2.0, timeout=2.0) as client:
-            reply = client.expect(LogRequest(n=50), LogReply)
+            reply = client.expect(LogRequest(n=50, session=session, include_tests=True), LogReply)
     except (NotRunningError, ProtocolError, DaemonError):
         return None
     return next((fire for fire in reply.fires if fire.session == session), None)

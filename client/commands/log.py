@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+import time
+from datetime import datetime
 
 import msgspec
 
+from mented.memory import InvalidInputError, action_from_input
 from mented.protocol import FireRecord, LogReply, LogRequest
 from mented_client.commands.output import escape_controls, format_time, print_json
 from mented_client.connection import Client
-from mented_client.scope import count_option
+from mented_client.scope import agent_option, count_option, project_option
 
 # How the rules went, in words: (mode, delivery) as the daemon records them.
 DELIVERED = {
@@ -20,6 +25,8 @@ DELIVERED = {
 }
 COLUMNS = ("TIME", "AGENT", "DELIVERED", "ACTIONS", "RULES", "CHARS", "LATENCY")
 TEST_FIRE = "test fire (`mentectl doctor` or `setup`): not counted as your agent's activity"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)", re.IGNORECASE)
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 
 
 def register(
@@ -31,30 +38,122 @@ def register(
         parents=[common],
         help="recent hook fires: which command, which rules, how they reached the model",
         description=(
-            "The most recent hook fires, newest first (the daemon keeps the last 500, in "
-            "memory). DELIVERED says what reached the model: `stopped once` (the command was "
+            "The most recent hook fires, newest first, from the daemon's activity record (kept "
+            "in the data directory across restarts, bounded by `[activity]` in the config "
+            "file). DELIVERED says what reached the model: `stopped once` (the command was "
             "stopped with the rules as the reason, before it ran), `context` (the rules as "
             "extra context, which the agent shows after the command ran), `pointer` (one line: "
-            "the session already had the rules) or `nothing`; the line below says why."
+            "the session already had the rules) or `nothing`; the line below says why. "
+            "`mentectl doctor`'s and `setup`'s test fires are left out unless asked for."
         ),
     )
     log.add_argument(
         "-n", type=count_option, default=20, metavar="N", help="how many (default: 20)"
     )
+    log.add_argument(
+        "--session", metavar="ID", help="only this session's fires (its id, or how it begins)"
+    )
+    log.add_argument("--agent", type=agent_option, help="only this agent's fires")
+    log.add_argument(
+        "--project",
+        type=project_option,
+        metavar="DIR",
+        help="only the fires of commands run in this directory or under it",
+    )
+    log.add_argument("--action", type=action_option, help="only the fires that named this action")
+    log.add_argument(
+        "--since",
+        type=since_option,
+        metavar="WHEN",
+        help="only the fires since then: a time back from now (90s, 30m, 2h, 7d, 2w) or an "
+        "ISO time (2026-12-01T09:00, local time unless it has an offset)",
+    )
+    log.add_argument(
+        "--include-tests",
+        action="store_true",
+        help="also the test fires of `mentectl doctor` and `setup`",
+    )
     log.set_defaults(handler=run_log)
 
 
+def action_option(value: str) -> str:
+    """argparse type for `--action`: an action name, normalized (`trigger:` dropped).
+
+    Not checked against the table in force: the record keeps the fires of an action
+    the config file no longer has.
+    """
+    try:
+        return action_from_input(value)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def since_option(value: str, *, now: float | None = None) -> float:
+    """argparse type for `--since`: a duration back from `now` or an ISO time, as Unix seconds."""
+    text = value.strip()
+    if (duration := _DURATION.fullmatch(text)) is not None:
+        amount, unit = duration.groups()
+        return (time.time() if now is None else now) - float(amount) * _SECONDS[unit.lower()]
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        msg = (
+            f"{value!r} is neither a duration nor an ISO time: give a time back from now "
+            "(90s, 30m, 2h, 7d, 2w) or a date and time (2026-12-01 or 2026-12-01T09:00, "
+            "local time unless it has an offset such as +01:00 or Z)"
+        )
+        raise argparse.ArgumentTypeError(msg) from None
+    return when.timestamp()  # a naive time is local time
+
+
 def run_log(args: argparse.Namespace) -> int:
+    request = LogRequest(
+        n=args.n,
+        session=args.session or None,
+        agent=args.agent,
+        project=args.project,
+        action=args.action,
+        since=args.since,
+        include_tests=args.include_tests,  # False: without them (None would be with)
+    )
     with Client(args.socket) as client:
-        reply = client.expect(LogRequest(n=args.n), LogReply)
+        reply = client.expect(request, LogReply)
     if args.json:
-        print_json({"fires": msgspec.to_builtins(reply.fires)})
+        document: dict[str, object] = {"fires": msgspec.to_builtins(reply.fires)}
+        if reply.more:
+            document["more"] = True
+        if reply.not_kept:
+            document["not_kept"] = reply.not_kept
+        print_json(document)
         return 0
+    if reply.not_kept:
+        print(f"mentectl: note: {reply.not_kept}", file=sys.stderr)
     if not reply.fires:
-        print("no hook fires yet")
+        print(_nothing(request))
         return 0
     print(format_fires(reply.fires))
+    if reply.more:
+        print(f"(more fires than one answer holds: ask for fewer than {args.n}, or filter)")
     return 0
+
+
+def _nothing(request: LogRequest) -> str:
+    """What to say when no fire was found (a filter may be why)."""
+    filtered = any(
+        value is not None
+        for value in (
+            request.session,
+            request.agent,
+            request.project,
+            request.action,
+            request.since,
+        )
+    )
+    if filtered:
+        return "no hook fires match"
+    if request.include_tests:
+        return "no hook fires yet"
+    return "no hook fires of your agents yet (`--include-tests` shows the test fires too)"
 
 
 def format_fires(fires: list[FireRecord]) -> str:
