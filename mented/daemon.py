@@ -20,18 +20,16 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from mented import __version__, parser_tables, paths, service
+from mented import __version__, first_answers, parser_tables, paths, service
+from mented.listener import DESCRIPTOR_RESERVE, MAX_CONNECTIONS
 from mented.log import configure_logging, log
-from mented.server import (
-    DESCRIPTOR_RESERVE,
-    MAX_CONNECTIONS,
-    Server,
-    ServerOptions,
-    StartupError,
-)
+
+if TYPE_CHECKING:
+    # Imported once the first hooks are answered (`mented.first_answers`): trio takes
+    # longer to import than a hook's whole budget on a busy machine.
+    from mented.server import ServerOptions
 
 # EX_IOERR from sysexits.h: systemd shows it as "74/IOERR".
 STORE_FAILED_EXIT = 74
@@ -89,13 +87,11 @@ def options_from_args(
     args: argparse.Namespace,
     inherited: socket.socket | None = None,
     started_by: str = "unknown",
+    first: first_answers.FirstAnswers | None = None,
 ) -> ServerOptions:
-    socket_path = paths.socket_path(args.socket)
-    if inherited is not None:
-        # The manager's socket is the one clients reach: report its real path.
-        name = inherited.getsockname()
-        if isinstance(name, str) and name.startswith("/"):
-            socket_path = Path(name)
+    from mented.server import ServerOptions  # noqa: PLC0415 - imports trio: see above
+
+    socket_path = _socket_path(args, inherited)
 
     def reloaded(error: str | None) -> None:
         # After a failed reload the previous configuration serves on: ready either way.
@@ -112,7 +108,17 @@ def options_from_args(
         on_reloaded=reloaded,
         on_stopping=service.notify_stopping,
         started_by=started_by,
+        first_answers=first,
     )
+
+
+def _socket_path(args: argparse.Namespace, inherited: socket.socket | None) -> Path:
+    if inherited is not None:
+        # The manager's socket is the one clients reach: report its real path.
+        name = inherited.getsockname()
+        if isinstance(name, str) and name.startswith("/"):
+            return Path(name)
+    return paths.socket_path(args.socket)
 
 
 def _serving(socket_path: Path) -> str:
@@ -148,7 +154,24 @@ def _run(argv: Sequence[str] | None) -> int:
         # Without a manager holding the socket, an idle exit would leave hooks with
         # nothing to answer them until someone starts mented again.
         log.warning("idle_timeout_ignored", reason="no socket from a service manager")
-    server = Server(options_from_args(args, inherited, service.how_started()))
+    started_by = service.how_started()
+    first = _answer_first_hooks(args, inherited)
+    if first is not None and first.store.failure is not None:
+        failure = first.store.failure
+        first.close()
+        service.notify(f"STATUS=stopped: {failure}")
+        print(f"mented: {failure}", file=sys.stderr)
+        return STORE_FAILED_EXIT
+    import trio  # noqa: PLC0415 - after the first answers (see _answer_first_hooks)
+
+    from mented.server import Server, StartupError  # noqa: PLC0415 - as trio
+
+    try:
+        server = Server(options_from_args(args, inherited, started_by, first))
+    except BaseException:
+        if first is not None:
+            first.close()
+        raise
     try:
         server.open()
     except StartupError as exc:
@@ -173,6 +196,30 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"mented: {server.store_failure}", file=sys.stderr)
         return STORE_FAILED_EXIT
     return 0
+
+
+def _answer_first_hooks(
+    args: argparse.Namespace, inherited: socket.socket | None
+) -> first_answers.FirstAnswers | None:
+    """Open what a hook needs and answer the hooks waiting, before trio is imported.
+
+    None when something is amiss: `Server.open` then opens everything itself and
+    says what (mented.first_answers).
+    """
+    first = first_answers.open_first_answers(
+        socket_path=_socket_path(args, inherited),
+        data_dir=paths.data_dir(args.data_dir),
+        config_path=paths.config_path(args.config),
+        inherited_socket=inherited,
+    )
+    if first is None:
+        return None
+    try:
+        first.answer_waiting()
+    except BaseException:
+        first.close()
+        raise
+    return first
 
 
 def raise_descriptor_limit(wanted: int = MAX_CONNECTIONS + DESCRIPTOR_RESERVE) -> None:
