@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import faulthandler
 import gc
+import os
 import signal
 import socket
 import sys
@@ -29,7 +31,7 @@ from mented.log import configure_logging, log
 if TYPE_CHECKING:
     # Imported once the first hooks are answered (`mented.first_answers`): trio takes
     # longer to import than a hook's whole budget on a busy machine.
-    from mented.server import ServerOptions
+    from mented.server import Server, ServerOptions
 
 # EX_IOERR from sysexits.h: systemd shows it as "74/IOERR".
 STORE_FAILED_EXIT = 74
@@ -155,6 +157,11 @@ def _run(argv: Sequence[str] | None) -> int:
         # nothing to answer them until someone starts mented again.
         log.warning("idle_timeout_ignored", reason="no socket from a service manager")
     started_by = service.how_started()
+    # A stop asked for before the trio server listens for signals (while it answers
+    # the first hooks, or imports trio) is kept, and asked again once it listens:
+    # killed by it there, the daemon would stop with a hook half answered.
+    stopped_early: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopped_early.append(signum))
     first = _answer_first_hooks(args, inherited)
     if first is not None and first.store.failure is not None:
         failure = first.store.failure
@@ -162,16 +169,35 @@ def _run(argv: Sequence[str] | None) -> int:
         service.notify(f"STATUS=stopped: {failure}")
         print(f"mented: {failure}", file=sys.stderr)
         return STORE_FAILED_EXIT
-    import trio  # noqa: PLC0415 - after the first answers (see _answer_first_hooks)
-
-    from mented.server import Server, StartupError  # noqa: PLC0415 - as trio
-
     try:
-        server = Server(options_from_args(args, inherited, started_by, first))
+        server = _trio_server(options_from_args(args, inherited, started_by, first), stopped_early)
     except BaseException:
         if first is not None:
             first.close()
         raise
+    return _serve(server)
+
+
+def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
+    """The trio server (trio imported now), which asks for a stop kept meanwhile once ready."""
+    from mented.server import Server  # noqa: PLC0415 - imports trio: after the first answers
+
+    ready = options.on_ready
+
+    def on_ready() -> None:
+        if ready is not None:
+            ready()
+        if stopped_early:
+            os.kill(os.getpid(), signal.SIGTERM)  # now to the server's own signal watch
+
+    return Server(dataclasses.replace(options, on_ready=on_ready))
+
+
+def _serve(server: Server) -> int:
+    import trio  # noqa: PLC0415 - after the first answers (see _answer_first_hooks)
+
+    from mented.server import StartupError  # noqa: PLC0415 - as trio
+
     try:
         server.open()
     except StartupError as exc:
@@ -219,6 +245,7 @@ def _answer_first_hooks(
     except BaseException:
         first.close()
         raise
+    log.info("first_answers", answered=first.answered, handed_over=len(first.handed_over))
     return first
 
 

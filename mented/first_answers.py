@@ -157,6 +157,7 @@ class FirstAnswers:
         phase_s: float = PHASE_S,
         idle_s: float = IDLE_S,
         max_answers: int = MAX_ANSWERS,
+        frame_wait_s: float = FRAME_WAIT_S,
     ) -> None:
         """Answer the hooks that arrive until the phase ends (see the module doc)."""
         started = time.monotonic()
@@ -167,22 +168,29 @@ class FirstAnswers:
         poller = select.poll()
         poller.register(listener.fileno(), select.POLLIN)
         waiting: dict[int, _Waiting] = {}
+        accepting = True
         try:
             while self.answered < max_answers and self.store.failure is None:
                 now = time.monotonic()
-                gives_up = [w.give_up for w in waiting.values()]
-                until = min([phase_end, idle_until, *gives_up])
-                if now >= phase_end or (not waiting and now >= idle_until):
+                if now >= phase_end or (not waiting and (not accepting or now >= idle_until)):
                     return
+                until = min([phase_end, *(w.give_up for w in waiting.values())])
+                if not waiting:
+                    until = min(until, idle_until)
                 ready = poller.poll(max(0.0, until - now) * 1000)
                 now = time.monotonic()
                 for fd, _ in ready:
+                    if self.answered >= max_answers:
+                        break  # the rest, read or not, are the trio server's
                     if fd == listener.fileno():
-                        if not self._accept(poller, waiting, now):
-                            return
-                        idle_until = now + idle_s
+                        if not self._accept(poller, waiting, now + frame_wait_s):
+                            # As many held as it may: the rest wait in the backlog.
+                            accepting = False
+                            poller.unregister(fd)
                     elif not self._read(poller, waiting, waiting[fd], phase_end):
                         return  # a request that only the trio server answers waits
+                if ready:
+                    idle_until = time.monotonic() + idle_s
                 for conn in list(waiting.values()):
                     if time.monotonic() >= conn.give_up:
                         self._hand_over(poller, waiting, conn)
@@ -190,8 +198,8 @@ class FirstAnswers:
             for conn in list(waiting.values()):
                 self._hand_over(poller, waiting, conn)
 
-    def _accept(self, poller: select.poll, waiting: dict[int, _Waiting], now: float) -> bool:
-        """Accept what waits on the listener; False when the phase should end."""
+    def _accept(self, poller: select.poll, waiting: dict[int, _Waiting], give_up: float) -> bool:
+        """Accept what waits on the listener; False when no more may be (held or failed)."""
         while len(waiting) + len(self.handed_over) < MAX_HELD:
             try:
                 sock, _ = self.listen_sock.accept()
@@ -206,7 +214,7 @@ class FirstAnswers:
                 sock.close()
                 continue
             sock.setblocking(False)
-            waiting[sock.fileno()] = _Waiting(sock, give_up=now + FRAME_WAIT_S)
+            waiting[sock.fileno()] = _Waiting(sock, give_up=give_up)
             poller.register(sock.fileno(), select.POLLIN)
         return False
 
