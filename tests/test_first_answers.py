@@ -333,3 +333,76 @@ def _lock_is_free(data_dir: Path) -> bool:
     except DataDirBusyError:
         return False
     return True
+
+
+# A fresh interpreter, as the daemon starts: what it imported by the time its first
+# hook was answered. Counted, not timed.
+FIRST_HOOK_IMPORTS = """
+import json, socket, sys, threading
+from pathlib import Path
+
+import mented.daemon
+from mented.first_answers import open_first_answers
+from mented.protocol import recv_frame
+
+root, request = Path(sys.argv[1]), bytes.fromhex(sys.argv[2])
+first = open_first_answers(
+    socket_path=root / "run" / "s.sock", data_dir=root / "data", config_path=None,
+    inherited_socket=None,
+)
+answers = []
+
+def client():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(root / "run" / "s.sock"))
+        sock.sendall(request)
+        answers.append(recv_frame(sock))
+
+thread = threading.Thread(target=client)
+thread.start()
+first.answer_waiting(max_answers=1, phase_s=120.0, idle_s=120.0, frame_wait_s=120.0)
+imported = {name: name in sys.modules for name in sys.argv[3:]}
+thread.join()
+first.close()
+print(json.dumps({"answer": answers[0].decode(), "imported": imported}))
+"""
+WARM_ACTION_CACHE = (
+    "import mented.actions as a, mented.config as c; a.load_action_table(c.Config())"
+)
+NOT_BEFORE_THE_FIRST_HOOK = (
+    "trio",
+    "mented.server",
+    "mented.events",
+    "mented.sync",
+    "importlib.resources",  # the built-in table is read from the action cache
+    "difflib",  # suggestions for a misspelt name
+    "ctypes",  # launchd's sockets
+)
+
+
+def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
+    short_tmp: Path,
+) -> None:
+    seeded(short_tmp / "data")
+    env = isolated_env(short_tmp)
+    # As after an earlier start: the checked built-in table is in the user's cache.
+    subprocess.run([PYTHON, "-c", WARM_ACTION_CACHE], env=env, cwd="/", timeout=120, check=True)
+    result = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            FIRST_HOOK_IMPORTS,
+            str(short_tmp),
+            SESSION[0].hex(),
+            *NOT_BEFORE_THE_FIRST_HOOK,
+        ],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(result.stdout)
+    assert RULE in found["answer"]
+    assert found["imported"] == dict.fromkeys(NOT_BEFORE_THE_FIRST_HOOK, False)
