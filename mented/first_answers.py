@@ -250,7 +250,12 @@ class FirstAnswers:
         poller.unregister(conn.sock.fileno())
         del waiting[conn.sock.fileno()]
         rest = conn.data[end:]
-        if self._answer(conn.sock, body, phase_end):
+        try:
+            answered = self._answer(conn.sock, body, phase_end)
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the daemon
+            log.exception("connection_failed")
+            answered = False
+        if answered:
             self.handed_over.append(Handover(conn.sock, rest))
         else:
             conn.sock.close()

@@ -406,3 +406,38 @@ def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
     found = json.loads(result.stdout)
     assert RULE in found["answer"]
     assert found["imported"] == dict.fromkeys(NOT_BEFORE_THE_FIRST_HOOK, False)
+
+
+def test_a_failing_answer_costs_its_connection_only(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seeded(short_tmp / "data")
+    first = opened(short_tmp)
+    answer_decoded = first.hooks.answer_decoded
+    calls: list[str] = []
+
+    def fails_once(*args: object, **kwargs: object) -> object:
+        calls.append("call")
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return answer_decoded(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(first.hooks, "answer_decoded", fails_once)
+    results: list[bytes | str] = []
+
+    def clients() -> None:
+        try:
+            results.append(exchange(short_tmp / "run" / "s.sock", SESSION[0]))
+        except (OSError, EOFError, ValueError) as exc:
+            results.append(f"closed: {exc!r}")
+        other = hook("git commit -m x", session="s2", call="t1")
+        results.append(exchange(short_tmp / "run" / "s.sock", other))
+
+    thread = in_thread(clients)
+    try:
+        first.answer_waiting(max_answers=1, **UNHURRIED)
+        thread.join(TIMEOUT)
+    finally:
+        first.close()
+    assert str(results[0]).startswith("closed")  # no answer, and no stop counted
+    assert RULE.encode() in results[1]  # type: ignore[operator]
