@@ -13,10 +13,8 @@ because the hook itself only ever answers one agent in one directory.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +147,6 @@ def run_explain(args: argparse.Namespace) -> int:
             2,
         )
     command = sys.stdin.read() if words == ["-"] else " ".join(words)
-    _import_the_matcher_meanwhile()
     config, table = _usable(_load_as_the_daemon(args.config, args.socket))
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     aliases = GitAliases().for_directory(cwd) if "git" in command else NO_ALIASES
@@ -178,21 +175,6 @@ def run_explain(args: argparse.Namespace) -> int:
         print()
         print(render_fields(checked))
     return 0
-
-
-def _import_the_matcher_meanwhile() -> None:
-    """Import the matcher and the checks in a thread while the daemon is asked for its table.
-
-    A daemon this connection starts (socket activation) answers once it has started:
-    the imports (bashlex, the checks) then run on another core meanwhile, the main
-    thread waiting for the answer without the GIL. With a daemon running, they take
-    the time they would take after its answer.
-    """
-
-    # mented.checks imports the fields and the matcher (bashlex) too.
-    threading.Thread(
-        target=importlib.import_module, args=("mented.checks",), name="explain-imports", daemon=True
-    ).start()
 
 
 def fields_and_checks(
