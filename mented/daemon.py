@@ -245,7 +245,7 @@ def _answer_first_hooks(
     except BaseException:
         first.close()
         raise
-    log.info("first_answers", answered=first.answered, handed_over=len(first.handed_over))
+    log.debug("first_answers", answered=first.answered, handed_over=len(first.handed_over))
     return first
 
 

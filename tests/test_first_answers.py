@@ -78,13 +78,15 @@ def exchange(path: Path, data: bytes) -> bytes:
 
 
 # A session's commands in turn: stopped once with the rules, the retry let through,
-# another commit pointed at the rules handed over, a command with no action.
-SESSION = [
-    hook('git commit -m "fix: a"', session="s1", call="t1"),
-    hook('git commit -m "fix: a"', session="s1", call="t2"),
-    hook('git commit -m "fix: b"', session="s1", call="t3"),
-    hook("ls -l", session="s1", call="t4"),
-]
+# another commit pointed at the rules handed over, a command with no action. Built
+# when a test runs: each carries its deadline.
+def session() -> list[bytes]:
+    return [
+        hook('git commit -m "fix: a"', session="s1", call="t1"),
+        hook('git commit -m "fix: a"', session="s1", call="t2"),
+        hook('git commit -m "fix: b"', session="s1", call="t3"),
+        hook("ls -l", session="s1", call="t4"),
+    ]
 
 
 def opened(root: Path) -> FirstAnswers:
@@ -129,13 +131,13 @@ def join_all(threads: list[threading.Thread]) -> None:
 def answers_of_a_trio_server(root: Path) -> list[bytes]:
     answers: list[bytes] = []
 
-    def session() -> None:
-        answers.extend(exchange(root / "run" / "s.sock", data) for data in SESSION)
+    def run_session() -> None:
+        answers.extend(exchange(root / "run" / "s.sock", data) for data in session())
 
     server = Server(server_options(root, None))
     server.open()
     try:
-        trio.run(serve_while, server, session)
+        trio.run(serve_while, server, run_session)
     finally:
         server.close()
     return answers
@@ -155,7 +157,7 @@ def test_the_first_answers_are_the_trio_servers_to_the_byte(
     answers: list[bytes] = []
     first = opened(root)
     client = in_thread(
-        lambda: answers.extend(exchange(root / "run" / "s.sock", data) for data in SESSION)
+        lambda: answers.extend(exchange(root / "run" / "s.sock", data) for data in session())
     )
     first.answer_waiting(max_answers=answered_first, **UNHURRIED)
     assert first.answered == answered_first
@@ -168,7 +170,7 @@ def test_the_first_answers_are_the_trio_servers_to_the_byte(
     # The stop recorded before trio counts after it: the retry is let through, the
     # next commit gets the pointer, as from the trio server alone.
     assert answers == expected
-    assert server.stats.requests == len(SESSION)
+    assert server.stats.requests == 4
 
 
 def test_another_users_connection_is_refused_before_trio_too(
@@ -183,8 +185,8 @@ def test_another_users_connection_is_refused_before_trio_too(
     results: dict[str, bytes] = {}
 
     def clients() -> None:
-        results["nobody"] = connect_as(nobody.pw_uid, nobody.pw_gid, socket_path, SESSION[0])
-        results["ours"] = exchange(socket_path, SESSION[0])  # ends the phase: one answer
+        results["nobody"] = connect_as(nobody.pw_uid, nobody.pw_gid, socket_path, session()[0])
+        results["ours"] = exchange(socket_path, session()[0])  # ends the phase: one answer
 
     thread = in_thread(clients)
     try:
@@ -235,7 +237,8 @@ def test_what_it_does_not_answer_waits_for_the_trio_server_with_its_bounds(
     seeded(short_tmp / "data")
     socket_path = short_tmp / "run" / "s.sock"
     first = opened(short_tmp)
-    half = SESSION[0][: len(SESSION[0]) // 2]
+    request = session()[0]
+    half = request[: len(request) // 2]
     results: dict[str, object] = {}
     sent = threading.Event()
 
@@ -252,7 +255,7 @@ def test_what_it_does_not_answer_waits_for_the_trio_server_with_its_bounds(
             too_large.sendall(HEADER.pack(MAX_FRAME + 1) + b"{")
             asks_status.sendall(encode(StatusRequest()))  # ends the phase: the server's
             sent.wait(TIMEOUT)
-            sends_half.sendall(SESSION[0][len(half) :])  # the rest, to the trio server
+            sends_half.sendall(request[len(half) :])  # the rest, to the trio server
             results["status"] = reply_decoder.decode(recv_frame(asks_status))
             results["hook"] = recv_frame(sends_half)
             results["too_large"] = reply_decoder.decode(recv_frame(too_large))
@@ -288,14 +291,14 @@ def test_a_socket_activated_daemon_answers_its_first_hook_before_importing_trio(
     with listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as waiting:
         waiting.settimeout(TIMEOUT)
         waiting.connect(str(socket_path))  # in the backlog: it starts the daemon
-        waiting.sendall(SESSION[0])
+        waiting.sendall(session()[0])
         with (short_tmp / "daemon.log").open("ab") as log:
             process = subprocess.Popen(
                 argv, pass_fds=[listener.fileno()], env=env, stdout=log, stderr=log
             )
         try:
             answer = recv_frame(waiting)
-            retry = exchange(socket_path, SESSION[1])
+            retry = exchange(socket_path, hook('git commit -m "fix: a"', session="s1", call="t2"))
         finally:
             process.terminate()
             assert process.wait(timeout=TIMEOUT) == 0
@@ -393,7 +396,7 @@ def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
             "-c",
             FIRST_HOOK_IMPORTS,
             str(short_tmp),
-            SESSION[0].hex(),
+            session()[0].hex(),
             *NOT_BEFORE_THE_FIRST_HOOK,
         ],
         env=env,
@@ -427,7 +430,7 @@ def test_a_failing_answer_costs_its_connection_only(
 
     def clients() -> None:
         try:
-            results.append(exchange(short_tmp / "run" / "s.sock", SESSION[0]))
+            results.append(exchange(short_tmp / "run" / "s.sock", session()[0]))
         except (OSError, EOFError, ValueError) as exc:
             results.append(f"closed: {exc!r}")
         other = hook("git commit -m x", session="s2", call="t1")
