@@ -13,6 +13,7 @@ happens, so that `mentectl --version` costs an interpreter start and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -123,6 +124,38 @@ def _serves_mcp(words: Sequence[str]) -> bool:
     return True
 
 
+def wake_the_daemon(explicit_socket: str | None) -> None:
+    """Connect once and send nothing, so that a daemon started on demand starts now.
+
+    Under socket activation a connection starts the daemon, which answers once it has
+    started. `mentectl explain` asks it for its table and rules only after importing
+    what it matches with (bashlex, the checks); woken first, the daemon starts on
+    another core meanwhile instead of after. A running daemon reads the connection's
+    end; where nothing listens, nothing happens.
+    """
+    import socket  # noqa: PLC0415 - `explain` only, which its client imports anyway
+
+    from mented import paths  # noqa: PLC0415 - as above
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.setblocking(False)  # the backlog takes it at once, or nothing is there
+        with contextlib.suppress(OSError):
+            sock.connect(str(paths.socket_path(explicit_socket)))
+
+
+def _socket_option(words: Sequence[str]) -> str | None:
+    """The value of the last `--socket` in `words` (as argparse takes it), or None."""
+    found = None
+    for word, following in zip(words, [*words[1:], None], strict=True):
+        if word == "--":
+            break
+        if word == "--socket" and following is not None:
+            found = following
+        elif word.startswith("--socket="):
+            found = word.removeprefix("--socket=")
+    return found
+
+
 def _describe_verbs(parser: argparse.ArgumentParser) -> None:
     """Give every verb without a description its one-line help as one, for `VERB --help`."""
     for action in parser._actions:  # noqa: SLF001 - argparse keeps its verbs nowhere else
@@ -148,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mented_client import mcp_front  # noqa: PLC0415 - `mentectl mcp` alone
 
         mcp_front.start()
+    if _verb_of(words) == "explain" and not {"-h", "--help"} & set(words):
+        wake_the_daemon(_socket_option(words))
     parser = build_parser(words)
     # argparse's own usage errors stay text on stderr: it exits here, before `--json` is known.
     args, extras = parser.parse_known_args(words)

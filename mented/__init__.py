@@ -28,8 +28,10 @@ General layout (imports point downward; nothing imports upward):
 - `listener.py`  the listening socket: private directory, 0600 from birth.
 - `peercred.py`  the peer's uid on a Unix socket (the daemon and its clients check it).
 - `lockfile.py`  one daemon per data directory (`flock`, naming the holder).
+- `first_answers.py` the first hooks after a start, answered before trio is imported.
 - `server.py`    the trio server: accept, frame, dispatch, reply.
-- `daemon.py`    `mented`'s command line: parses arguments, runs the server.
+- `daemon.py`    `mented`'s command line: parses arguments, answers the first hooks,
+                 then runs the server (trio is imported only then).
 """
 
 __version__ = "0.1.0"

@@ -27,12 +27,10 @@ agree on what is known and say it the same way.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -365,6 +363,8 @@ def check_action(table: ActionTable, action: str, *, problem: str | None = None)
     if name in table:
         return name
     known = table.names()
+    import difflib  # noqa: PLC0415 - a suggestion only: not on a start's path
+
     close = difflib.get_close_matches(name, known, n=SUGGESTIONS, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     broken = (
@@ -477,6 +477,8 @@ def _check_delivery_actions(
             continue
         # `default` is a [delivery] key too (`defualt = "context"` is one mistyped).
         known = [DEFAULT_DELIVERY_KEY if section == "delivery" else "mode", *merged]
+        import difflib  # noqa: PLC0415 - a suggestion only: not on a start's path
+
         close = difflib.get_close_matches(name, known, n=SUGGESTIONS, cutoff=0.5)
         hint = f"; did you mean: {', '.join(close)}?" if close else ""
         line = line_of_key(config.text, section, name)
@@ -696,6 +698,10 @@ def _builtin() -> _BuiltinTable:
 
 def _read_builtin() -> _BuiltinTable:
     """The built-in table, read and checked."""
+    # Only when the table kept by `action_cache` is missing or stale: importlib.resources
+    # (tempfile, shutil...) is a twentieth of what the first hook after a start waits for.
+    from importlib import resources  # noqa: PLC0415
+
     text = resources.files("mented").joinpath(BUILTIN_FILE).read_text(encoding="utf-8")
     try:
         document = msgspec.convert(tomllib.loads(text), _BuiltinFile)

@@ -64,7 +64,6 @@ a hook request this long after it received it (the shim has given up by then).
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -317,6 +316,8 @@ def _check_sections(doc: dict[str, Any], path: Path, text: str) -> None:
     for name in doc:
         if name in SECTIONS:
             continue
+        import difflib  # noqa: PLC0415 - a suggestion only: not on a start's path
+
         close = difflib.get_close_matches(name, SECTIONS, n=1, cutoff=0.6)
         hint = f"; did you mean [{close[0]}]?" if close else ""
         line = line_of_key(text, None, name) or line_of(text, f"[{name}")

@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import faulthandler
 import gc
+import os
 import signal
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from mented import __version__, parser_tables, paths, service
+from mented import __version__, first_answers, parser_tables, paths, service
+from mented.listener import DESCRIPTOR_RESERVE, MAX_CONNECTIONS
 from mented.log import configure_logging, log
-from mented.server import (
-    DESCRIPTOR_RESERVE,
-    MAX_CONNECTIONS,
-    Server,
-    ServerOptions,
-    StartupError,
-)
+
+if TYPE_CHECKING:
+    # Imported once the first hooks are answered (`mented.first_answers`): trio takes
+    # longer to import than a hook's whole budget on a busy machine.
+    from mented.server import Server, ServerOptions
 
 # EX_IOERR from sysexits.h: systemd shows it as "74/IOERR".
 STORE_FAILED_EXIT = 74
@@ -89,13 +89,11 @@ def options_from_args(
     args: argparse.Namespace,
     inherited: socket.socket | None = None,
     started_by: str = "unknown",
+    first: first_answers.FirstAnswers | None = None,
 ) -> ServerOptions:
-    socket_path = paths.socket_path(args.socket)
-    if inherited is not None:
-        # The manager's socket is the one clients reach: report its real path.
-        name = inherited.getsockname()
-        if isinstance(name, str) and name.startswith("/"):
-            socket_path = Path(name)
+    from mented.server import ServerOptions  # noqa: PLC0415 - imports trio: see above
+
+    socket_path = _socket_path(args, inherited)
 
     def reloaded(error: str | None) -> None:
         # After a failed reload the previous configuration serves on: ready either way.
@@ -112,7 +110,17 @@ def options_from_args(
         on_reloaded=reloaded,
         on_stopping=service.notify_stopping,
         started_by=started_by,
+        first_answers=first,
     )
+
+
+def _socket_path(args: argparse.Namespace, inherited: socket.socket | None) -> Path:
+    if inherited is not None:
+        # The manager's socket is the one clients reach: report its real path.
+        name = inherited.getsockname()
+        if isinstance(name, str) and name.startswith("/"):
+            return Path(name)
+    return paths.socket_path(args.socket)
 
 
 def _serving(socket_path: Path) -> str:
@@ -148,7 +156,48 @@ def _run(argv: Sequence[str] | None) -> int:
         # Without a manager holding the socket, an idle exit would leave hooks with
         # nothing to answer them until someone starts mented again.
         log.warning("idle_timeout_ignored", reason="no socket from a service manager")
-    server = Server(options_from_args(args, inherited, service.how_started()))
+    started_by = service.how_started()
+    # A stop asked for before the trio server listens for signals (while it answers
+    # the first hooks, or imports trio) is kept, and asked again once it listens:
+    # killed by it there, the daemon would stop with a hook half answered.
+    stopped_early: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopped_early.append(signum))
+    first = _answer_first_hooks(args, inherited)
+    if first is not None and first.store.failure is not None:
+        failure = first.store.failure
+        first.close()
+        service.notify(f"STATUS=stopped: {failure}")
+        print(f"mented: {failure}", file=sys.stderr)
+        return STORE_FAILED_EXIT
+    try:
+        server = _trio_server(options_from_args(args, inherited, started_by, first), stopped_early)
+    except BaseException:
+        if first is not None:
+            first.close()
+        raise
+    return _serve(server)
+
+
+def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
+    """The trio server (trio imported now), which asks for a stop kept meanwhile once ready."""
+    from mented.server import Server  # noqa: PLC0415 - imports trio: after the first answers
+
+    ready = options.on_ready
+
+    def on_ready() -> None:
+        if ready is not None:
+            ready()
+        if stopped_early:
+            os.kill(os.getpid(), signal.SIGTERM)  # now to the server's own signal watch
+
+    return Server(dataclasses.replace(options, on_ready=on_ready))
+
+
+def _serve(server: Server) -> int:
+    import trio  # noqa: PLC0415 - after the first answers (see _answer_first_hooks)
+
+    from mented.server import StartupError  # noqa: PLC0415 - as trio
+
     try:
         server.open()
     except StartupError as exc:
@@ -173,6 +222,31 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"mented: {server.store_failure}", file=sys.stderr)
         return STORE_FAILED_EXIT
     return 0
+
+
+def _answer_first_hooks(
+    args: argparse.Namespace, inherited: socket.socket | None
+) -> first_answers.FirstAnswers | None:
+    """Open what a hook needs and answer the hooks waiting, before trio is imported.
+
+    None when something is amiss: `Server.open` then opens everything itself and
+    says what (mented.first_answers).
+    """
+    first = first_answers.open_first_answers(
+        socket_path=_socket_path(args, inherited),
+        data_dir=paths.data_dir(args.data_dir),
+        config_path=paths.config_path(args.config),
+        inherited_socket=inherited,
+    )
+    if first is None:
+        return None
+    try:
+        first.answer_waiting()
+    except BaseException:
+        first.close()
+        raise
+    log.debug("first_answers", answered=first.answered, handed_over=len(first.handed_over))
+    return first
 
 
 def raise_descriptor_limit(wanted: int = MAX_CONNECTIONS + DESCRIPTOR_RESERVE) -> None:

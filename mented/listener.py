@@ -25,6 +25,12 @@ from pathlib import Path
 
 from mented.paths import MAX_SOCKET_PATH
 
+# Connections served at once, whatever the descriptor limit: an idle connection
+# costs the daemon ~6 KiB (its task, socket and scopes), so this bounds them to
+# ~48 MiB. Hooks connect for milliseconds; long-lived clients are a few per agent.
+MAX_CONNECTIONS = 8192
+DESCRIPTOR_RESERVE = 32  # descriptors kept for the store, the listener and logging
+
 
 class ListenerError(Exception):
     """The socket cannot be set up; the message says why and what to do."""

@@ -23,7 +23,6 @@ ignored (a newer mented may add them); a newer major `format` is refused.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -447,6 +446,8 @@ def unknown_action_warnings(
     for action, count in sorted(counts.items()):
         if action in known:
             continue
+        import difflib  # noqa: PLC0415 - a suggestion only: not on a start's path
+
         close = difflib.get_close_matches(action, list(known), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         rules, fire = (

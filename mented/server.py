@@ -55,9 +55,14 @@ from mented.compliance import ComplianceRecord, report_row
 from mented.compliance import report as compliance_report
 from mented.config import Config, ConfigError, load_config
 from mented.events import EventHub, SubscribersFullError, Subscription, serve_subscription
+from mented.first_answers import HOOK_PREFIX as _HOOK_PREFIX
+from mented.first_answers import FirstAnswers, Handover
+from mented.first_answers import hook_deadline as _hook_deadline
 from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookAnswer, HookHandler, decode_event
 from mented.listener import (
+    DESCRIPTOR_RESERVE,
+    MAX_CONNECTIONS,
     ListenerError,
     bind_socket,
     remove_socket_if_ours,
@@ -166,11 +171,6 @@ _RECV_SIZE = 16 * 1024
 # An answer up to this size is handed to the kernel in one send (a Unix socket's
 # send buffer is ~208 KiB by default); a larger one is counted before it is sent.
 _SMALL_REPLY = 64 * 1024
-# Connections served at once, whatever the descriptor limit: an idle connection
-# costs the daemon ~6 KiB (its task, socket and scopes), so this bounds them to
-# ~48 MiB. Hooks connect for milliseconds; long-lived clients are a few per agent.
-MAX_CONNECTIONS = 8192
-DESCRIPTOR_RESERVE = 32  # descriptors kept for the store, the listener and logging
 HOOK_SHARE = 8  # one connection slot in this many is kept for hooks alone
 # Answers that may hold this many memories come from a scan run off the trio thread.
 _SCAN_ABOVE = 256
@@ -195,14 +195,12 @@ _BUSY_SENDING = ErrorReply(
     message="mented holds too many large answers not yet read; retry shortly",
 )
 _BUSY_SENDING_FRAME = encode(_BUSY_SENDING)
-_HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 # How long a request from mentectl (`rule list --cwd`, `explain`) waits for a project read.
 _PROJECT_READ_S = 5.0
 # CPU a command may take to match on the event loop; a slower one goes to a worker.
 # Ordinary commands take 0.1 to 1 ms (docs/benchmarks.md, section 7).
 _QUICK_MATCH_S = 0.005
 _SLOW_MATCHES = 2  # worker threads matching slow commands at once
-_MAX_HOOK_WAIT_S = 10.0  # the longest a hook's caller says it waits (the shim's MAX_BUDGET_MS)
 _SEARCHES = 2  # worker threads recalling facts at once (the others wait, off the loop)
 # How long a thread holding the GIL keeps it from another that wants it (Python's
 # default: 5 ms). Shorter, so that the event loop waits less behind a slow match.
@@ -278,6 +276,8 @@ class ServerOptions:
     idle_timeout_s: float | None = None
     # Who started the daemon, for `status` (see mented.service.how_started).
     started_by: str = "unknown"
+    # What answered the first hooks before trio was imported: `open` serves on with it.
+    first_answers: FirstAnswers | None = None
 
 
 @dataclass
@@ -344,6 +344,7 @@ class Server:
         self._recall_opening = trio.Lock()  # see _open_recall_once
         self._recall_tried = False  # opened, or failed to (then `recall_error` says why)
         self._answered = trio.Event()  # set by the first answer sent: see _catch_up_recall
+        self._adopted: list[Handover] = []  # connections `first_answers` accepted
 
     # ---------------------------------------------------------------- start-up
 
@@ -354,6 +355,9 @@ class Server:
             StartupError: with a message naming what is wrong and what to do.
         """
         opts = self.options
+        if opts.first_answers is not None:
+            self._take_over(opts.first_answers)
+            return
         try:
             self._lock = DataDirLock(opts.data_dir, opts.socket_path)
             self.config, self.matcher = self._load_settings_or_defaults()
@@ -401,9 +405,39 @@ class Server:
             self._release_lock()
             raise StartupError(str(exc)) from exc
 
+    def _take_over(self, first: FirstAnswers) -> None:
+        """Serve on with what answered the first hooks before trio was imported (the
+        same lock, store, session memory, handler and socket), and its connections."""
+        opts = self.options
+        self._lock, self.store, self.sessions = first.lock, first.store, first.sessions
+        self.config, self.matcher = first.config, first.matcher
+        self._config_stamp = first.config_stamp
+        self.problems, self.projects, self.rules = first.problems, first.projects, first.rules
+        self.hooks, self.compliance = first.hooks, first.compliance
+        self.syncer = GitSync(
+            opts.data_dir,
+            timeout_s=self.config.sync.timeout_s,
+            max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
+        )
+        self.project_reads = ProjectReads(self.projects)
+        first.relay.fires_to = self.events.publish_fire
+        self._compliance_waits = trio.Event()
+        self.compliance.on_waiting = self._note_compliance_waits
+        if first.relay.compliance_waited:
+            self._compliance_waits.set()
+        self._listen_sock, self._socket_identity = first.listen_sock, first.socket_identity
+        self.stats.requests += first.answered
+        self.stats.latencies_us.extend(first.latencies_us)
+        if first.answered:
+            self._answered.set()
+        self._adopted = first.take_connections()
+
     def close(self) -> None:
         """Release the socket, the store and the lock (in that order: a client that
         connects during shutdown finds no socket rather than a half-closed store)."""
+        for handover in self._adopted:  # taken over, never served: nothing more to say
+            handover.sock.close()
+        self._adopted = []
         if self._listen_sock is not None:
             self._listen_sock.close()
             self._listen_sock = None
@@ -458,6 +492,14 @@ class Server:
             nursery.start_soon(self._flush_compliance_soon)
             nursery.start_soon(self.events.fan_out)
             async with trio.open_nursery() as connections:
+                adopted, self._adopted = self._adopted, []
+                for handover in adopted:  # before any accepted here: they came first
+                    self._connections += 1
+                    connections.start_soon(
+                        self._serve_connection,
+                        trio.socket.from_stdlib_socket(handover.sock),
+                        handover.pending,
+                    )
                 connections.start_soon(self._accept_loop, listener, connections)
                 log.info(
                     "ready",
@@ -593,8 +635,9 @@ class Server:
             if spare is not None:
                 os.close(spare)
 
-    async def _serve_connection(self, sock: trio.socket.SocketType) -> None:
+    async def _serve_connection(self, sock: trio.socket.SocketType, pending: bytes = b"") -> None:
         conn = _Connection(sock)
+        conn.pending = pending  # what `first_answers` read of its next request
         try:
             if not is_own_user(sock):
                 log.warning("peer_refused", peer_uid=peer_uid(sock))
@@ -1615,21 +1658,6 @@ class _Connection:
         # The hook answer being sent, and when its caller stops waiting (time.monotonic).
         self.hook_answer: HookAnswer | None = None
         self.hook_deadline = 0.0
-
-
-def _hook_deadline(caller_deadline: float | None, received: float, budget_ms: int) -> float:
-    """When a hook's caller stops waiting, as a `time.monotonic()` value.
-
-    The caller's own deadline (Unix seconds, sent in the request) says it even for a
-    request that waited unread in the socket while the event loop was held; at most
-    `_MAX_HOOK_WAIT_S` from now (the shim's longest budget: a client whose clock is
-    off cannot make the daemon hold an answer longer). Without one (a client older
-    than the field), `budget_ms` (`[hook] budget_ms`) from when the request was read.
-    """
-    if caller_deadline is None:
-        return received + budget_ms / 1000
-    left = min(caller_deadline - time.time(), _MAX_HOOK_WAIT_S)
-    return time.monotonic() + left
 
 
 class _HeldBytes:

@@ -25,25 +25,32 @@ outlive the terminal it may have been typed in.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import socket
 import sys
 import time
 from collections.abc import Callable, MutableMapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import ctypes
 
 SD_LISTEN_FDS_START = 3  # the first passed descriptor (after stdin, stdout, stderr)
 LAUNCHD_SOCKET_NAME = "Listeners"  # the key under `Sockets` in the LaunchAgent plist
 
-# int launch_activate_socket(const char *name, int **fds, size_t *cnt): 0 or an errno value
-LAUNCH_ACTIVATE_SOCKET = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_char_p,
-    ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
-    ctypes.POINTER(ctypes.c_size_t),
-)
+
+def launch_activate_socket_type() -> type[ctypes._CFunctionType]:
+    """The C type of `int launch_activate_socket(const char *name, int **fds, size_t *cnt)`
+    (0 or an errno value). Built when asked: ctypes is not imported at each start."""
+    import ctypes  # noqa: PLC0415 - launchd only (and its tests)
+
+    return ctypes.CFUNCTYPE(
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
+        ctypes.POINTER(ctypes.c_size_t),
+    )
 
 
 STARTED_BY_ENV = "MENTED_STARTED_BY"  # set by `mentectl start` for the daemon it runs detached
@@ -110,11 +117,13 @@ def launchd_sockets(
     Raises:
         ServiceError: launchd refused for another reason than "not ours".
     """
+    if (activate is None or free is None) and sys.platform != "darwin":
+        return []
+    import ctypes  # noqa: PLC0415 - launchd only: not imported at each start elsewhere
+
     if activate is None or free is None:
-        if sys.platform != "darwin":
-            return []
         libc = ctypes.CDLL(None)  # libSystem: launch_activate_socket and free live there
-        activate = LAUNCH_ACTIVATE_SOCKET(("launch_activate_socket", libc))
+        activate = launch_activate_socket_type()(("launch_activate_socket", libc))
         c_free = libc.free
         c_free.argtypes = [ctypes.c_void_p]
         free = c_free

@@ -162,9 +162,17 @@ def test_an_unknown_part_is_refused_with_the_known_ones(short_tmp: Path) -> None
 def check_startup(result: dict[str, Any], text: str) -> None:
     """The daemon's first hook and the MCP server's first answers, beside bare trio."""
     startup = result["startup"]
-    assert set(startup) == {"bare_trio", "ready", "first_hook", "mcp_initialize", "mcp_tools"}
+    assert set(startup) == {
+        "bare_trio",
+        "ready",
+        "first_hook",
+        "first_hook_own_socket",
+        "mcp_initialize",
+        "mcp_tools",
+    }
     assert "## Start-up" in text
     assert "| first hook after a start (socket activation), full answer |" in text
+    assert "| first hook after a start (own socket), full answer |" in text
     assert {target["figure"] for target in result["targets"]} >= {
         "first hook after a start (socket activation)",
         "MCP server answers initialize",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from mented_client.cli import main
-from tests.conftest import DaemonProcess
+from mented.protocol import StatusRequest, encode
+from mented_client.cli import _socket_option, main, wake_the_daemon
+from tests.conftest import PYTHON, DaemonProcess, isolated_env
 
 
 @pytest.fixture
@@ -328,3 +331,38 @@ def test_actions_shows_every_trigger(capsys: pytest.CaptureFixture[str], trigger
     _, out, _ = run(capsys, "actions", "--json", "--config", str(triggers))
     migration = json.loads(out)["actions"][-1]
     assert migration["triggers"] == ["file edit **/migrations/**"]
+
+
+def test_explain_wakes_a_daemon_started_on_demand_before_it_asks(short_tmp: Path) -> None:
+    # The test holds the socket as a service manager does (socket activation): the
+    # first connection is the wake-up, with nothing on it; then come the questions.
+    path = short_tmp / "on-demand.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        listener.settimeout(60)
+        process = subprocess.Popen(
+            [PYTHON, "-m", "mented_client.cli", "explain", "--socket", str(path), "git", "push"],
+            env=isolated_env(short_tmp),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            woken, _ = listener.accept()
+            with woken:
+                woken.settimeout(60)
+                assert woken.recv(64) == b""  # connected and closed: nothing asked
+            asking, _ = listener.accept()
+            with asking:
+                asking.settimeout(60)
+                assert asking.recv(64).startswith(encode(StatusRequest()))
+        finally:
+            process.kill()
+            process.wait()
+
+
+def test_the_wake_up_goes_to_the_socket_asked_for(short_tmp: Path) -> None:
+    assert _socket_option(["explain", "--socket", "/a", "git", "--socket=/b", "x"]) == "/b"
+    assert _socket_option(["--socket", "/a", "explain", "--", "--socket", "/c"]) == "/a"
+    assert _socket_option(["explain", "git", "push"]) is None
+    wake_the_daemon(str(short_tmp / "nothing-listens.sock"))  # no error: nothing to wake

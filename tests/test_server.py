@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from mented.agents.pretooluse import pretooluse_event
+from mented.listener import DESCRIPTOR_RESERVE, MAX_CONNECTIONS
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -42,7 +43,6 @@ from mented.protocol import (
     frame,
     reply_decoder,
 )
-from mented.server import DESCRIPTOR_RESERVE, MAX_CONNECTIONS
 from mented_client.connection import Client, DaemonError, NotRunningError
 from tests.conftest import PYTHON, DaemonProcess, raw_exchange, split_frames
 

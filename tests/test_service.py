@@ -232,7 +232,7 @@ class FakeLaunchd:
         self.error = error
         self.names: list[bytes] = []
         self.freed: list[int | None] = []
-        self.activate = service.LAUNCH_ACTIVATE_SOCKET(self._activate)
+        self.activate = service.launch_activate_socket_type()(self._activate)
 
     def _activate(
         self,
