@@ -307,6 +307,8 @@ def install_fix(agent: str, *, socket: str | Path | None = None) -> str:
     `claude mcp add` command to run where `claude` is.
     """
     known = _known_agent(agent)
+    if known.mcp.how == "none":
+        return f"{known.mcp.note}: {shlex.join(server_command(known.name, socket))}"
     if known.mcp.how == "claude-cli" and shutil.which("claude") is None:
         command = server_command(known.name, socket)
         add = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
@@ -675,10 +677,28 @@ class Writer:
     uninstall: Callable[[Agent], str]
 
 
+def _by_hand_registration(agent: Agent) -> Registration:
+    return Registration(agent=agent.name, registered=False, where=str(agent.mcp_config_path()))
+
+
+def _install_by_hand(agent: Agent, command: list[str]) -> str:
+    # Not done, so not a success: `setup` goes on, saying so.
+    raise CommandError(
+        f"mented does not write {agent.title}'s MCP settings; {agent.mcp.note}: "
+        f"{shlex.join(command)}"
+    )
+
+
+def _uninstall_by_hand(agent: Agent) -> str:
+    return f"mented wrote no MCP server into {agent.title}'s settings; nothing changed"
+
+
 WRITERS: dict[str, Writer] = {
     "claude-cli": Writer(_claude_registration, _install_claude, _uninstall_claude),
     "codex-toml": Writer(_codex_registration, _install_codex, _uninstall_codex),
     "json": Writer(_json_registration, _install_json, _uninstall_json),
+    # An agent whose MCP settings mented does not write (opencode): its note says how.
+    "none": Writer(_by_hand_registration, _install_by_hand, _uninstall_by_hand),
 }
 
 

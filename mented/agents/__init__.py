@@ -8,7 +8,8 @@ Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
 module only names its differences. Copilot CLI speaks it too (under its
 PascalCase event names) and Gemini CLI with its own event names and answers;
 Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
-tool. `AGENTS` maps the names used on the shim's command line (and in rule
+tool; opencode loads mented's own plugin, which sends events of its own shape
+(`opencode.py`). `AGENTS` maps the names used on the shim's command line (and in rule
 scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
@@ -29,6 +30,7 @@ _MODULES = {
     "copilot-cli": "copilot_cli",
     "cursor": "cursor",
     "qwen-code": "qwen_code",
+    "opencode": "opencode",
 }
 
 
