@@ -158,8 +158,8 @@ class OpencodeAgent(PreToolUseAgent):
         if call is None:
             return None
         workdir = args.workdir if args is not None and call.command else None
-        if workdir and not os.path.isabs(workdir) and cwd:
-            workdir = os.path.join(cwd, workdir)
+        if workdir and not workdir.startswith("/") and cwd:
+            workdir = f"{cwd.rstrip('/')}/{workdir}"
         return ToolCall(
             command=call.command,
             mcp_tool=call.mcp_tool,
@@ -214,7 +214,7 @@ class OpencodeAgent(PreToolUseAgent):
         return None
 
     def config_dir(self) -> Path:
-        """`$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode` (opencode's `Global.Path.config`)."""
+        """`$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode` (its `Global.Path.config`)."""
         xdg = os.environ.get("XDG_CONFIG_HOME")
         return (Path(xdg) if xdg else paths.home() / ".config") / self.config_root_name
 
@@ -245,21 +245,6 @@ def tool_event(  # noqa: PLR0913 - the event's fields
     return _encoder.encode({key: value for key, value in fields.items() if value is not None})
 
 
-_COMMON = {
-    "shell_tools": frozenset({SHELL_TOOL}),
-    "edit_tools": EDIT_TOOLS,
-    "patch_tools": frozenset({PATCH_TOOL}),
-    "mcp_prefix": "",
-    "mcp_separator": "_",
-    "config_dir_env": "",
-    "event_name": BEFORE_TOOL,
-    "after_event": AFTER_TOOL,
-    "post_tool_event": AFTER_TOOL,
-    "pinned_rules": True,
-    "layout": SettingsLayout(nested=False, timeout_key=None),
-    "settings_name": "plugins/mented.js",
-    "config_dir_name": ".config/opencode",
-}
 
 AGENT = OpencodeAgent(
     name="opencode",
@@ -276,5 +261,17 @@ AGENT = OpencodeAgent(
         note="add it by hand as the member `mcp.mented` of ~/.config/opencode/opencode.json, "
         '{"type": "local", "command": [...]}, with this command',
     ),
-    **_COMMON,  # type: ignore[arg-type]
+    shell_tools=frozenset({SHELL_TOOL}),
+    edit_tools=EDIT_TOOLS,
+    patch_tools=frozenset({PATCH_TOOL}),
+    mcp_prefix="",
+    mcp_separator="_",
+    config_dir_env="",
+    config_dir_name=".config/opencode",
+    settings_name="plugins/mented.js",
+    event_name=BEFORE_TOOL,
+    after_event=AFTER_TOOL,
+    post_tool_event=AFTER_TOOL,
+    pinned_rules=True,
+    layout=SettingsLayout(nested=False, timeout_key=None),
 )
