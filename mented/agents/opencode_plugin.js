@@ -85,14 +85,25 @@ function exchange(env, event) {
       socket = createConnection({ path })
       socket.on("error", () => finish(null))
       socket.on("close", () => finish(null))
-      socket.on("connect", () => socket.write(Buffer.concat([header, body])))
+      socket.on("connect", () => {
+        try {
+          socket.write(Buffer.concat([header, body]))
+        } catch {
+          finish(null)
+        }
+      })
       socket.on("data", (chunk) => {
-        received = Buffer.concat([received, chunk])
-        if (received.length < 4) return
-        const length = received.readUInt32BE(0)
-        if (length > MAX_REPLY) return finish(null)
-        if (received.length < 4 + length) return
-        finish(answerOf(received.subarray(4, 4 + length)))
+        // An exception in a socket's handler would escape this promise, into opencode.
+        try {
+          received = Buffer.concat([received, chunk])
+          if (received.length < 4) return
+          const length = received.readUInt32BE(0)
+          if (length > MAX_REPLY) return finish(null)
+          if (received.length < 4 + length) return
+          finish(answerOf(received.subarray(4, 4 + length)))
+        } catch {
+          finish(null)
+        }
       })
     } catch {
       finish(null)
