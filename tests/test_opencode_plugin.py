@@ -62,6 +62,7 @@ class FakeDaemon:
         self.path = folder / "mented.sock"
         self.reply = reply
         self.requests: list[dict[str, object]] = []
+        self.connections = 0
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(self.path))
         self._server.listen(8)
@@ -74,19 +75,24 @@ class FakeDaemon:
                 conn, _ = self._server.accept()
             except OSError:
                 return
+            self.connections += 1
             with conn:
-                header = conn.recv(4, socket.MSG_WAITALL)
-                if len(header) < 4:
-                    continue
-                (length,) = struct.unpack(">I", header)
-                body = conn.recv(length, socket.MSG_WAITALL)
-                request = json.loads(body)
-                self.requests.append(request)
-                answer = self.reply(request["event"]) if callable(self.reply) else self.reply
-                if answer is None:  # hang until the client gives up
-                    conn.recv(1)
-                    continue
-                conn.sendall(answer if isinstance(answer, bytes) else frame(answer))
+                self._answer_all(conn)
+
+    def _answer_all(self, conn: socket.socket) -> None:
+        """As the daemon does: one request after the other, until the client closes."""
+        while True:
+            header = conn.recv(4, socket.MSG_WAITALL)
+            if len(header) < 4:
+                return
+            (length,) = struct.unpack(">I", header)
+            request = json.loads(conn.recv(length, socket.MSG_WAITALL))
+            self.requests.append(request)
+            answer = self.reply(request["event"]) if callable(self.reply) else self.reply
+            if answer is None:  # hang until the client gives up
+                conn.recv(1)
+                return
+            conn.sendall(answer if isinstance(answer, bytes) else frame(answer))
 
     def close(self) -> None:
         self._server.close()
@@ -158,6 +164,8 @@ def test_a_stop_is_thrown_context_appended_pinned_rules_in_every_request(
         "session.start",
         "session.compacted",
     ]
+    # One connection carries them all: no connect, no accept per call.
+    assert daemon.connections == 1
     request = daemon.requests[0]
     assert request["type"] == "hook"
     assert request["agent"] == "opencode"

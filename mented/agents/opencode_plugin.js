@@ -25,6 +25,7 @@ const MAX_BUDGET_MS = 10000
 const MAX_EVENT = 1 << 20 // as the shim's stdin: a bigger call is nothing we can help with
 const MAX_REPLY = 1 << 20
 const MAX_SESSIONS = 256 // sessions whose pinned rules are kept, oldest dropped
+const IDLE_MS = 30000
 
 function budgetMs(env) {
   const millis = Number.parseInt(env.MENTED_HOOK_BUDGET_MS ?? "", 10)
@@ -52,63 +53,111 @@ function ownSocket(path) {
   )
 }
 
-// One request, one answer: the answer's JSON, or null (silence) on any failure.
-function exchange(env, event) {
-  return new Promise((resolve) => {
-    let done = false
-    let socket = null
-    let timer = null
-    const finish = (value) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      if (socket) socket.destroy()
-      resolve(value)
-    }
-    try {
-      const budget = budgetMs(env)
-      const path = socketPath(env)
-      if (!ownSocket(path)) return finish(null)
-      const body = Buffer.from(
-        JSON.stringify({
-          type: "hook",
-          agent: AGENT,
-          deadline: Date.now() / 1000 + budget / 1000,
-          event,
-        }),
-      )
-      if (body.length > MAX_EVENT) return finish(null)
-      timer = setTimeout(() => finish(null), budget)
-      const header = Buffer.alloc(4)
-      header.writeUInt32BE(body.length)
-      let received = Buffer.alloc(0)
-      socket = createConnection({ path })
-      socket.on("error", () => finish(null))
-      socket.on("close", () => finish(null))
-      socket.on("connect", () => {
-        try {
-          socket.write(Buffer.concat([header, body]))
-        } catch {
-          finish(null)
+// One connection to the daemon, kept open between calls (a connect and the daemon's
+// accept cost more than the request itself), carrying one request at a time in order:
+// the daemon answers a connection's requests one after the other. Whatever goes wrong
+// on it (an error, a close, a late or oversized answer) ends it, and every call waiting
+// on it gets null; the next call opens a new one, checking the socket's owner again.
+class Channel {
+  constructor() {
+    this.socket = null
+    this.received = Buffer.alloc(0)
+    this.waiting = [] // resolve functions, oldest first
+    this.lastUsed = 0
+  }
+
+  close() {
+    const waiting = this.waiting
+    this.waiting = []
+    if (this.socket) this.socket.destroy()
+    this.socket = null
+    this.received = Buffer.alloc(0)
+    for (const resolve of waiting) resolve(null)
+  }
+
+  open(path) {
+    if (!ownSocket(path)) return false
+    const socket = createConnection({ path })
+    socket.on("error", () => this.socket === socket && this.close())
+    socket.on("close", () => this.socket === socket && this.close())
+    socket.on("data", (chunk) => {
+      // An exception in a socket's handler would escape into opencode.
+      try {
+        this.received = Buffer.concat([this.received, chunk])
+        while (this.received.length >= 4) {
+          const length = this.received.readUInt32BE(0)
+          if (length > MAX_REPLY) return this.close()
+          if (this.received.length < 4 + length) return
+          const body = this.received.subarray(4, 4 + length)
+          this.received = this.received.subarray(4 + length)
+          const resolve = this.waiting.shift()
+          let answer = null
+          let garbled = false
+          try {
+            answer = answerOf(body)
+          } catch {
+            garbled = true
+          }
+          if (resolve) resolve(answer)
+          if (garbled) return this.close()
+          // An idle connection must not keep opencode running once it is done. (Only
+          // while idle: Bun polls an unref'd socket late, 4 ms a call instead of 0.4.)
+          if (this.waiting.length === 0) socket.unref()
         }
-      })
-      socket.on("data", (chunk) => {
-        // An exception in a socket's handler would escape this promise, into opencode.
-        try {
-          received = Buffer.concat([received, chunk])
-          if (received.length < 4) return
-          const length = received.readUInt32BE(0)
-          if (length > MAX_REPLY) return finish(null)
-          if (received.length < 4 + length) return
-          finish(answerOf(received.subarray(4, 4 + length)))
-        } catch {
-          finish(null)
-        }
-      })
-    } catch {
-      finish(null)
-    }
-  })
+      } catch {
+        this.close()
+      }
+    })
+    this.socket = socket
+    this.path = path
+    return true
+  }
+
+  // The answer's JSON, or null (silence) on any failure or past the deadline.
+  request(env, event) {
+    return new Promise((resolve) => {
+      let timer = null
+      let settled = false
+      const settle = (value) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        resolve(value)
+      }
+      try {
+        const budget = budgetMs(env)
+        const path = socketPath(env)
+        const body = Buffer.from(
+          JSON.stringify({
+            type: "hook",
+            agent: AGENT,
+            deadline: Date.now() / 1000 + budget / 1000,
+            event,
+          }),
+        )
+        if (body.length > MAX_EVENT) return settle(null)
+        // The daemon closes a connection idle for a minute ([daemon] connection_idle_s):
+        // one idle for half of that is not trusted to carry the next call.
+        const stale = Date.now() - this.lastUsed > IDLE_MS
+        if (this.socket && (stale || this.path !== path)) this.close()
+        if (!this.socket && !this.open(path)) return settle(null)
+        this.lastUsed = Date.now()
+        // A late answer would be taken for the next call's: the connection goes with it.
+        timer = setTimeout(() => {
+          this.close()
+          settle(null)
+        }, budget)
+        this.waiting.push(settle)
+        this.socket.ref()
+        const header = Buffer.alloc(4)
+        header.writeUInt32BE(body.length)
+        this.socket.write(Buffer.concat([header, body]))
+      } catch {
+        this.close()
+        settle(null)
+      }
+    })
+  }
 }
 
 function answerOf(bytes) {
@@ -149,6 +198,8 @@ export const MentedPlugin = async (ctx) => {
   const env = process.env
   const cwd = typeof ctx?.directory === "string" ? ctx.directory : process.cwd()
   const pinned = new Map() // session -> the pinned rules' text ("" for none)
+  const channel = new Channel()
+  const exchange = (env, event) => channel.request(env, event)
   return {
     "tool.execute.before": async (input, output) => {
       let stop = null
