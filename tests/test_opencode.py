@@ -317,3 +317,22 @@ def test_a_project_install_stays_in_the_project(
     assert mentectl("hooks", "install", "opencode", "--project", str(project)) == 1
     assert "leads outside the project" in capsys.readouterr().err
     assert list(outside.iterdir()) == []
+
+
+def test_doctor_fails_a_plugin_that_speaks_another_protocol_than_the_daemon(
+    home: Path, tmp_path: Path
+) -> None:
+    from mented_client.commands import doctor, plugin_install
+
+    assert mentectl("hooks", "install", "opencode") == 0
+    places = plugin_install.places(OPENCODE, None)  # type: ignore[arg-type]
+    socket = tmp_path / "run" / "mented.sock"
+    same = doctor.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 1))  # type: ignore[arg-type]
+    assert [(check.link, check.state) for check in same] == [
+        ("hook opencode", "ok"),
+        ("fire opencode", "warn"),  # the daemon is down: nothing sent
+    ]
+    newer = doctor.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 2))  # type: ignore[arg-type]
+    assert newer[0].state == "fail"
+    assert "the plugin speaks protocol 1, the daemon 2" in newer[0].detail
+    assert "mentectl hooks install opencode" in (newer[0].fix or "")
