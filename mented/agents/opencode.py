@@ -245,7 +245,6 @@ def tool_event(  # noqa: PLR0913 - the event's fields
     return _encoder.encode({key: value for key, value in fields.items() if value is not None})
 
 
-
 AGENT = OpencodeAgent(
     name="opencode",
     title="opencode",
