@@ -20,4 +20,6 @@ AGENT_NAMES = (
     "factory-droid",
     "augment-auggie",
     "cline-cli",
+
+    "opencode",
 )

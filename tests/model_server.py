@@ -527,8 +527,11 @@ _TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 _CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
 # Gemini CLI's tool result for a hook's deny, and for a command that failed.
 _GEMINI_ERROR = re.compile(r"Tool execution blocked|Exit Code: [1-9]")
-# Copilot CLI's tool result for a hook's deny, and for a command that failed.
-_COPILOT_ERROR = re.compile(r"Denied by preToolUse hook|exit(?:ed with)? code [1-9]")
+# Copilot CLI's tool result for a hook's deny, and for a command that failed; opencode's
+# for a plugin's stop is the error's message alone: mented's own words.
+_COPILOT_ERROR = re.compile(
+    r"Denied by preToolUse hook|exit(?:ed with)? code [1-9]|^mented stopped this \w+ once"
+)
 
 
 def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolResult | None:

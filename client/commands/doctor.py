@@ -26,6 +26,7 @@ import io
 import json
 import os
 import shlex
+import socket as socket_module
 import subprocess
 import sys
 import time
@@ -33,20 +34,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import msgspec
+
 from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.codex import TRUST_FIX
+from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     FireRecord,
+    HookRequest,
     ListRequest,
     LogReply,
     LogRequest,
     MemoriesReply,
     StatusReply,
+    encode,
+    recv_frame,
 )
 from mented.words import counted
+from mented_client import plugin_files
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
@@ -263,6 +271,7 @@ class FireTarget:
     socket: Path
     daemon_up: bool
     budget_ms: int
+    protocol: int | None = None  # the daemon's protocol version, when it answered
 
 
 def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check | None]:
@@ -346,6 +355,11 @@ def check_hooks(target: FireTarget) -> list[Check]:
         checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
         places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
+        if isinstance(agent, OpencodeAgent):
+            plugin = check_plugin(agent, places, target)
+            installed = installed or any(check.link.startswith("fire ") for check in plugin)
+            checks.extend(plugin)
+            continue
         entries = [(place, hook) for place in places for hook in place.hooks]
         errors = [place for place in places if place.error]
         checks.extend(
@@ -427,6 +441,90 @@ def check_hooks(target: FireTarget) -> list[Check]:
         seconds = agent.layout.timeout_seconds(timeout) or hooks.DEFAULT_TIMEOUT_S
         checks.append(check_fire(agent, command, seconds, target))
     return checks
+
+
+def check_plugin(
+    agent: OpencodeAgent, places: list[hooks.SettingsPlace], target: FireTarget
+) -> list[Check]:
+    """mented's plugin in the agent's folders: there, of this version, speaking the
+    daemon's protocol, and a sample call through the socket it names answered in time."""
+    link = f"hook {agent.name}"
+    install = f"`mentectl hooks install {agent.name}`"
+    checks = [
+        Check(link, "fail", place.error, fix=f"then {install}") for place in places if place.error
+    ]
+    found = [(place, hook) for place in places for hook in place.hooks]
+    if not found and not checks:
+        return [
+            Check(
+                link,
+                "skip",
+                f"not installed for {agent.title}",
+                fix=f"`mentectl setup {agent.name}` if you use {agent.title}",
+            )
+        ]
+    for place, hook in found:
+        protocol = plugin_files.inspect(Path(place.settings)).protocol
+        if target.protocol is not None and protocol != target.protocol:
+            checks.append(
+                Check(
+                    link,
+                    "fail",
+                    f"{place.settings}: the plugin speaks protocol {protocol}, the daemon "
+                    f"{target.protocol}, so the daemon may not read its calls",
+                    fix=f"{install} (then restart {agent.title}); or `mentectl restart` when "
+                    "the daemon is the older one",
+                )
+            )
+        elif hook.problems:
+            checks.append(Check(link, "fail", f"{place.settings}: {'; '.join(hook.problems)}"))
+        else:
+            checks.append(Check(link, "ok", f"plugin installed in {place.settings}"))
+        socket = Path(os.environ.get(paths.SOCKET_ENV) or hook.socket or target.socket)
+        checks.append(check_plugin_fire(agent, socket, target))
+    return checks
+
+
+def check_plugin_fire(agent: OpencodeAgent, socket: Path, target: FireTarget) -> Check:
+    """A sample `git commit` call sent as the plugin sends it, on the socket it names."""
+    link = f"fire {agent.name}"
+    if not target.daemon_up:
+        return Check(link, "warn", "not sent: the daemon is down", fix="see the daemon line above")
+    session = f"mented-doctor-{os.getpid()}-{time.time_ns()}"
+    event = agent.sample_event(SAMPLE_COMMAND, cwd=str(Path.cwd()), session=session)
+    request = HookRequest(
+        agent=agent.name, test=True, event=msgspec.Raw(event), deadline=time.time() + 2.0
+    )
+    started = time.perf_counter()
+    try:
+        with socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM) as sock:
+            sock.settimeout(2.0)
+            sock.connect(str(socket))
+            sock.sendall(encode(request))
+            answer = recv_frame(sock)
+    except (OSError, ValueError) as exc:
+        return Check(
+            link,
+            "fail",
+            f"the plugin's socket {socket} does not answer: {exc}",
+            fix=f"the plugin and mentectl must use the same socket: `mentectl hooks install "
+            f"{agent.name}` writes this one in",
+        )
+    took = f"{(time.perf_counter() - started) * 1000:.0f} ms"
+    if answer and not answer.startswith(b"{"):
+        return Check(
+            link, "fail", f"the daemon answered something that is not JSON: {answer[:200]!r}"
+        )
+    fire = _find_fire(socket, session)
+    rules = len(fire.rule_ids) if fire is not None else 0
+    what = (
+        f"{counted(rules, 'rule')} for {SAMPLE_ACTION} handed over"
+        if rules
+        else f"no rule for {SAMPLE_ACTION} yet"
+    )
+    return Check(
+        link, "ok", f"a sample `git commit` came back in {took}, no process started: {what}"
+    )
 
 
 def sample_event(session: str, cwd: Path, agent: Agent | None = None) -> bytes:
@@ -543,7 +641,8 @@ def run_checks(socket: Path) -> list[Check]:
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
-    checks += check_hooks(FireTarget(socket, status is not None, budget))
+    protocol = status.protocol if status is not None else None
+    checks += check_hooks(FireTarget(socket, status is not None, budget, protocol))
     checks += check_mcp()
     return checks
 

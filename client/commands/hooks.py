@@ -38,6 +38,7 @@ import msgspec
 from mented import paths
 from mented.actions import TableInForce
 from mented.agents import AGENTS, Agent
+from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import (
     EVENT_NAME,
     SESSION_START,
@@ -83,8 +84,8 @@ def register(
     hooks = subparsers.add_parser(
         "hooks",
         help="install or remove the agent hook that hands rules to Claude Code, Codex, "
-        "Gemini CLI, Copilot CLI, Cursor, Qwen Code, Crush, Factory Droid, Augment Auggie "
-        "or Cline CLI",
+        "Gemini CLI, Copilot CLI, Cursor, Qwen Code, Crush, Factory Droid, Augment Auggie, "
+        "Cline CLI or opencode",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -313,6 +314,10 @@ def user_git_aliases() -> list[str]:
 
 def run_install(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
+    if isinstance(agent, OpencodeAgent):  # a plugin file of mented's, not a settings entry
+        from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
+
+        return plugin_install.run_install(args, agent)
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
@@ -643,6 +648,10 @@ def uninstall_hook(
     Raises:
         CommandError: a file cannot be read as settings or cannot be written.
     """
+    if isinstance(agent, OpencodeAgent):
+        from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
+
+        return plugin_install.uninstall_places(agent, places, project)
     try:
         return [
             (
@@ -661,6 +670,10 @@ def uninstall_lines(
     agent: Agent, places: list[Path], removals: list[tuple[Path, Removal]]
 ) -> list[str]:
     """What `uninstall_hook` did, for people."""
+    if isinstance(agent, OpencodeAgent):
+        from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
+
+        return plugin_install.uninstall_lines(agent, places, removals)
     lines = []
     found = [(path, removal) for path, removal in removals if removal.removed]
     for path, removal in found:
@@ -812,6 +825,10 @@ def _places(agent: Agent, extra: str | None, needs: HookNeeds | None = None) -> 
     With `needs`, each place with our entries also says which of those tool
     calls none of them runs for (`gaps`).
     """
+    if isinstance(agent, OpencodeAgent):  # the plugin sees every call: no gaps
+        from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
+
+        return plugin_install.places(agent, extra)
     user = agent.settings_path()
     here = Path.cwd()
     paths = [user, *agent.project_install_paths(here)]
@@ -942,6 +959,12 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
+    if isinstance(agent, OpencodeAgent):
+        raise CommandError(
+            f"{agent.title} runs no hook command: it loads mented's plugin, which "
+            f"`mentectl hooks install {agent.name}` writes",
+            status=2,
+        )
     command = hook_command(agent, args.python, args.socket)
     if args.json:
         print_json({"agent": agent.name, "command": command, "timeout": DEFAULT_TIMEOUT_S})

@@ -6,7 +6,8 @@
 - `mentectl mcp install AGENT` registers it at user scope, where and how the
   agent's own module says (`Agent.mcp`, `mented.agents.pretooluse.McpSettings`);
   this module only knows the three ways of writing it (`WRITERS`; "none": the
-  agent's own module says why mentectl does not register it there):
+  agent's own module says why mentectl does not register it there; "by-hand":
+  the user adds the entry its note shows):
   - "claude-cli": through the agent's own CLI (`claude mcp add --scope user`),
     because running Claude Code sessions rewrite `~/.claude.json` all the time;
     without `claude` on PATH it fails (exit 1), naming the exact command to
@@ -313,6 +314,8 @@ def install_fix(agent: str, *, socket: str | Path | None = None) -> str:
     known = _known_agent(agent)
     if known.mcp.how == "none":
         return f"none needed: mentectl does not register it with {known.title} (the hook works)"
+    if known.mcp.how == "by-hand":
+        return f"{known.mcp.note}: {shlex.join(server_command(known.name, socket))}"
     if known.mcp.how == "claude-cli" and shutil.which("claude") is None:
         command = server_command(known.name, socket)
         add = ["claude", "mcp", "add", "--scope", "user", SERVER_NAME, "--", *command]
@@ -702,11 +705,29 @@ def _uninstall_none(agent: Agent) -> str:
     return f"mentectl never registers its MCP server with {agent.title}: nothing to do"
 
 
+def _by_hand_registration(agent: Agent) -> Registration:
+    return Registration(agent=agent.name, registered=False, where=str(agent.mcp_config_path()))
+
+
+def _install_by_hand(agent: Agent, command: list[str]) -> str:
+    # Not done, so not a success: `setup` goes on, saying so.
+    raise CommandError(
+        f"mented does not write {agent.title}'s MCP settings; {agent.mcp.note}: "
+        f"{shlex.join(command)}"
+    )
+
+
+def _uninstall_by_hand(agent: Agent) -> str:
+    return f"mented wrote no MCP server into {agent.title}'s settings; nothing changed"
+
+
 WRITERS: dict[str, Writer] = {
     "none": Writer(_none_registration, _install_none, _uninstall_none),
     "claude-cli": Writer(_claude_registration, _install_claude, _uninstall_claude),
     "codex-toml": Writer(_codex_registration, _install_codex, _uninstall_codex),
     "json": Writer(_json_registration, _install_json, _uninstall_json),
+    # An agent whose MCP settings mented does not write (opencode): its note says how.
+    "by-hand": Writer(_by_hand_registration, _install_by_hand, _uninstall_by_hand),
 }
 
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented_client import codex_trust, hook_files
+from mented.agents.opencode import OpencodeAgent
+from mented_client import codex_trust, hook_files, plugin_files
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
@@ -115,6 +116,10 @@ def project_hooks(agent: Agent, project: Path) -> list[Path]:
     """The agent's project settings files in `project` that hold mented's hook."""
     found = []
     for path in agent.project_install_paths(project):
+        if isinstance(agent, OpencodeAgent):  # mented's plugin file, not a settings entry
+            if plugin_files.inspect(path).ours:
+                found.append(path)
+            continue
         try:
             if agent.hook_file:  # Cline's hook file: ours or not
                 if hook_files.is_ours(hook_files.read_hook_file(path)):
@@ -133,6 +138,10 @@ def still_set_up() -> list[str]:
     left = []
     for name, agent in sorted(AGENTS.items()):
         path = agent.settings_path()
+        if isinstance(agent, OpencodeAgent):
+            if plugin_files.inspect(path).ours or mcp.mcp_registration(name).registered:
+                left.append(name)
+            continue
         try:
             if agent.hook_file:
                 hook = hook_files.is_ours(hook_files.read_hook_file(path))

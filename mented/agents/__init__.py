@@ -9,8 +9,9 @@ module only names its differences. Copilot CLI speaks it too (under its
 PascalCase event names) and Gemini CLI with its own event names and answers;
 Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
 tool. Crush, Factory Droid and Augment Auggie read Claude Code's answers with
-their own tools and files; Cline CLI runs a hook file and takes context only.
-`AGENTS` maps the names used on the shim's command line (and in rule
+their own tools and files; Cline CLI runs a hook file and takes context only;
+opencode loads mented's own plugin, which sends events of its own shape
+(`opencode.py`). `AGENTS` maps the names used on the shim's command line (and in rule
 scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
@@ -36,6 +37,8 @@ _MODULES = {
     "factory-droid": "factory_droid",
     "augment-auggie": "augment_auggie",
     "cline-cli": "cline_cli",
+
+    "opencode": "opencode",
 }
 
 

@@ -1,0 +1,171 @@
+"""What mented's opencode plugin adds to a tool call, against the spawned hook shim.
+
+`python -m mented_client.bench.plugin [RUNTIME ...]` starts a daemon of its own (one rule
+for git-commit), then times, interleaved in one loop, the plugin's
+`tool.execute.before` as opencode calls it, in each JavaScript runtime given (default:
+`node`; opencode's own Bun is `BUN_BE_BUN=1 .../opencode`, see docs/benchmarks.md),
+and the shim spawned as the agents spawn it (the real interpreter, `-I -S`), on the
+same events: a command that names no action (`ls -la`) and a `git commit` whose rule
+the session was handed already (the daemon answers nothing before the tool: the usual
+case). Prints a Markdown table; p50 and p99 over the rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+from mented.agents.opencode import BEFORE_TOOL, plugin_source, tool_event
+from mented.protocol import HookRequest, StoredReply, StoreRequest, encode, recv_frame
+from mented_client.bench.processes import Daemon
+from mented_client.bench.timing import Summary, summarize
+from mented_client.connection import Client
+from mented_client.hook_settings import installed_shim, real_interpreter
+
+ROUNDS = 400
+SESSION = "ses_bench"
+COMMANDS = {"no action (ls -la)": "ls -la", "commit, rule handed": 'git commit -m "fix: x"'}
+
+# Runs the hook `rounds` times per command, interleaved; prints the ns of each call.
+DRIVER = """
+import { MentedPlugin } from "./mented.mjs"
+const [rounds, commands] = [Number(process.argv[2]), JSON.parse(process.argv[3])]
+const hooks = await MentedPlugin({ directory: process.argv[4] })
+const times = Object.fromEntries(commands.map((c) => [c, []]))
+let call = 0
+for (let round = 0; round < rounds; round++) {
+  for (const command of commands) {
+    const started = process.hrtime.bigint()
+    try {
+      await hooks["tool.execute.before"](
+        { tool: "bash", sessionID: "ses_bench", callID: `call_${call++}` },
+        { args: { command, description: "d" } },
+      )
+    } catch {}
+    times[command].push(Number(process.hrtime.bigint() - started))
+  }
+}
+console.log(JSON.stringify(times))
+"""
+
+
+def _plugin_times(
+    runtime: list[str], folder: Path, rounds: int, env: dict[str, str]
+) -> dict[str, list[int]]:
+    commands = list(COMMANDS.values())
+    result = subprocess.run(  # noqa: S603 - the runtime the user named
+        [*runtime, str(folder / "driver.mjs"), str(rounds), json.dumps(commands), str(folder)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    times: dict[str, list[int]] = json.loads(result.stdout.strip().splitlines()[-1])
+    return times
+
+
+def _shim_times(socket: Path, folder: Path, rounds: int) -> dict[str, list[int]]:
+    argv = [str(real_interpreter()), "-I", "-S", str(installed_shim()), "opencode", str(socket)]
+    times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
+    call = 0
+    for _ in range(rounds):
+        for command in COMMANDS.values():
+            call += 1
+            event = tool_event(
+                command, cwd=str(folder), session=SESSION, call_id=f"shim_{call}", event=BEFORE_TOOL
+            )
+            started = time.perf_counter_ns()
+            subprocess.run(argv, input=event, capture_output=True, check=False)  # noqa: S603
+            times[command].append(time.perf_counter_ns() - started)
+    return times
+
+
+def _floor_times(socket_path: Path, folder: Path, rounds: int) -> dict[str, list[int]]:
+    """The same request from Python on a fresh connection: the daemon's part, the floor."""
+    times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
+    call = 0
+    for _ in range(rounds):
+        for command in COMMANDS.values():
+            call += 1
+            event = tool_event(command, cwd=str(folder), session=SESSION, call_id=f"raw_{call}")
+            request = HookRequest(
+                agent="opencode", event=msgspec.Raw(event), deadline=time.time() + 5
+            )
+            started = time.perf_counter_ns()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(str(socket_path))
+                sock.sendall(encode(request))
+                recv_frame(sock)
+            times[command].append(time.perf_counter_ns() - started)
+    return times
+
+
+def _label(runtime: list[str]) -> str:
+    """How a runtime is named in the table: opencode's Bun, or the program's name."""
+    if any(part.startswith("BUN_BE_BUN=") for part in runtime):
+        return "Bun (opencode's own)"
+    return Path(runtime[0]).name
+
+
+def _row(name: str, summary: Summary) -> str:
+    return f"| {name} | {summary.p50_us / 1000:.2f} ms | {summary.p99_us / 1000:.2f} ms |"
+
+
+def main(argv: list[str]) -> int:
+    runtimes = [shlex.split(spec) for spec in argv] or [["node"]]
+    rounds = int(os.environ.get("MENTED_BENCH_ROUNDS") or ROUNDS)
+    with tempfile.TemporaryDirectory(prefix="mented-plugin-bench-") as name:
+        root = Path(name)
+        root.chmod(0o700)
+        config = root / "config.toml"
+        config.write_text("")
+        daemon = Daemon(root, "daemon", config)
+        daemon.start()
+        try:
+            with Client(daemon.socket) as client:
+                request = StoreRequest(
+                    content="commit messages: single line", tags=["trigger:git-commit"]
+                )
+                client.expect(request, StoredReply)
+            (root / "mented.mjs").write_text(plugin_source())
+            (root / "driver.mjs").write_text(DRIVER)
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("MENTED_")},
+                "MENTED_SOCKET": str(daemon.socket),
+            }
+            # The session is handed the commit's rule once (a stop), before timing.
+            _plugin_times(runtimes[0], root, 1, env)
+            print("| per tool call | p50 | p99 |")
+            print("|---|--:|--:|")
+            for runtime in runtimes:
+                label = _label(runtime)
+                for command_name, samples in zip(
+                    COMMANDS, _plugin_times(runtime, root, rounds, env).values(), strict=True
+                ):
+                    print(_row(f"plugin in {label}, {command_name}", summarize(samples)))
+            for command_name, samples in zip(
+                COMMANDS, _shim_times(daemon.socket, root, rounds).values(), strict=True
+            ):
+                print(_row(f"shim spawned, {command_name}", summarize(samples)))
+            for command_name, samples in zip(
+                COMMANDS, _floor_times(daemon.socket, root, rounds).values(), strict=True
+            ):
+                print(_row(f"floor: the request from Python, {command_name}", summarize(samples)))
+        finally:
+            daemon.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
