@@ -333,16 +333,26 @@ class FirstAnswers:
 
 
 class Relay:
-    """Where the handler's fires and the record's first waiting event go: nowhere
-    before the trio server runs (nobody can have subscribed yet), then to it."""
+    """Where the handler's fires and the record's first waiting event go: kept until
+    the trio server runs (it records them in the activity log), then to it."""
 
     def __init__(self) -> None:
-        self.fires_to: Callable[[FireRecord], None] | None = None
+        self._fires_to: Callable[[FireRecord], None] | None = None
+        self._kept: list[FireRecord] = []  # at most MAX_ANSWERS
         self.compliance_waited = False  # the trio server flushes the record soon
 
+    def fires_to(self, target: Callable[[FireRecord], None]) -> None:
+        """From now on, send the fires to `target`, the kept ones first."""
+        self._fires_to = target
+        kept, self._kept = self._kept, []
+        for fire in kept:
+            target(fire)
+
     def fired(self, fire: FireRecord) -> None:
-        if self.fires_to is not None:
-            self.fires_to(fire)
+        if self._fires_to is None:
+            self._kept.append(fire)
+        else:
+            self._fires_to(fire)
 
     def compliance_waits(self) -> None:
         self.compliance_waited = True

@@ -420,7 +420,8 @@ class Server:
             max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
         )
         self.project_reads = ProjectReads(self.projects)
-        first.relay.fires_to = self.events.publish_fire
+        self.activity = ActivityLog(opts.data_dir, self.config.activity)  # `mentectl log`
+        first.relay.fires_to(self._fired)  # the first answers' fires recorded too
         self._compliance_waits = trio.Event()
         self.compliance.on_waiting = self._note_compliance_waits
         if first.relay.compliance_waited:

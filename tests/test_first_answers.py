@@ -25,6 +25,7 @@ import pytest
 import trio
 
 from mented import first_answers
+from mented.activity import FireFilter
 from mented.agents.pretooluse import pretooluse_event
 from mented.first_answers import FirstAnswers, open_first_answers
 from mented.protocol import (
@@ -165,12 +166,15 @@ def test_the_first_answers_are_the_trio_servers_to_the_byte(
     server.open()
     try:
         trio.run(serve_while, server, client.join)
+        fires, _ = server.activity.query(FireFilter(), 10)
     finally:
         server.close()
     # The stop recorded before trio counts after it: the retry is let through, the
     # next commit gets the pointer, as from the trio server alone.
     assert answers == expected
     assert server.stats.requests == 4
+    # And `mentectl log` has the fires answered before trio as well as after.
+    assert [fire.actions for fire in fires].count(["git-commit"]) == 3
 
 
 def test_another_users_connection_is_refused_before_trio_too(
