@@ -11,7 +11,8 @@ General layout (imports point downward; nothing imports upward):
                  the one visibility predicate. Knows nothing of agents' formats.
 - `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
 - `cputime.py`   a thread's CPU time without its garbage collections (budgets).
-- `matcher.py`   names the actions a shell command performs (bashlex + fallback).
+- `matcher/`     names the actions a shell command performs (bashlex + fallback);
+                 its `__init__` maps its modules: lexer, walk, shapes, cache.
 - `protocol.py`  frames and the tagged request/reply structs on the wire.
 - `agents/`      one module per agent: decode its hook event, render its output.
 - `agent_names.py` the agents' names alone, for clients that check `--agent`.
