@@ -9,7 +9,9 @@ General layout (imports point downward; nothing imports upward):
 - `log.py`       structlog set-up: JSON lines on stderr, readable on a terminal.
 - `store.py`     the LMDB store: records, the trigger index, supersession,
                  the one visibility predicate. Knows nothing of agents' formats.
+- `path_patterns.py` .gitignore patterns matched in linear time; why one is refused.
 - `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
+- `edits.py`     the actions an edit of a file performs, by the table's path patterns.
 - `cputime.py`   a thread's CPU time without its garbage collections (budgets).
 - `matcher/`     names the actions a shell command performs (bashlex + fallback);
                  its `__init__` maps its modules: lexer, walk, shapes, cache.
