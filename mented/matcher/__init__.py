@@ -13,16 +13,16 @@ are skipped by arity, and the shapes of the action table are tried in table orde
 
 bashlex 0.18 cannot parse all that agents send, so two things come first:
 
-* `_Lexer` (`lexer.py`), a small quote-aware shell tokenizer. When the command holds a construct
-  bashlex rejects it computes safe rewrites: heredoc bodies are emptied and their
-  delimiters unquoted (bodies are data), `$((...))` becomes `0`, a leading `time`
-  becomes `\\time` (a plain word, peeled as a wrapper), `[[ ... ]]` becomes `:`
-  followed by the command substitutions it held, `a=(...)` keeps only its
-  substitutions.
+* `_Lexer` (`lexer.py`), a small quote-aware shell tokenizer. When the command
+  holds a construct bashlex rejects it computes safe rewrites: heredoc bodies are
+  emptied and their delimiters unquoted (bodies are data), `$((...))` becomes `0`,
+  a leading `time` becomes `\\time` (a plain word, peeled as a wrapper),
+  `[[ ... ]]` becomes `:` followed by the command substitutions it held,
+  `a=(...)` keeps only its substitutions.
 * When bashlex still fails (`case`, `select`, ...), or the input is too long or too
   deeply nested for it, the lexer's tokens are split into simple commands on the
-  control operators by `_fallback_commands` (`fallback.py`), which honours quotes, heredocs,
-  `case` patterns, `[[ ]]` and `for` headers.
+  control operators by `_fallback_commands` (`fallback.py`), which honours quotes,
+  heredocs, `case` patterns, `[[ ]]` and `for` headers.
 
 The matcher never raises, its input is capped (`MAX_COMMAND_CHARS`), nesting is
 bounded without recursing past `MAX_NESTING`, and the hook's answers (the actions
@@ -38,10 +38,9 @@ match delays every other session's hook. bashlex costs 50-100 us a token and mor
 on some shapes (a word of 2,700 backtick substitutions took a second), and no
 count of words or characters done before parsing predicts it. So each command
 gets a time budget in CPU time of the matching thread (its garbage collections
-left out: `mented.cputime`), checked at cheap points
-inside bashlex (its character reader and parameter expansion, patched in
-`bashlex_guard.py`) and
-inside our own tokenizer and analysis:
+left out: `mented.cputime`), checked at cheap points inside bashlex (its character
+reader and parameter expansion, patched in `bashlex_guard.py`) and inside our own
+tokenizer and analysis:
 
 * bashlex may spend `BASHLEX_CPU_BUDGET_S` on all the strings of one command
   together (nested `bash -c` strings included); past it, the string it was reading
