@@ -6,9 +6,7 @@ import hashlib
 from pathlib import Path
 
 from mented.memory import Memory
-from mented.store import (
-    StoreItem,
-)
+from mented.store import StoreItem
 
 T0 = 1_700_000_000.0  # a fixed creation time for rules whose order a test checks
 

@@ -11,11 +11,7 @@ import pytest
 
 import mented.store.validation as validation_module
 from mented.memory import InvalidInputError, MemoryType, short_handle
-from mented.store import (
-    NotFoundError,
-    Store,
-    StoreItem,
-)
+from mented.store import NotFoundError, Store, StoreItem
 from tests.store_helpers import T0, contents, rule
 
 

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mented.memory import InvalidInputError, MemoryType, short_handle
-from mented.store import (
-    ConflictError,
-    NotFoundError,
-    Store,
-)
+from mented.store import ConflictError, NotFoundError, Store
 from tests.store_helpers import contents
 
 # ------------------------------------------------------------ supersession

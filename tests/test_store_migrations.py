@@ -7,11 +7,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from mented.store import (
-    SCHEMA_VERSION,
-    Store,
-    StoreOpenError,
-)
+from mented.store import SCHEMA_VERSION, Store, StoreOpenError
 from tests.store_helpers import file_digest
 
 

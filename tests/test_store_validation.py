@@ -7,10 +7,7 @@ from typing import Any
 import pytest
 
 from mented.memory import MAX_CONTENT_BYTES, InvalidInputError
-from mented.store import (
-    Store,
-    StoreItem,
-)
+from mented.store import Store, StoreItem
 
 # ----------------------------------------------------------------- validation
 

@@ -7,11 +7,7 @@ from pathlib import Path
 import pytest
 
 from mented.memory import Memory, MemoryType
-from mented.store import (
-    Store,
-    StoreItem,
-    visible_to,
-)
+from mented.store import Store, StoreItem, visible_to
 from tests.store_helpers import T0, contents, rule
 
 # -------------------------------------------------------------- visibility
