@@ -7,11 +7,15 @@ General layout (imports point downward; nothing imports upward):
 - `untrusted.py` the one reader of places mented does not own (no link, bounded).
 - `config.py`    the user's config file (hook settings, delivery modes, actions).
 - `log.py`       structlog set-up: JSON lines on stderr, readable on a terminal.
-- `store.py`     the LMDB store: records, the trigger index, supersession,
-                 the one visibility predicate. Knows nothing of agents' formats.
+- `store/`       the LMDB store: records, the trigger index, supersession,
+                 the one visibility predicate. Knows nothing of agents' formats;
+                 its `__init__` maps its layers (environment up to bulk import).
+- `path_patterns.py` .gitignore patterns matched in linear time; why one is refused.
 - `actions.py`   the action table (built-ins in `actions.toml` + the user's config).
+- `edits.py`     the actions an edit of a file performs, by the table's path patterns.
 - `cputime.py`   a thread's CPU time without its garbage collections (budgets).
-- `matcher.py`   names the actions a shell command performs (bashlex + fallback).
+- `matcher/`     names the actions a shell command performs (bashlex + fallback);
+                 its `__init__` maps its modules: lexer, walk, shapes, cache.
 - `protocol.py`  frames and the tagged request/reply structs on the wire.
 - `agents/`      one module per agent: decode its hook event, render its output.
 - `agent_names.py` the agents' names alone, for clients that check `--agent`.

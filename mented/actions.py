@@ -45,8 +45,8 @@ from mented.config import (
     line_of_key,
     load_config,
 )
-from mented.edits import path_pattern_problem
 from mented.memory import InvalidInputError, action_from_input, normalize_action
+from mented.path_patterns import path_pattern_problem
 
 BUILTIN = "built-in"
 BUILTIN_FILE = "actions.toml"

@@ -23,7 +23,7 @@ import posixpath  # agents send POSIX paths; pathlib would build objects per cal
 from typing import TYPE_CHECKING
 
 from mented.digest_cache import DigestCache
-from mented.path_patterns import MAX_PATH_CHARS, PathSpec, compile_pattern
+from mented.path_patterns import MAX_PATH_CHARS, PathSpec
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -33,25 +33,6 @@ if TYPE_CHECKING:
 MAX_ROOTS_CACHED = 1024  # directories whose project root is remembered
 MAX_ROOTS_BYTES = 1 << 20
 MAX_PATHS_PER_EDIT = 64  # files looked at in one edit (a patch may touch many)
-
-
-def path_pattern_problem(pattern: str, *, bounds_only: bool = False) -> str | None:
-    """Why `pattern` is not a usable path pattern, or None.
-
-    `bounds_only`: `mented.path_patterns`' own checks alone, for the built-in table
-    (tests/test_path_patterns.py checks its patterns against pathspec too): pathspec
-    is then not imported at start, only when a config file names path patterns.
-    """
-    try:
-        compile_pattern(pattern)  # the bounds first: pathspec's check is a regex too
-        if bounds_only:
-            return None
-        import pathspec  # noqa: PLC0415 - see the docstring
-
-        pathspec.GitIgnoreSpec.from_lines([pattern])
-    except ValueError as exc:  # both raise ValueError subclasses for bad patterns
-        return str(exc)
-    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mented import untrusted
-from mented.matcher import _read_option, _scan_options, _shape_failure, _word_matches
+from mented.matcher.options import _read_option, _scan_options
+from mented.matcher.shapes import _shape_failure, _word_matches
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -22,6 +22,8 @@ not undo a file pattern's match, as in pathspec).
 Bounds: a pattern of more than `MAX_PATTERN_CHARS` characters or
 `MAX_PATTERN_SEGMENTS` segments is refused at load; a path longer than
 `MAX_PATH_CHARS` or deeper than `MAX_PATH_DEPTH` is matched by no pattern.
+`path_pattern_problem` says why a pattern is refused, for the action table's checks
+at load (`mented.actions`) and for `mentectl adopt`.
 """
 
 from __future__ import annotations
@@ -180,6 +182,25 @@ def _segment_glob(segment: str, pattern: str) -> re.Pattern[str]:
         f"[{part[1]}]" if part.startswith("\\") and len(part) == 2 else part for part in parts
     )
     return re.compile(fnmatch.translate(glob), re.DOTALL)
+
+
+def path_pattern_problem(pattern: str, *, bounds_only: bool = False) -> str | None:
+    """Why `pattern` is not a usable path pattern, or None.
+
+    `bounds_only`: this module's own checks alone, for the built-in table
+    (tests/test_path_patterns.py checks its patterns against pathspec too): pathspec
+    is then not imported at start, only when a config file names path patterns.
+    """
+    try:
+        compile_pattern(pattern)  # the bounds first: pathspec's check is a regex too
+        if bounds_only:
+            return None
+        import pathspec  # noqa: PLC0415 - see the docstring
+
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError as exc:  # both raise ValueError subclasses for bad patterns
+        return str(exc)
+    return None
 
 
 class PathSpec:

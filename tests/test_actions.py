@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,3 +314,11 @@ def test_bad_tool_and_path_triggers_name_file_line_and_action(
 def test_an_action_with_no_trigger_at_all_is_refused(tmp_path: Path) -> None:
     message = error_from(tmp_path, '[actions.deploy]\ndescription = "x"\n')
     assert "has no shapes, tools or paths" in message
+
+
+def test_the_action_table_loads_without_the_edit_matcher() -> None:
+    # `mented.actions` and `mented.edits` imported each other (issue 28); the check of a
+    # path pattern is `mented.path_patterns`', which imports nothing of ours.
+    code = "import sys, mented.actions; print([m for m in ('mented.edits',) if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stderr

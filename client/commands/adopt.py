@@ -204,7 +204,7 @@ def _proposals(
     read: _Read, in_force: TableInForce, room: PinnedRoom, *, checks: bool
 ) -> tuple[list[Proposal], dict[str, str | None]]:
     """Each piece's proposal, and the project each recorded file belongs to."""
-    from mented.edits import path_pattern_problem  # noqa: PLC0415 - pathspec: only here
+    from mented.path_patterns import path_pattern_problem  # noqa: PLC0415 - pathspec: only here
 
     vocab = vocabulary(in_force.table)
     names = {action.name: tuple(action.paths) for action in in_force.table.actions()}

@@ -1,6 +1,7 @@
 """The matcher's acceptance rows (tests/data/*.jsonl) in one process: exit 1 at the first
-row a mutant breaks. For tests/mutation/hand_mutants.py: run it before the rest of
-tests/test_matcher.py, e.g. `sh -c 'python tests/mutation/matcher_rows.py && pytest ...'`.
+row a mutant breaks. For tests/mutation/hand_mutants.py: run it before the rest of the
+matcher's tests (tests/test_matcher*.py), e.g.
+`sh -c 'python tests/mutation/matcher_rows.py && pytest ...'`.
 """
 
 import json
