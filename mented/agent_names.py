@@ -8,4 +8,4 @@ settings code, a third of `mentectl rule list`'s start-up). `AGENTS` in
 
 from __future__ import annotations
 
-AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "copilot-cli", "cursor", "qwen-code")
+AGENT_NAMES = ("claude-code", "codex", "gemini-cli", "copilot-cli", "cursor", "qwen-code", "pi")

@@ -262,7 +262,8 @@ class McpSettings:
         how: how mentectl writes our entry there: "claude-cli" through the
             agent's own `claude mcp add` (Claude Code rewrites its file all the
             time), "codex-toml" as a `[mcp_servers.mented]` table of a TOML file,
-            "json" as the member `mcpServers.mented` of a JSON file.
+            "json" as the member `mcpServers.mented` of a JSON file; "none": the
+            agent has no MCP support (`note` says so).
         file_name: the file, in the agent's user config directory.
         beside_config_dir: the file is in the home directory unless the
             config directory is moved by its variable (Claude Code's `~/.claude.json`).
@@ -272,7 +273,7 @@ class McpSettings:
         note: what to tell the user after registering, if anything.
     """
 
-    how: Literal["claude-cli", "codex-toml", "json"] = "json"
+    how: Literal["claude-cli", "codex-toml", "json", "none"] = "json"
     file_name: str
     beside_config_dir: bool = False
     entry: Mapping[str, object] = field(default_factory=dict)
