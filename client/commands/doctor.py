@@ -37,6 +37,7 @@ from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.codex import TRUST_FIX
+from mented.agents.in_process import InProcessAgent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     FireRecord,
@@ -47,7 +48,7 @@ from mented.protocol import (
     StatusReply,
 )
 from mented.words import counted
-from mented_client.commands import hooks, mcp
+from mented_client.commands import extension, hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
@@ -334,7 +335,7 @@ def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Ch
     )
 
 
-def check_hooks(target: FireTarget) -> list[Check]:
+def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[Check]:
     checks: list[Check] = []
     commands: dict[str, tuple[Agent, str, object]] = {}
     installed = False
@@ -343,6 +344,11 @@ def check_hooks(target: FireTarget) -> list[Check]:
     if unknown is not None:
         checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
+        if isinstance(agent, InProcessAgent):  # a plugin file of ours: its own checks
+            found = extension.doctor_checks(agent, target.socket, status)
+            installed = installed or any(check.state in ("ok", "fail") for check in found)
+            checks.extend(found)
+            continue
         places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
         entries = [(place, hook) for place in places for hook in place.hooks]
         errors = [place for place in places if place.error]
@@ -541,7 +547,7 @@ def run_checks(socket: Path) -> list[Check]:
     budget = int(os.environ.get("MENTED_HOOK_BUDGET_MS") or 0) or (
         config.hook.budget_ms if config else 250
     )
-    checks += check_hooks(FireTarget(socket, status is not None, budget))
+    checks += check_hooks(FireTarget(socket, status is not None, budget), status)
     checks += check_mcp()
     return checks
 
@@ -653,7 +659,9 @@ def check_mcp() -> list[Check]:
     for agent in sorted(AGENTS):
         found = mcp.mcp_registration(agent)
         link = f"mcp {agent}"
-        if found.problem:
+        if AGENTS[agent].mcp.how == "none":  # nothing to register (pi)
+            checks.append(Check(link, "skip", found.where))
+        elif found.problem:
             # A broken entry of ours fails; an unreadable file of the agent's only warns.
             state: State = "fail" if found.registered else "warn"
             fix = f"`mentectl mcp install {agent}`"

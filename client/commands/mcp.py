@@ -16,6 +16,7 @@
     Qwen Code's `settings.json`, Copilot CLI's `mcp-config.json`, Cursor's
     `mcp.json`), spliced in as the hooks are (`mented_client.hook_settings`):
     every other byte stays, a backup of the previous file is kept beside it.
+  - "none": the agent has no MCP support (pi): install says so and fails.
 - `mentectl mcp uninstall AGENT` takes our entry out again. A file left with
   nothing in it is removed, with the directories that leaves empty up to the
   agent's config directory; an install's backup goes once it holds nothing the
@@ -666,6 +667,21 @@ def _uninstall_json(agent: Agent) -> str:
     return f"removed {MCP_SERVERS}.{SERVER_NAME} from {path}; nothing else changed" + kept
 
 
+def _no_registration(agent: Agent) -> Registration:
+    return Registration(agent.name, registered=False, where=agent.mcp.note or "no MCP support")
+
+
+def _no_install(agent: Agent, command: list[str]) -> str:  # noqa: ARG001 - the writers' signature
+    raise CommandError(
+        f"{agent.mcp.note or f'{agent.title} has no MCP support'}, so mented's MCP server "
+        "cannot be registered with it; the rules still reach it before each command"
+    )
+
+
+def _no_uninstall(agent: Agent) -> str:
+    return f"{agent.mcp.note or f'{agent.title} has no MCP support'}: no MCP server to remove"
+
+
 @dataclass(frozen=True)
 class Writer:
     """One way of registering the MCP server (`McpSettings.how`)."""
@@ -679,6 +695,7 @@ WRITERS: dict[str, Writer] = {
     "claude-cli": Writer(_claude_registration, _install_claude, _uninstall_claude),
     "codex-toml": Writer(_codex_registration, _install_codex, _uninstall_codex),
     "json": Writer(_json_registration, _install_json, _uninstall_json),
+    "none": Writer(_no_registration, _no_install, _no_uninstall),  # pi: no MCP of its own
 }
 
 

@@ -8,8 +8,9 @@ Claude Code and Codex CLI share one `PreToolUse` shape (`pretooluse.py`); each
 module only names its differences. Copilot CLI speaks it too (under its
 PascalCase event names) and Gemini CLI with its own event names and answers;
 Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
-tool. pi runs an extension of mented's in its own process (`in_process.py`). `AGENTS` maps the names used on the shim's command line (and in rule
-scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
+tool; pi runs an extension of mented's in its own process (`in_process.py`).
+`AGENTS` maps the names used on the shim's command line (and in rule scopes) to
+the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
 from __future__ import annotations

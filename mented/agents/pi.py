@@ -97,19 +97,19 @@ class PiAgent(InProcessAgent):
         if decoded.event not in (TOOL_CALL, TOOL_RESULT) or decoded.input is None:
             return None
         tool = decoded.tool_name or ""
-        common = {
-            "tool": tool,
-            "cwd": cwd,
-            "session": session,
-            "tool_use_id": decoded.tool_call_id or None,
-            "ran": decoded.event == TOOL_RESULT,
-        }
-        if tool == SHELL_TOOL:
-            command = decoded.input.command
-            return ToolCall(command=command, **common) if command and command.strip() else None
-        if tool in EDIT_TOOLS and decoded.input.path:
-            return ToolCall(edited=(decoded.input.path,), **common)
-        return None
+        command = decoded.input.command if tool == SHELL_TOOL else None
+        path = decoded.input.path if tool in EDIT_TOOLS else None
+        if not (command and command.strip()) and not path:
+            return None
+        return ToolCall(
+            command=command or "",
+            edited=(path,) if path else (),
+            tool=tool,
+            cwd=cwd,
+            session=session,
+            tool_use_id=decoded.tool_call_id or None,
+            ran=decoded.event == TOOL_RESULT,
+        )
 
     def takes_context(self, call: ToolCall) -> bool:
         """Only a `tool_result` answer's context reaches the model."""
@@ -131,7 +131,7 @@ class PiAgent(InProcessAgent):
         return pi_event(TOOL_CALL, session=session, cwd=cwd, command=command)
 
 
-def pi_event(
+def pi_event(  # noqa: PLR0913 - the fields of an event, all optional but its name
     event: str,
     *,
     session: str | None,
