@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mented.agents import AGENTS
+from mented.agents.in_process import InProcessAgent
 from mented.agents.pretooluse import SESSION_START
 from mented_client.cli import main
 from mented_client.commands import doctor, hooks
@@ -93,7 +94,11 @@ def run(shell: str, command: str, stdin: bytes, cwd: Path) -> subprocess.Complet
     )
 
 
-@pytest.mark.parametrize("agent_name", sorted(AGENTS))
+# pi runs no command line (its extension is in its own process: tests/test_pi.py).
+HOOK_AGENTS = sorted(name for name, a in AGENTS.items() if not isinstance(a, InProcessAgent))
+
+
+@pytest.mark.parametrize("agent_name", HOOK_AGENTS)
 @pytest.mark.parametrize("gone", ["shim", "interpreter"])
 def test_a_removed_installation_exits_0_and_prints_nothing(
     install: Path, agent_name: str, gone: str, capsys: pytest.CaptureFixture[str]
