@@ -147,3 +147,45 @@ def test_a_daemon_that_never_answers_costs_the_budget_and_says_nothing(
         server.close()
     assert answer == {"result": None, "threw": False, "us": answer["us"]}
     assert waited >= 0.2  # it waited for the daemon, up to its budget, and not forever
+
+
+def test_a_kept_connection_the_daemon_closed_is_replaced_within_the_same_call(
+    agent_session: AgentSession, tmp_path: Path
+) -> None:
+    """The extension keeps its connection between calls; the daemon closes one idle for
+    `[daemon] connection_idle_s`. A request that meets such a close is sent again on a
+    new connection, so the stop still reaches the model."""
+    path = tmp_path / "closing.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    stop = json.dumps({"block": True, "reason": "the rules"}).encode()
+    frames: list[bytes] = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = server.accept()
+            with conn:
+                size = int.from_bytes(conn.recv(4, socket.MSG_WAITALL), "big")
+                frames.append(conn.recv(size, socket.MSG_WAITALL))
+                conn.sendall(len(stop).to_bytes(4, "big") + stop)
+                # The next request on this connection is read, then the connection closed.
+                size = int.from_bytes(conn.recv(4, socket.MSG_WAITALL), "big")
+                if size:
+                    frames.append(conn.recv(size, socket.MSG_WAITALL))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    extension = agent_session.config_dir / "extensions" / "mented.ts"
+    opened = Harness(extension, {**agent_session.daemon.env, "MENTED_SOCKET": str(path)})
+    call = {"toolName": "bash", "toolCallId": "c1", "input": {"command": "git commit -m x"}}
+    try:
+        first = opened.call("tool_call", call, str(tmp_path))
+        second = opened.call("tool_call", call, str(tmp_path))
+    finally:
+        opened.close()
+        thread.join(timeout=10)
+        server.close()
+    blocked = {"block": True, "reason": "the rules"}
+    assert (first["result"], second["result"]) == (blocked, blocked)
+    assert len(frames) == 3  # the second request went twice: on the kept connection, then anew
