@@ -2,7 +2,8 @@
 /*
  * pi loads this file in its own process (jiti: TypeScript, no build step). On each
  * `bash`, `edit` and `write` tool call it asks the mented daemon, over its Unix
- * socket, what to tell the model -- no process is started -- and:
+ * socket, what to tell the model -- no process is started, and one connection is
+ * kept between calls (it never keeps pi running) -- and:
  *
  * - `tool_call` (before the tool runs): a stop, `{block: true, reason}`, when the
  *   daemon says so: the model reads the rules as the tool's error and runs the

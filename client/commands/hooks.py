@@ -85,7 +85,7 @@ def register(
     hooks = subparsers.add_parser(
         "hooks",
         help="install or remove the agent hook that hands rules to Claude Code, Codex, "
-        "Gemini CLI, Copilot CLI, Cursor or Qwen Code",
+        "Gemini CLI, Copilot CLI, Cursor, Qwen Code or pi (an extension in its process)",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
