@@ -861,9 +861,11 @@ def run_status(args: argparse.Namespace) -> int:
         )
         print_json(found)
         return 1 if broken else 0
-    for plugin in in_process.values():
-        broken = extension.print_status(plugin, args.settings) or broken
-    for name, places in report.items():
+    for name in chosen:
+        if name in in_process:
+            broken = extension.print_status(in_process[name], args.settings) or broken
+            continue
+        places = report[name]
         agent = AGENTS[name]
         print(f"{name} ({agent.title})")
         for place in places:
