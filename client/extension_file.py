@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.untrusted import Refused, read_file, shown
+from mented.untrusted import Refused, owned_by_user, read_file, shown
 from mented_client.commands.output import CommandError
 from mented_client.files import display_path
 
@@ -131,6 +131,15 @@ def inspect(path: Path) -> ExtensionFile:
     found = classify(text)
     if found is Found.FOREIGN:
         return ExtensionFile(path, found)
+    with contextlib.suppress(OSError):
+        info = path.lstat()
+        if not owned_by_user(info):
+            return ExtensionFile(
+                path,
+                Found.FOREIGN,
+                problem=f"{shown(str(path))}: owned by uid {info.st_uid} or writable by anyone, "
+                "not a file of yours",
+            )
     return ExtensionFile(path, found, protocol_of(text), socket_of(text))
 
 

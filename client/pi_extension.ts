@@ -26,8 +26,8 @@
  * install, else `$XDG_RUNTIME_DIR/mented/mented.sock`, else
  * `${TMPDIR:-/tmp}/mented-UID/mented.sock`. Node cannot ask a Unix socket who listens
  * on it (no SO_PEERCRED), so the command goes only to a socket that is the user's,
- * in a directory that is the user's and that no one else may write to: there no
- * other user can have put a listener of their own.
+ * in a directory of the user's (or root's) that no one else may write to, or that
+ * is sticky (/tmp): there no other user can have put a listener of their own.
  *
  * `mentectl hooks uninstall pi` removes this file; `mentectl doctor` checks that its
  * protocol version is the daemon's. Edit it and mented no longer replaces it.
@@ -68,12 +68,14 @@ function ownSocket(path: string): boolean {
 	if (uid === undefined || slash <= 0) return false;
 	const socket = fs.lstatSync(path);
 	const directory = fs.lstatSync(path.slice(0, slash));
+	// In a folder others may write to, only the sticky bit (/tmp) keeps them from
+	// replacing the user's socket with their own.
 	return (
 		socket.isSocket() &&
 		socket.uid === uid &&
 		directory.isDirectory() &&
-		directory.uid === uid &&
-		(directory.mode & 0o022) === 0
+		(directory.uid === uid || directory.uid === 0) &&
+		((directory.mode & 0o022) === 0 || (directory.mode & 0o1000) !== 0)
 	);
 }
 

@@ -376,3 +376,21 @@ def test_doctor_checks_the_extension_protocol_against_the_daemons(
     assert "mentectl hooks install pi" in mismatch.fix
     fired = next(check for check in checks if check.link == "fire pi")
     assert fired.state == "fail"  # no daemon at that socket
+
+
+def test_a_file_that_is_not_utf8_or_not_the_users_is_left_alone(home: Path) -> None:
+    path = user_file(home)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xff\xfe not text")
+    assert main(["hooks", "install", "pi"]) == 1
+    assert path.read_bytes() == b"\xff\xfe not text"
+    path.unlink()
+    assert main(["hooks", "install", "pi"]) == 0
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    os.chown(path, 65534, 65534)
+    text = path.read_text()
+    assert main(["hooks", "uninstall", "pi"]) == 0
+    assert main(["hooks", "install", "pi"]) == 1
+    assert path.read_text() == text
+    assert path.stat().st_uid == 65534

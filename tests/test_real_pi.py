@@ -16,6 +16,7 @@ Opt-in, as the other real agents: the `agents` marker (`MENTED_AGENT_TESTS=1`).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -189,3 +190,35 @@ def test_a_kept_connection_the_daemon_closed_is_replaced_within_the_same_call(
     blocked = {"block": True, "reason": "the rules"}
     assert (first["result"], second["result"]) == (blocked, blocked)
     assert len(frames) == 3  # the second request went twice: on the kept connection, then anew
+
+
+@pytest.mark.parametrize("whose", ["another user's socket", "a folder anyone may write to"])
+def test_the_command_goes_to_no_socket_another_user_could_hold(
+    agent_session: AgentSession, tmp_path: Path, whose: str
+) -> None:
+    """Node has no SO_PEERCRED: the extension checks the socket and its folder instead."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    path = folder / "mented.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    server.setblocking(False)
+    if whose == "another user's socket":
+        if os.geteuid() != 0:
+            pytest.skip("chown to another user needs root")
+        os.chown(path, 65534, 65534)
+    else:
+        folder.chmod(0o777)  # writable by all, not sticky: anyone could have bound it
+    extension = agent_session.config_dir / "extensions" / "mented.ts"
+    opened = Harness(extension, {**agent_session.daemon.env, "MENTED_SOCKET": str(path)})
+    call = {"toolName": "bash", "toolCallId": "c1", "input": {"command": "git commit -m x"}}
+    try:
+        answer = opened.call("tool_call", call, str(tmp_path))
+    finally:
+        opened.close()
+    with pytest.raises(BlockingIOError):
+        server.accept()  # nothing connected (the call returned: a connection would be queued)
+    server.close()
+    assert answer["result"] is None
+    assert not answer["threw"]
