@@ -41,6 +41,7 @@ const AGENT = "pi";
 const DEFAULT_BUDGET_MS = 250;
 const MAX_BUDGET_MS = 10_000;
 const MAX_REPLY = 1 << 20;
+const MAX_REQUEST = 1 << 20; // as the shim's stdin: a larger call is no command mented can help with
 // The tools whose calls can name an action: the shell, and the file writes (path triggers).
 const SHELL_TOOLS = new Set(["bash"]);
 const EDIT_TOOLS = new Set(["edit", "write"]);
@@ -137,6 +138,7 @@ async function ask(event: Record<string, unknown>): Promise<Answer | undefined> 
 		const body = Buffer.from(
 			JSON.stringify({ type: "hook", agent: AGENT, deadline: started / 1000 + budget / 1000, event }),
 		);
+		if (body.length > MAX_REQUEST) return undefined;
 		const header = Buffer.alloc(4);
 		header.writeUInt32BE(body.length);
 		const frame = Buffer.concat([header, body]);

@@ -222,3 +222,24 @@ def test_the_command_goes_to_no_socket_another_user_could_hold(
     server.close()
     assert answer["result"] is None
     assert not answer["threw"]
+
+
+def test_a_call_over_a_mebibyte_is_not_sent(agent_session: AgentSession, tmp_path: Path) -> None:
+    """As the shim's stdin cap: the daemon would refuse such a frame anyway."""
+    path = tmp_path / "mented.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    server.setblocking(False)
+    extension = agent_session.config_dir / "extensions" / "mented.ts"
+    opened = Harness(extension, {**agent_session.daemon.env, "MENTED_SOCKET": str(path)})
+    command = "git commit -m " + "x" * (1 << 21)
+    call = {"toolName": "bash", "toolCallId": "c1", "input": {"command": command}}
+    try:
+        answer = opened.call("tool_call", call, str(tmp_path))
+    finally:
+        opened.close()
+    with pytest.raises(BlockingIOError):
+        server.accept()
+    server.close()
+    assert (answer["result"], answer["threw"]) == (None, False)
