@@ -361,14 +361,14 @@ def test_doctor_checks_the_extension_protocol_against_the_daemons(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     socket = tmp_path / "no-daemon.sock"
-    (check,) = extension.doctor_checks(PI, socket, None)  # type: ignore[arg-type]
+    (check,) = extension.doctor_checks(PI, socket, None)
     assert (check.state, check.detail) == ("skip", "not installed for pi")
     older = SHIPPED.read_text().replace(
         f"MENTED_PROTOCOL_VERSION = {PROTOCOL_VERSION};", "MENTED_PROTOCOL_VERSION = 0;"
     )
     monkeypatch.setattr(extension_file, "shipped_text", lambda agent: older)
     assert main(["hooks", "install", "pi"]) == 0
-    checks = extension.doctor_checks(PI, socket, status(PROTOCOL_VERSION))  # type: ignore[arg-type]
+    checks = extension.doctor_checks(PI, socket, status(PROTOCOL_VERSION))
     mismatch = next(check for check in checks if check.link == "hook pi")
     assert mismatch.state == "fail"
     assert f"speaks protocol 0, the daemon {PROTOCOL_VERSION}" in mismatch.detail
@@ -376,6 +376,14 @@ def test_doctor_checks_the_extension_protocol_against_the_daemons(
     assert "mentectl hooks install pi" in mismatch.fix
     fired = next(check for check in checks if check.link == "fire pi")
     assert fired.state == "fail"  # no daemon at that socket
+    monkeypatch.setattr(extension_file, "shipped_text", lambda agent: SHIPPED.read_text())
+    user_file(home).unlink()
+    assert main(["hooks", "install", "pi"]) == 0
+    (ok, _) = extension.doctor_checks(PI, tmp_path / "mented.sock", status(PROTOCOL_VERSION))
+    assert (ok.link, ok.state) == ("hook pi", "ok")
+    (elsewhere, _) = extension.doctor_checks(PI, socket, status(PROTOCOL_VERSION))
+    assert elsewhere.state == "warn"
+    assert "falls back to the socket" in elsewhere.detail
 
 
 def test_a_file_that_is_not_utf8_or_not_the_users_is_left_alone(home: Path) -> None:

@@ -191,6 +191,16 @@ def doctor_checks(agent: InProcessAgent, socket: Path, status: StatusReply | Non
                     fix=f"`mentectl hooks install {agent.name}` writes this version's extension",
                 )
             )
+        elif file.socket is not None and file.socket != str(socket.absolute()):
+            checks.append(
+                Check(
+                    link,
+                    "warn",
+                    f"{where} falls back to the socket {file.socket}, but mentectl uses {socket} "
+                    f"(unless {agent.title}'s environment names $MENTED_SOCKET)",
+                    fix=f"`mentectl hooks install {agent.name}` writes this socket in",
+                )
+            )
         else:
             checks.append(Check(link, "ok", f"extension installed in {where}"))
     if status is not None:
