@@ -200,15 +200,16 @@ class Client:
                 return
             yield body
 
-    def hook(self, agent: str, event: bytes) -> bytes:
+    def hook(self, agent: str, event: bytes, *, test: bool = False) -> bytes:
         """What the hook shim would print for `event` (raw stdout bytes).
 
         Sends this client's deadline (now plus `timeout`): an answer the daemon could
-        only send later is dropped, not counted as handed over.
+        only send later is dropped, not counted as handed over. `test`: a test fire
+        (`doctor`), logged as such.
         """
         import msgspec  # noqa: PLC0415 - only this call needs Raw
 
         request = HookRequest(
-            agent=agent, event=msgspec.Raw(event), deadline=time.time() + self.timeout
+            agent=agent, event=msgspec.Raw(event), deadline=time.time() + self.timeout, test=test
         )
         return self.roundtrip(encode(request))

@@ -20,6 +20,7 @@ AGENT_NAMES = (
     "factory-droid",
     "augment-auggie",
     "cline-cli",
-
+    # mented's own plugin or extension, in the agent's process.
     "opencode",
+    "pi",
 )

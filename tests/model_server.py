@@ -191,7 +191,7 @@ class ModelServer:
             call_id = f"call_{next(self._ids)}"
             self._last_call_id = call_id
             if api == "anthropic":
-                return _anthropic_tool_use("toolu_" + call_id, value)
+                return _anthropic_tool_use("toolu_" + call_id, value, body.get("tools") or [])
             if api == "chat":
                 return _chat_tool_call(call_id, value)
             if api == "gemini":
@@ -292,8 +292,8 @@ _USAGE = {
 def _is_main(api: str, body: dict[str, Any]) -> bool:
     """Is `body` the agent's conversation (it offers a shell tool), not a side call?"""
     tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
-    if api == "anthropic":
-        return "Bash" in {tool.get("name") for tool in tools}
+    if api == "anthropic":  # Claude Code's shell tool, or pi's
+        return bool({"Bash", PI_SHELL_TOOL} & {tool.get("name") for tool in tools})
     if api == "chat":
         return CHAT_SHELL_TOOL in {(tool.get("function") or {}).get("name") for tool in tools}
     if api == "gemini":
@@ -343,13 +343,23 @@ def _anthropic_text(text: str) -> list[dict[str, Any]]:
     return _anthropic_frame([block], "end_turn")
 
 
-def _anthropic_tool_use(tool_use_id: str, command: str) -> list[dict[str, Any]]:
-    arguments = json.dumps({"command": command, "description": "Run the command"})
+PI_SHELL_TOOL = "bash"  # pi's shell tool, on the Anthropic API (`command` only)
+
+
+def _anthropic_tool_use(
+    tool_use_id: str, command: str, tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    offered = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    name = "Bash" if "Bash" in offered else PI_SHELL_TOOL
+    shell_input = {"command": command}
+    if name == "Bash":
+        shell_input["description"] = "Run the command"
+    arguments = json.dumps(shell_input)
     block = [
         {
             "type": "content_block_start",
             "index": 0,
-            "content_block": {"type": "tool_use", "id": tool_use_id, "name": "Bash", "input": {}},
+            "content_block": {"type": "tool_use", "id": tool_use_id, "name": name, "input": {}},
         },
         {
             "type": "content_block_delta",

@@ -72,6 +72,8 @@ CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", "codex")
 COPILOT_CLI = NpmAgent("copilot-cli", "@github/copilot", "1.0.102", "copilot")
 GEMINI_CLI = NpmAgent("gemini-cli", "@google/gemini-cli", "0.61.0", "gemini")
 AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI)}
+# pi runs mented's extension in its own process: tests/test_real_pi.py, its own module.
+PI = NpmAgent("pi", "@mariozechner/pi-coding-agent", "0.73.1", "pi")
 # Where each agent keeps its configuration under HOME, and the variable that moves it
 # (set, so that mentectl and the agent agree; None: the agent reads HOME alone).
 _CONFIG_DIRS = {
@@ -79,6 +81,7 @@ _CONFIG_DIRS = {
     CODEX: (".codex", "CODEX_HOME"),
     COPILOT_CLI: (".copilot", "COPILOT_HOME"),
     GEMINI_CLI: (".gemini", None),
+    PI: (".pi/agent", "PI_CODING_AGENT_DIR"),
 }
 
 
@@ -157,9 +160,11 @@ def make_repo(path: Path) -> Path:
 
 # How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
 # Claude Code keeps a `hook_non_blocking_error` record in the session's transcript;
-# Copilot CLI denies the call "(hook errored)"; Gemini CLI logs "Hook execution failed".
+# Copilot CLI denies the call "(hook errored)"; Gemini CLI logs "Hook execution failed";
+# pi prints "Extension error (PATH): ..." or "Failed to load extension".
 HOOK_ERROR = re.compile(
-    r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored|Hook execution failed",
+    r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored|Hook execution failed"
+    r"|Extension error \(|Failed to load extension",
     re.MULTILINE,
 )
 
@@ -257,6 +262,11 @@ class AgentSession:
                 GOOGLE_GEMINI_BASE_URL=server.base_url,
                 GEMINI_CLI_NO_RELAUNCH="true",
             )
+        elif self.agent is PI:
+            env.update(PI_OFFLINE="1", PI_TELEMETRY="0")
+            (self.config_dir / "models.json").write_text(
+                json.dumps({"providers": {"mock": _pi_provider(server.base_url)}}), encoding="utf-8"
+            )
         elif self.agent is CLAUDE_CODE:
             env.update(
                 ANTHROPIC_BASE_URL=server.base_url,
@@ -283,6 +293,9 @@ class AgentSession:
             args += ["--continue"] if resume else []
         elif self.agent is COPILOT_CLI:
             args = ["-p", prompt, "--allow-all-tools"] + (["--continue"] if resume else [])
+        elif self.agent is PI:
+            args = ["-p", "--provider", "mock", "--model", "mock-model", prompt]
+            args += ["--continue"] if resume else []
         elif self.agent is GEMINI_CLI:
             args = ["-p", prompt, "--approval-mode", "yolo", "--model", "gemini-2.5-flash"]
             args += ["--resume", "latest"] if resume else []
@@ -321,7 +334,19 @@ _AGENT_VARIABLES = (
     "GEMINI_",
     "GOOGLE_",
     "GH_",
+    "PI_",
 )
+
+
+def _pi_provider(base_url: str) -> dict[str, object]:
+    """The mock model as a custom provider of pi's `models.json` (its docs/models.md)."""
+    return {
+        "baseUrl": base_url,
+        "api": "anthropic-messages",
+        "apiKey": "sk-mock",
+        "models": [{"id": "mock-model", "reasoning": False}],
+    }
+
 
 # Codex's own model-provider table; no retries, so that a server fault shows at once.
 _CODEX_CONFIG = """\
@@ -380,6 +405,8 @@ _WRAPPERS = (
     # Copilot CLI's deny (the tool's result) and context (a user message after it).
     re.compile(r"Denied by preToolUse hook: (.*)", re.DOTALL),
     re.compile(r"Additional context from preToolUse hook:\n(.*)", re.DOTALL),
+    # pi's context after a tool: a text part after the output (`mented_client/pi_extension.ts`).
+    re.compile(r".*?\n\n(mented: the rules .*)", re.DOTALL),
     # Gemini CLI's deny (the tool's error) and AfterTool context (after the output).
     re.compile(r"Tool execution blocked: (.*)", re.DOTALL),
     re.compile(r"<hook_context>(.*)</hook_context>", re.DOTALL),
@@ -470,7 +497,7 @@ if __name__ == "__main__":
 
 def agent_session(name: str) -> Iterator[AgentSession]:
     """The agent `name` installed, with a daemon of its own, for a module's tests."""
-    npm_agent = AGENTS[name]
+    npm_agent = PI if name == PI.name else AGENTS[name]
     binary = install(npm_agent)
     root = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
     daemon = DaemonProcess(root)

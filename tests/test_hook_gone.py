@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mented.agents import AGENTS
+from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import SESSION_START
 from mented_client import hook_files
@@ -36,7 +37,10 @@ from mented_client.hook_settings import (
 SHELLS = [shell for shell in ("sh", "bash", "zsh", "fish") if shutil.which(shell)]
 # The agents that run a command line; opencode loads mented's plugin, which names no
 # file of mented's installation (tests/test_opencode_plugin.py: no daemon is silence).
-COMMAND_AGENTS = sorted(name for name in AGENTS if not isinstance(AGENTS[name], OpencodeAgent))
+# opencode and pi run no command line: mented's plugin or extension is in their process.
+COMMAND_AGENTS = sorted(
+    name for name, a in AGENTS.items() if not isinstance(a, (OpencodeAgent, InProcessAgent))
+)
 
 
 @pytest.fixture

@@ -32,3 +32,10 @@ def test_the_tables_read_at_start_are_package_data() -> None:
     assert (ROOT / "mented" / "bashlex_tables.json").is_file()
     assert "*.json" in config["package-data"]["mented_client.mcp_server"]
     assert (ROOT / "client" / "mcp_server" / "wire.json").is_file()
+
+
+def test_the_pi_extension_is_package_data() -> None:
+    """`mentectl hooks install pi` copies it from the installed package."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "*.ts" in config["package-data"]["mented_client"]
+    assert (ROOT / "client" / "pi_extension.ts").is_file()

@@ -40,6 +40,7 @@ from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.codex import TRUST_FIX
+from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
@@ -55,7 +56,7 @@ from mented.protocol import (
 )
 from mented.words import counted
 from mented_client import plugin_files
-from mented_client.commands import hooks, mcp
+from mented_client.commands import extension, hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
@@ -345,7 +346,7 @@ def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Ch
     )
 
 
-def check_hooks(target: FireTarget) -> list[Check]:
+def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[Check]:
     checks: list[Check] = []
     commands: dict[str, tuple[Agent, str, object]] = {}
     installed = False
@@ -354,6 +355,11 @@ def check_hooks(target: FireTarget) -> list[Check]:
     if unknown is not None:
         checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
+        if isinstance(agent, InProcessAgent):  # a plugin file of ours: its own checks
+            found = extension.doctor_checks(agent, target.socket, status)
+            installed = installed or any(check.state in ("ok", "fail") for check in found)
+            checks.extend(found)
+            continue
         places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
         if isinstance(agent, OpencodeAgent):
             plugin = check_plugin(agent, places, target)
@@ -642,7 +648,7 @@ def run_checks(socket: Path) -> list[Check]:
         config.hook.budget_ms if config else 250
     )
     protocol = status.protocol if status is not None else None
-    checks += check_hooks(FireTarget(socket, status is not None, budget, protocol))
+    checks += check_hooks(FireTarget(socket, status is not None, budget, protocol), status)
     checks += check_mcp()
     return checks
 
@@ -754,7 +760,9 @@ def check_mcp() -> list[Check]:
     for agent in sorted(AGENTS):
         found = mcp.mcp_registration(agent)
         link = f"mcp {agent}"
-        if found.problem:
+        if AGENTS[agent].mcp.how == "none":  # nothing to register (pi)
+            checks.append(Check(link, "skip", found.where))
+        elif found.problem:
             # A broken entry of ours fails; an unreadable file of the agent's only warns.
             state: State = "fail" if found.registered else "warn"
             fix = f"`mentectl mcp install {agent}`"

@@ -38,6 +38,7 @@ import msgspec
 from mented import paths
 from mented.actions import TableInForce
 from mented.agents import AGENTS, Agent
+from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import (
     EVENT_NAME,
@@ -49,6 +50,7 @@ from mented.agents.pretooluse import (
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
 from mented_client import added_settings, codex_trust, hook_files
+from mented_client.commands import extension
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -85,7 +87,7 @@ def register(
         "hooks",
         help="install or remove the agent hook that hands rules to Claude Code, Codex, "
         "Gemini CLI, Copilot CLI, Cursor, Qwen Code, Crush, Factory Droid, Augment Auggie, "
-        "Cline CLI or opencode",
+        "Cline CLI, opencode or pi",
         description="The hook runs before every shell command the agent runs and hands it "
         "the user's rules for the actions that command performs.",
     )
@@ -318,6 +320,8 @@ def run_install(args: argparse.Namespace) -> int:
         from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
 
         return plugin_install.run_install(args, agent)
+    if isinstance(agent, InProcessAgent):  # a plugin file of ours, no settings entry
+        return extension.run_install(agent, args)
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
     path, *older = settings_paths(agent, args)
@@ -586,6 +590,8 @@ def remove_from(
 
 def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
+    if isinstance(agent, InProcessAgent):
+        return extension.run_uninstall(agent, args)
     places = settings_paths(agent, args)
     project = getattr(args, "project", None)
     # Codex keeps the user's trust in each entry by its place in hooks.json: found first.
@@ -894,6 +900,8 @@ def registration_warnings(
     needs = hook_needs(in_force.table, user_git_aliases(), only=actions)
     warnings = []
     for _, agent in sorted(AGENTS.items()):
+        if isinstance(agent, InProcessAgent):  # it hands over every call: no gaps
+            continue
         for place in _places(agent, None, needs):
             if place.gaps:
                 where = display_path(Path(place.settings))
@@ -910,13 +918,29 @@ def status_needs(socket: str | None) -> HookNeeds | None:
 
 def run_status(args: argparse.Namespace) -> int:
     chosen = [args.agent] if getattr(args, "agent", None) else sorted(AGENTS)
+    in_process = {name: a for name in chosen if isinstance(a := AGENTS[name], InProcessAgent)}
     needs = status_needs(args.socket)
-    report = {name: _places(AGENTS[name], args.settings, needs) for name in chosen}
+    report = {
+        name: _places(AGENTS[name], args.settings, needs)
+        for name in chosen
+        if name not in in_process
+    }
     broken = any(place.broken for places in report.values() for place in places)
     if args.json:
-        print_json(msgspec.to_builtins(report))
+        found = msgspec.to_builtins(report)
+        found.update({n: extension.status_json(a, args.settings) for n, a in in_process.items()})
+        broken = broken or any(
+            item["error"] or item["state"] not in ("installed", "not installed")
+            for name in in_process
+            for item in found[name]
+        )
+        print_json(found)
         return 1 if broken else 0
-    for name, places in report.items():
+    for name in chosen:
+        if name in in_process:
+            broken = extension.print_status(in_process[name], args.settings) or broken
+            continue
+        places = report[name]
         agent = AGENTS[name]
         print(f"{name} ({agent.title})")
         for place in places:
@@ -965,6 +989,8 @@ def run_command(args: argparse.Namespace) -> int:
             f"`mentectl hooks install {agent.name}` writes",
             status=2,
         )
+    if isinstance(agent, InProcessAgent):
+        raise extension.refuse_command(agent)
     command = hook_command(agent, args.python, args.socket)
     if args.json:
         print_json({"agent": agent.name, "command": command, "timeout": DEFAULT_TIMEOUT_S})

@@ -18,6 +18,9 @@
     Qwen Code's `settings.json`, Copilot CLI's `mcp-config.json`, Cursor's
     `mcp.json`), spliced in as the hooks are (`mented_client.hook_settings`):
     every other byte stays, a backup of the previous file is kept beside it.
+  - "none": not registered (pi has no MCP support; some agents' MCP settings are
+    not checked): install says why and fails; "by-hand": opencode, whose entry the
+    user adds as its note shows.
 - `mentectl mcp uninstall AGENT` takes our entry out again. A file left with
   nothing in it is removed, with the directories that leaves empty up to the
   agent's config directory; an install's backup goes once it holds nothing the

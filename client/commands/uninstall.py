@@ -27,9 +27,10 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
+from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented_client import codex_trust, hook_files, plugin_files
-from mented_client.commands import hooks, mcp
+from mented_client.commands import extension, hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
 from mented_client.files import display_path
@@ -90,6 +91,8 @@ class AgentUndone:
 def undo_agent(agent: Agent) -> AgentUndone:
     """Take the agent's user hook and MCP server out (each step even when the other fails)."""
     done = AgentUndone(agent.name)
+    if isinstance(agent, InProcessAgent):
+        return undo_in_process(agent, done)
     places = [agent.settings_path()]
     errors = []
     # Codex keeps the user's trust in its hooks by their place in hooks.json: found first.
@@ -112,8 +115,20 @@ def undo_agent(agent: Agent) -> AgentUndone:
     return done
 
 
+def undo_in_process(agent: InProcessAgent, done: AgentUndone) -> AgentUndone:
+    """`undo_agent` for an agent served by a plugin file of ours: that file goes."""
+    try:
+        done.hook = extension.uninstall_lines(agent)
+    except CommandError as exc:
+        done.error = f"extension: {exc}"
+    done.left = [str(path) for path in project_hooks(agent, Path.cwd())]
+    return done
+
+
 def project_hooks(agent: Agent, project: Path) -> list[Path]:
     """The agent's project settings files in `project` that hold mented's hook."""
+    if isinstance(agent, InProcessAgent):
+        return [file.path for file in extension.project_files(agent, project)]
     found = []
     for path in agent.project_install_paths(project):
         if isinstance(agent, OpencodeAgent):  # mented's plugin file, not a settings entry
@@ -137,6 +152,10 @@ def still_set_up() -> list[str]:
     """The agents whose user files still hold mented's hook or MCP server."""
     left = []
     for name, agent in sorted(AGENTS.items()):
+        if isinstance(agent, InProcessAgent):
+            if extension.installed_for_user(agent):
+                left.append(name)
+            continue
         path = agent.settings_path()
         if isinstance(agent, OpencodeAgent):
             if plugin_files.inspect(path).ours or mcp.mcp_registration(name).registered:

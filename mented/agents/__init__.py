@@ -11,7 +11,8 @@ Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
 tool. Crush, Factory Droid and Augment Auggie read Claude Code's answers with
 their own tools and files; Cline CLI runs a hook file and takes context only;
 opencode loads mented's own plugin, which sends events of its own shape
-(`opencode.py`). `AGENTS` maps the names used on the shim's command line (and in rule
+(`opencode.py`); pi runs an extension of mented's in its own process
+(`in_process.py`). `AGENTS` maps the names used on the shim's command line (and in rule
 scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
 """
 
@@ -37,8 +38,9 @@ _MODULES = {
     "factory-droid": "factory_droid",
     "augment-auggie": "augment_auggie",
     "cline-cli": "cline_cli",
-
+    # mented's own plugin or extension, in the agent's process.
     "opencode": "opencode",
+    "pi": "pi",
 }
 
 

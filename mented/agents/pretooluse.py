@@ -263,9 +263,9 @@ class McpSettings:
             agent's own `claude mcp add` (Claude Code rewrites its file all the
             time), "codex-toml" as a `[mcp_servers.mented]` table of a TOML file,
             "json" as the member `mcpServers.mented` of a JSON file, "none" not at
-            all (an agent whose MCP settings mentectl has not checked: `note` says
-            why), "by-hand" written by the user (opencode's file has a shape of its
-            own: `note` says how).
+            all (an agent without MCP support, or whose MCP settings mentectl has
+            not checked: `note` says why), "by-hand" written by the user
+            (opencode's file has a shape of its own: `note` says how).
         file_name: the file, in the agent's user config directory.
         beside_config_dir: the file is in the home directory unless the
             config directory is moved by its variable (Claude Code's `~/.claude.json`).

@@ -1,0 +1,181 @@
+"""pi (`@mariozechner/pi-coding-agent`): an extension of mented's, in pi's own process.
+
+pi has no process hook; it loads TypeScript extensions (`~/.pi/agent/extensions/*.ts`,
+under `$PI_CODING_AGENT_DIR` when that is set, or `<project>/.pi/extensions/*.ts`).
+`mentectl hooks install pi` writes mented's, `mented_client/pi_extension.ts`, which
+asks the daemon over the socket itself (no process per tool call) and sends these
+events, built from pi's extension API (checked with pi 0.73.1: its
+docs/extensions.md and dist/core/extensions/runner.js)::
+
+    {"event": "tool_call", "session_id": "...", "cwd": "/repo", "tool_name": "bash",
+     "tool_call_id": "...", "input": {"command": "git commit -m x"}}
+    {"event": "tool_result", ...the same fields, after the tool ran...}
+    {"event": "tool_call", ..., "tool_name": "edit", "input": {"path": "src/a.py"}}
+    {"event": "before_agent_start", "session_id": "...", "cwd": "/repo"}
+    {"event": "session_compact", "session_id": "..."}
+
+The extension sends only pi's shell tool (`bash`) and its file writes (`edit`,
+`write`: the path alone, never a write's content); pi has no MCP of its own
+("No MCP", its README), so there is no MCP tool to name.
+
+What it reads back (the bytes of the answer frame, empty for silence):
+
+- `{"block": true, "reason": R}` to a `tool_call`: the extension returns it from
+  pi's `tool_call` handler, and pi gives the model R as the tool's error result
+  (`createErrorToolResult`, pi-agent-core agent-loop.js): a stop, before it ran.
+- `{"additionalContext": T}` to a `tool_result`: appended to the tool's result as
+  a text part, after it ran. pi's `tool_call` cannot add context (its return value
+  only blocks), so, as for Gemini CLI, before a tool only a stop is said.
+- `{"additionalContext": T}` to a `before_agent_start` (each prompt, before the
+  agent loop): the pinned rules, as a message the extension returns there
+  (`customType` "mented"), which pi keeps in the session and sends to the model,
+  so a resumed session still has it. `session_compact` empties the context: the
+  rules are handed over again after it.
+
+Never an approval: there is no answer that lets a tool run that would not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from mented import paths
+from mented.agents.in_process import InProcessAgent
+from mented.agents.pretooluse import ContextEmptied, McpSettings, SessionStarted, ToolCall
+
+TOOL_CALL = "tool_call"
+TOOL_RESULT = "tool_result"
+BEFORE_AGENT_START = "before_agent_start"
+SESSION_COMPACT = "session_compact"
+SHELL_TOOL = "bash"
+EDIT_TOOLS = frozenset({"edit", "write"})
+# A session's pinned rules go with its first prompt; pi sends no source of its own.
+SESSION_SOURCE = "startup"
+
+
+class _PiInput(msgspec.Struct):
+    command: str | None = None
+    path: str | None = None
+
+
+class _PiEvent(msgspec.Struct):
+    event: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    input: _PiInput | None = None
+
+
+_decoder = msgspec.json.Decoder(_PiEvent)
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PiAgent(InProcessAgent):
+    """pi: its extension's events, a stop before a tool, context after it."""
+
+    def config_dir(self) -> Path:
+        """`$PI_CODING_AGENT_DIR`, else `~/.pi/agent` (pi's `getAgentDir`, config.js)."""
+        override = self.config_dir_override()
+        return override or paths.home() / ".pi" / "agent"
+
+    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
+        try:
+            decoded = _decoder.decode(event)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        session = decoded.session_id or None
+        cwd = decoded.cwd or None
+        if decoded.event == BEFORE_AGENT_START:
+            return SessionStarted(session=session, cwd=cwd, source=SESSION_SOURCE)
+        if decoded.event == SESSION_COMPACT:
+            return ContextEmptied(session=session) if session else None
+        if decoded.event not in (TOOL_CALL, TOOL_RESULT) or decoded.input is None:
+            return None
+        tool = decoded.tool_name or ""
+        command = decoded.input.command if tool == SHELL_TOOL else None
+        path = decoded.input.path if tool in EDIT_TOOLS else None
+        if not (command and command.strip()) and not path:
+            return None
+        return ToolCall(
+            command=command or "",
+            edited=(path,) if path else (),
+            tool=tool,
+            cwd=cwd,
+            session=session,
+            tool_use_id=decoded.tool_call_id or None,
+            ran=decoded.event == TOOL_RESULT,
+        )
+
+    def takes_context(self, call: ToolCall) -> bool:
+        """Only a `tool_result` answer's context reaches the model."""
+        return call.ran
+
+    def render_context(self, text: str) -> bytes:
+        return _encoder.encode({"additionalContext": text})
+
+    def render_after(self, text: str) -> bytes:
+        return self.render_context(text)
+
+    def render_session_context(self, text: str) -> bytes:
+        return self.render_context(text)
+
+    def render_deny(self, reason: str) -> bytes:
+        return _encoder.encode({"block": True, "reason": reason})
+
+    def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
+        return pi_event(TOOL_CALL, session=session, cwd=cwd, command=command)
+
+
+def pi_event(  # noqa: PLR0913 - the fields of an event, all optional but its name
+    event: str,
+    *,
+    session: str | None,
+    cwd: str | None,
+    command: str | None = None,
+    path: str | None = None,
+    tool_call_id: str = "call_1",
+) -> bytes:
+    """An event as the extension sends it (for `doctor`, the benchmark and the tests)."""
+    document: dict[str, object] = {"event": event, "session_id": session, "cwd": cwd}
+    if command is not None or path is not None:
+        document["tool_name"] = SHELL_TOOL if command is not None else "edit"
+        document["tool_call_id"] = tool_call_id
+        document["input"] = {"command": command} if command is not None else {"path": path}
+    return _encoder.encode({key: value for key, value in document.items() if value is not None})
+
+
+def text_of_answer(output: bytes) -> str | None:
+    """The text of an answer of ours to the extension: a stop's reason or the context."""
+    try:
+        answer = msgspec.json.decode(output)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(answer, dict):
+        return None
+    text = answer.get("reason") if answer.get("block") is True else answer.get("additionalContext")
+    return text if isinstance(text, str) else None
+
+
+AGENT = PiAgent(
+    name="pi",
+    title="pi",
+    config_dir_env="PI_CODING_AGENT_DIR",
+    config_dir_name=".pi/agent",
+    settings_name="extensions/mented.ts",
+    project_settings_file=".pi/extensions/mented.ts",
+    shell_tools=frozenset({SHELL_TOOL}),
+    edit_tools=EDIT_TOOLS,
+    after_event=TOOL_RESULT,
+    post_tool_event=TOOL_RESULT,
+    pinned_rules=True,
+    extension_resource="pi_extension.ts",
+    extension_name="mented.ts",
+    extensions_dir="extensions",
+    project_extensions_dir=".pi/extensions",
+    mcp=McpSettings(how="none", file_name="", note="pi has no MCP support of its own"),
+)
