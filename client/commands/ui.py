@@ -74,8 +74,9 @@ def _minutes(text: str) -> float:
 def run_ui(args: argparse.Namespace) -> int:
     missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
         raise CommandError(
-            f"`mentectl ui` needs {' and '.join(missing)}, which are not installed: {INSTALL}"
+            f"`mentectl ui` needs {' and '.join(missing)}, which {verb} not installed: {INSTALL}"
         )
     from mented.protocol import StatusReply, StatusRequest  # noqa: PLC0415 - see the docstring
     from mented_client.connection import Client  # noqa: PLC0415
@@ -83,4 +84,10 @@ def run_ui(args: argparse.Namespace) -> int:
 
     with Client(args.socket) as client:  # a page over no daemon would only show errors
         client.expect(StatusRequest(), StatusReply)
-    return serve(args.socket, port=args.port, open_browser=args.open, idle_s=args.idle * 60)
+    return serve(
+        args.socket,
+        port=args.port,
+        open_browser=args.open,
+        idle_s=args.idle * 60,
+        as_json=args.json,
+    )

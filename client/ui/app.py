@@ -253,7 +253,12 @@ def listen(port: int) -> sockets.socket:
 
 
 def serve(
-    socket: str | None, *, port: int = 0, open_browser: bool = False, idle_s: float = 600.0
+    socket: str | None,
+    *,
+    port: int = 0,
+    open_browser: bool = False,
+    idle_s: float = 600.0,
+    as_json: bool = False,
 ) -> int:
     """Serve the page until Ctrl-C or `idle_s` seconds without it; the exit status."""
     import uvicorn  # noqa: PLC0415 - the server only
@@ -279,12 +284,15 @@ def serve(
     )
     server = uvicorn.Server(config)
     address = f"http://127.0.0.1:{port}/?token={token}"
-    print(f"mented's page: {address}", flush=True)
-    print(
-        f"(keep the address to yourself: it opens your rules; Ctrl-C stops it, and so does "
-        f"closing the page for {idle_s / 60:g} minutes)",
-        flush=True,
-    )
+    if as_json:  # one line, for a script that opens it
+        print(json.dumps({"url": address, "port": port, "idle_s": idle_s}), flush=True)
+    else:
+        print(f"mented's page: {address}", flush=True)
+        print(
+            f"(keep the address to yourself: it opens your rules; Ctrl-C stops it, and so "
+            f"does closing the page for {idle_s / 60:g} minutes)",
+            flush=True,
+        )
     if open_browser:
         import webbrowser  # noqa: PLC0415 - --open only
 
