@@ -38,6 +38,7 @@ class Browser:
         self.profile = Path(tempfile.mkdtemp(prefix="mented-chromium-"))
         self.proc: subprocess.Popen[bytes] | None = None
         self.ws: Any = None
+        self._closing = contextlib.ExitStack()
         self._next_id = 0
         self.console: list[str] = []
 
@@ -79,7 +80,9 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as reply:
             targets = json.loads(reply.read())
         page = next(target for target in targets if target["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        self.ws = self._closing.enter_context(
+            connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        )
         self.call("Page.enable")
         self.call("Runtime.enable")
 
@@ -131,9 +134,8 @@ class Browser:
         return path
 
     def close(self) -> None:
-        if self.ws is not None:
-            with contextlib.suppress(Exception):
-                self.ws.close()
+        with contextlib.suppress(Exception):
+            self._closing.close()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:

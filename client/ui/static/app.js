@@ -5,7 +5,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const main = document.getElementById("main");
 const liveState = document.getElementById("live-state");
-const state = { page: "rules", live: [], logTimer: null, actions: null };
+const state = { page: "rules", live: [], logTimer: null, actions: null, histories: new Set() };
 
 // An element with attributes and children; a string child is a text node.
 function el(tag, attrs, ...children) {
@@ -187,6 +187,7 @@ function ruleCard(rule, action) {
         el("button", { type: "button", class: "danger forget-button", on: { click: () => forget(rule, body) } }, "Forget"),
       ]),
     body);
+  if (state.histories.has(rule.id)) drawHistory(rule, body);
   return card;
 }
 
@@ -220,10 +221,17 @@ async function forget(rule, body) {
 }
 
 async function toggleHistory(rule, body) {
-  if (body.querySelector(".history")) {
+  if (state.histories.has(rule.id)) {
+    state.histories.delete(rule.id);
     body.replaceChildren();
     return;
   }
+  state.histories.add(rule.id);
+  await drawHistory(rule, body);
+}
+
+// Open histories stay open when the list is drawn again (after a change, an event).
+async function drawHistory(rule, body) {
   try {
     const found = await getJSON(`/api/history?id=${encodeURIComponent(rule.id)}`);
     body.replaceChildren(historyLine(found));
@@ -247,7 +255,7 @@ function historyLine(found) {
     const parentLane = parent !== null && lane.has(parent) ? lane.get(parent) : 0;
     lane.set(version.id, parentLane + taken);
   }
-  const lanes = Math.max(1, ...lane.values()) + 1;
+  const lanes = Math.max(0, ...lane.values()) + 1;
   const stepX = 150, stepY = 56, left = 30, top = 24;
   const width = left * 2 + stepX * Math.max(0, versions.length - 1) + 120;
   const height = top + stepY * lanes + 10;
@@ -392,27 +400,34 @@ async function showKept() {
       chart(rule.days))));
 }
 
+// A rule's figures per day as bars, one group a day (oldest on the left), one bar a figure.
 function chart(days) {
-  const width = 640, height = 140, left = 30, bottom = 20, top = 8;
+  const width = 680, height = 150, left = 30, bottom = 20, top = 8, right = 10;
   const most = Math.max(1, ...days.flatMap((day) => SERIES.map((name) => day[name])));
-  const x = (index) => left + (width - left - 10) * (days.length === 1 ? 0.5 : index / (days.length - 1));
+  const slot = (width - left - right) / days.length;
+  const bar = Math.max(1, (slot - 4) / SERIES.length);
   const y = (value) => top + (height - top - bottom) * (1 - value / most);
   const drawing = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "figures per day" });
-  drawing.append(svg("line", { x1: left, y1: y(0), x2: width - 10, y2: y(0), class: "axis" }));
+  drawing.append(svg("line", { x1: left, y1: y(0), x2: width - right, y2: y(0), class: "axis" }));
   drawing.append(svg("text", { x: 2, y: y(most) + 4, "font-size": 10, fill: "#5d6875" }, String(most)));
   drawing.append(svg("text", { x: 2, y: y(0) + 4, "font-size": 10, fill: "#5d6875" }, "0"));
+  const every = Math.ceil(days.length / 7);
   days.forEach((day, index) => {
-    if (index % Math.ceil(days.length / 7) === 0) {
-      drawing.append(svg("text", { x: x(index) - 12, y: height - 4, "font-size": 10, fill: "#5d6875" },
-        new Date(day.start * 1000).toLocaleDateString(undefined, { month: "short", day: "numeric" })));
+    const x = left + slot * index + 2;
+    // A day is the 24 hours up to `start` + 1 day: the last one ends now.
+    const end = new Date((day.start + 86400) * 1000);
+    if ((days.length - 1 - index) % every === 0) {
+      drawing.append(svg("text", { x, y: height - 4, "font-size": 10, fill: "#5d6875" },
+        end.toLocaleDateString(undefined, { month: "short", day: "numeric" })));
     }
+    SERIES.forEach((name, which) => {
+      if (!day[name]) return;
+      const rect = svg("rect", { x: x + bar * which, y: y(day[name]), width: Math.max(1, bar - 1),
+        height: y(0) - y(day[name]), class: `s-${name}`, fill: "currentColor" });
+      rect.append(svg("title", {}, `${SERIES_NAMES[name]}: ${day[name]} (day to ${end.toLocaleString()})`));
+      drawing.append(rect);
+    });
   });
-  for (const name of SERIES) {
-    const points = days.map((day, index) => `${x(index)},${y(day[name])}`).join(" ");
-    const line = svg("polyline", { points, fill: "none", "stroke-width": 2, class: `s-${name}`, stroke: "currentColor" });
-    line.append(svg("title", {}, SERIES_NAMES[name]));
-    drawing.append(line);
-  }
   return drawing;
 }
 
