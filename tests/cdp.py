@@ -108,7 +108,7 @@ class Browser:
     def navigate(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
-    def evaluate(self, expression: str) -> Any:  # noqa: ANN401 - whatever the page returns
+    def evaluate(self, expression: str) -> Any:
         result = self.call(
             "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
         )
@@ -116,7 +116,7 @@ class Browser:
             raise BrowserError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def wait_for(self, expression: str, timeout: float = 30.0) -> Any:  # noqa: ANN401
+    def wait_for(self, expression: str, timeout: float = 30.0) -> Any:
         """The value of `expression` once it is truthy, polled; BrowserError after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette", reason="the page's server is the optional extra mented[ui]")
-uvicorn = pytest.importorskip("uvicorn", reason="the page's server is the optional extra mented[ui]")
+uvicorn = pytest.importorskip(
+    "uvicorn", reason="the page's server is the optional extra mented[ui]"
+)
 
 from mented.agents.pretooluse import pretooluse_event  # noqa: E402
 from mented_client.commands.output import CommandError  # noqa: E402
@@ -129,7 +131,9 @@ def test_a_request_without_the_token_is_refused(page: Page, path: str) -> None:
     assert status == 401
     assert b"open the address `mentectl ui` printed" in body
     assert headers["content-security-policy"] == CSP
-    wrong = page.request("GET", path, headers={"Cookie": f"mented_ui_{page.port}=guess"}, cookie=False)
+    wrong = page.request(
+        "GET", path, headers={"Cookie": f"mented_ui_{page.port}=guess"}, cookie=False
+    )
     assert wrong[0] == 401
     assert page.request("GET", f"{path}?token=guess", cookie=False)[0] == 401
 
@@ -149,7 +153,14 @@ def test_the_token_is_kept_in_a_strict_httponly_cookie_and_leaves_the_address(pa
 
 @pytest.mark.parametrize(
     "host",
-    ["attacker.example", "attacker.example:{port}", "localhost:{port}", "127.0.0.1", "127.0.0.1:1", ""],
+    [
+        "attacker.example",
+        "attacker.example:{port}",
+        "localhost:{port}",
+        "127.0.0.1",
+        "127.0.0.1:1",
+        "",
+    ],
 )
 def test_a_foreign_host_is_refused_even_with_the_token(page: Page, host: str) -> None:
     # DNS rebinding: a page on the attacker's name, which resolves to 127.0.0.1.
@@ -157,7 +168,10 @@ def test_a_foreign_host_is_refused_even_with_the_token(page: Page, host: str) ->
     status, _, body = page.request("GET", "/api/rules", headers={"Host": shown})
     assert status == 403
     assert f"served as {page.host} only" in body.decode()
-    assert page.request("GET", f"/?token={page.token}", headers={"Host": shown}, cookie=False)[0] == 403
+    assert (
+        page.request("GET", f"/?token={page.token}", headers={"Host": shown}, cookie=False)[0]
+        == 403
+    )
 
 
 def rules_text(page: Page) -> str:
@@ -208,7 +222,14 @@ def test_every_answer_has_a_strict_content_security_policy(page: Page) -> None:
 
 def test_the_page_builds_its_text_as_text_never_as_html() -> None:
     script = (STATIC / "app.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "Function(",
+    ):
         assert sink not in script
     html = (STATIC / "index.html").read_text()
     assert all("src=" in tag for tag in re.findall(r"<script[^>]*>", html))  # no inline script
@@ -245,7 +266,9 @@ def test_a_rule_added_in_the_page_is_mentectls_with_its_words(page: Page) -> Non
     assert "    -\n    check: flags forbid --force" in listed  # the text `-`, not standard input
 
     # A mistake is refused with mentectl's own message, word for word.
-    status, _, body = page.request("POST", "/api/rule/add", body={"action": "gti-push", "text": "x"})
+    status, _, body = page.request(
+        "POST", "/api/rule/add", body={"action": "gti-push", "text": "x"}
+    )
     assert status == 422
     cli = run_mentectl(["rule", "add", "gti-push", "x"], env=page.daemon.env)
     assert json.loads(body) == {"status": cli.returncode, "stdout": "", "stderr": cli.stderr}
@@ -262,7 +285,8 @@ def test_a_rule_added_in_the_page_is_mentectls_with_its_words(page: Page) -> Non
 def test_superseding_and_forgetting_in_the_page_as_mentectl(page: Page) -> None:
     page.mentectl("rule", "add", "release-create", "release notes: a list")
     (rule,) = next(
-        group["rules"] for group in page.json("/api/rules")["actions"]  # type: ignore[attr-defined]
+        group["rules"]
+        for group in page.json("/api/rules")["actions"]  # type: ignore[attr-defined]
         if group["action"] == "release-create"
     )
     status, _, body = page.request(
@@ -270,7 +294,10 @@ def test_superseding_and_forgetting_in_the_page_as_mentectl(page: Page) -> None:
     )
     said = json.loads(body)
     assert status == 200, said
-    assert said["stdout"] == f"rule {said['stdout'].split()[1]} replaces {rule['id']}, which no longer fires\n"
+    assert (
+        said["stdout"]
+        == f"rule {said['stdout'].split()[1]} replaces {rule['id']}, which no longer fires\n"
+    )
     history = page.json(f"/api/history?id={rule['id']}")
     versions = history["versions"]
     assert [v["content"] for v in versions] == ["release notes: a list", "release notes: prose"]  # type: ignore[index]
@@ -287,8 +314,12 @@ def test_superseding_and_forgetting_in_the_page_as_mentectl(page: Page) -> None:
     assert json.loads(body)["stderr"].startswith("mentectl: mented refused: ")
 
 
-def fire(page: Page, command: str, session: str, agent: str = "claude-code", cwd: str = "/tmp") -> None:
-    event = pretooluse_event(command, cwd=cwd, session=session, tool_use_id=f"toolu_{secrets.token_hex(4)}")
+def fire(
+    page: Page, command: str, session: str, agent: str = "claude-code", cwd: str = "/tmp"
+) -> None:
+    event = pretooluse_event(
+        command, cwd=cwd, session=session, tool_use_id=f"toolu_{secrets.token_hex(4)}"
+    )
     with page.daemon.client() as client:
         client.hook(agent, event)
 
@@ -322,7 +353,11 @@ def test_activity_is_grouped_by_session_and_filtered(page: Page) -> None:
 def test_kept_is_the_report_per_day(page: Page) -> None:
     page.mentectl("rule", "add", "pr-create", "PR titles: short", "--check", "title max 20")
     for number in range(2):
-        fire(page, f"gh pr create --title 'a title that is long, {number}' --body x", f"kept-{number}")
+        fire(
+            page,
+            f"gh pr create --title 'a title that is long, {number}' --body x",
+            f"kept-{number}",
+        )
     report = json.loads(page.mentectl("report", "--json"))
     found = page.json("/api/kept?days=3")
     assert found["days"] == 3
@@ -361,7 +396,9 @@ def test_without_the_extra_mentectl_ui_says_how_to_install_it(
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "starlette" else real(name, *a)
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "starlette" else real(name, *a),
     )
     assert main(["ui"]) == 1
     assert "`mentectl ui` needs starlette, which is not installed: pip install 'mented[ui]'" in (

@@ -114,8 +114,8 @@ def session() -> Iterator[Session]:
 def card_of(text: str) -> str:
     """A JS expression: the rule card whose text holds `text` (null when none)."""
     return (
-        "([...document.querySelectorAll('article.rule')]"
-        f".find((card) => card.querySelector('.content').textContent === {json.dumps(text)}) || null)"
+        "([...document.querySelectorAll('article.rule')].find((card) => "
+        f"card.querySelector('.content').textContent === {json.dumps(text)}) || null)"
     )
 
 
@@ -145,14 +145,14 @@ def test_the_rules_page_groups_adds_and_supersedes_in_a_browser(session: Session
     said = wait("(document.querySelector('#add-said .said') || {}).textContent")
     assert isinstance(said, str)
     assert said.startswith("added rule [")
-    assert "push: only with a green build" in session.mentectl("rule", "list", "--action", "git-push")
+    assert "push: only with a green build" in session.mentectl(
+        "rule", "list", "--action", "git-push"
+    )
     wait(f"{card_of('push: only with a green build')} !== null")
     # And a mistake, refused as mentectl refuses it.
     js("document.getElementById('add-text').value = '   '")
     js("document.getElementById('add-submit').click()")
-    refused = wait(
-        "(document.querySelector('#add-said .said.error') || {}).textContent"
-    )
+    refused = wait("(document.querySelector('#add-said .said.error') || {}).textContent")
     assert refused == "mentectl: the rule is empty" or "empty" in str(refused)
 
     # Superseded in the page: its history is drawn as a line of two versions.
@@ -226,8 +226,10 @@ def test_activity_kept_and_health_in_a_browser(session: Session) -> None:
 
     session.open("#health")
     wait("document.querySelectorAll('section.health-group tr.check').length > 0", timeout=60)
-    links = js("[...document.querySelectorAll('section.health-group tr.check td:nth-child(2)')]"
-               ".map((cell) => cell.textContent)")
+    links = js(
+        "[...document.querySelectorAll('section.health-group tr.check td:nth-child(2)')]"
+        ".map((cell) => cell.textContent)"
+    )
     assert isinstance(links, list)
     assert {"config", "daemon"} <= set(links)
     assert js("document.getElementById('sync').textContent").startswith("sync")  # type: ignore[union-attr]

@@ -130,12 +130,10 @@ def make_app(
         params = request.query_params
         return data.kept(socket, _number(params.get("days"), 14), params.get("agent") or None)
 
-    async def events(request: Request) -> Response:
+    async def events(_request: Request) -> Response:
         if activity.streams >= MAX_STREAMS:
             return JSONResponse({"error": "too many pages open"}, status_code=429)
-        return StreamingResponse(
-            _event_stream(socket, activity), media_type="text/event-stream"
-        )
+        return StreamingResponse(_event_stream(socket, activity), media_type="text/event-stream")
 
     routes = [
         Route("/", page, methods=["GET"]),
@@ -183,7 +181,8 @@ def _number(text: str | None, default: int) -> int:
 
 
 async def _watch_idle(activity: Activity, idle_s: float, on_idle: Callable[[], None]) -> None:
-    while activity.idle_for() < idle_s:
+    # A poll, not an event: idleness is the absence of one.
+    while activity.idle_for() < idle_s:  # noqa: ASYNC110
         await asyncio.sleep(min(5.0, idle_s / 4))
     on_idle()
 
@@ -269,7 +268,7 @@ def serve(
     server: uvicorn.Server | None = None
 
     def stop() -> None:
-        print("mentectl: the page was closed a while ago: stopping", file=sys.stderr)
+        print(f"mentectl: no page was open for {idle_s / 60:g} minutes: stopping", file=sys.stderr)
         if server is not None:
             server.should_exit = True
 

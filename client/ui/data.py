@@ -249,9 +249,11 @@ def health(socket: str | Path | None) -> JSON:
         agent = words[1] if len(words) > 1 and words[1] in AGENTS else None
         groups.setdefault(agent or "mented", []).append(asdict(check))
     status: StatusReply | None = None
-    with contextlib.suppress(ConnectionError, DaemonError):
-        with Client(socket, connect_timeout=2.0, timeout=2.0) as client:
-            status = client.expect(StatusRequest(), StatusReply)
+    with (
+        contextlib.suppress(ConnectionError, DaemonError),
+        Client(socket, connect_timeout=2.0, timeout=2.0) as client,
+    ):
+        status = client.expect(StatusRequest(), StatusReply)
     sync = None
     if status is not None:
         sync = {
@@ -299,9 +301,7 @@ def events(socket: str | Path | None, reader_gone: int) -> Iterator[JSON]:
 _MENTECTL = threading.Lock()
 
 
-def run_mentectl(
-    socket: str | Path | None, words: Sequence[str], stdin_text: str = ""
-) -> JSON:
+def run_mentectl(socket: str | Path | None, words: Sequence[str], stdin_text: str = "") -> JSON:
     """`mentectl WORDS` run here, as the command line runs it: its exit status and what
     it printed on stdout and stderr (argparse's refusals as well).
 

@@ -50,7 +50,7 @@ SECURITY_HEADERS = (
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 )
-TOKEN_PARAMETER = "token"
+TOKEN_PARAMETER = "token"  # noqa: S105 - the name of the address's parameter
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 
@@ -84,19 +84,25 @@ class Guard:
         method = scope["method"]
         host = headers.get("host", b"").decode("latin-1")
         if host != self.host:
-            await _refuse(send, 403, f"refused: this page is served as {self.host} only, not {host!r}")
+            await _refuse(
+                send, 403, f"refused: this page is served as {self.host} only, not {host!r}"
+            )
             return
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = [value for name, value in query if name == TOKEN_PARAMETER]
         if given:
             if method not in READ_METHODS or not self._is_token(given[-1].encode()):
-                await _refuse(send, 401, "refused: wrong token; open the address `mentectl ui` printed")
+                await _refuse(
+                    send, 401, "refused: wrong token; open the address `mentectl ui` printed"
+                )
                 return
             await self._keep_token(scope, query, send)
             return
         if not self._has_cookie(headers.get("cookie", b"")):
             await _refuse(
-                send, 401, "refused: no token; open the address `mentectl ui` printed (with its token)"
+                send,
+                401,
+                "refused: no token; open the address `mentectl ui` printed (with its token)",
             )
             return
         if method not in READ_METHODS:
