@@ -180,6 +180,43 @@ def test_the_rules_page_groups_adds_and_supersedes_in_a_browser(session: Session
     session.shot("rules")
 
 
+def version(ident: str, supersedes: str | None, *, merges: tuple[str, ...] = (), live: bool = False):
+    return {
+        "id": ident * 26,
+        "handle": ident * 8,
+        "content": f"version {ident}",
+        "created_at": 1_800_000_000,
+        "supersedes": None if supersedes is None else supersedes * 26,
+        "merges": [merged * 26 for merged in merges],
+        "live": live,
+        "forgotten_links": [],
+    }
+
+
+def test_a_fork_and_its_settling_are_drawn_in_the_history_line(session: Session) -> None:
+    # Two machines superseded version a apart (b and c); d, superseding b, settles both.
+    settled = [version("a", None), version("b", "a"), version("c", "a")]
+    settled.append(version("d", "b", merges=("c",), live=True))
+    draw = (
+        "((found) => { const node = historyLine(found); document.body.append(node); "
+        "const shown = { lanes: new Set([...node.querySelectorAll('circle')]"
+        ".map((c) => c.getAttribute('cy'))).size, "
+        "replaces: node.querySelectorAll('line.replaces').length, "
+        "merges: node.querySelectorAll('line.merge').length, "
+        "notes: [...node.querySelectorAll('.note')].map((p) => p.textContent) }; "
+        "node.remove(); return shown; })"
+    )
+    found = {"versions": settled, "current": ["d" * 26], "fork": False}
+    shown = session.js(f"{draw}({json.dumps(found)})")
+    assert shown == {"lanes": 2, "replaces": 3, "merges": 1, "notes": []}
+    # Before d: two current versions, a fork, said so under the line.
+    forked = {"versions": settled[:3], "current": ["b" * 26, "c" * 26], "fork": True}
+    shown = session.js(f"{draw}({json.dumps(forked)})")
+    assert isinstance(shown, dict)
+    assert shown["lanes"] == 2
+    assert shown["notes"][0].startswith("2 current versions: a fork")
+
+
 def test_activity_kept_and_health_in_a_browser(session: Session) -> None:
     js, wait = session.js, session.wait
     session.open("#activity")
