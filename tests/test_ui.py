@@ -45,6 +45,7 @@ class Page:
     daemon: DaemonProcess
     port: int
     token: str
+    activity: ui_app.Activity
 
     @property
     def host(self) -> str:
@@ -112,7 +113,7 @@ def page() -> Iterator[Page]:
             while not server.started:
                 assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
                 time.sleep(0.01)
-            yield Page(daemon, port, token)
+            yield Page(daemon, port, token, app.app.state.activity)  # type: ignore[attr-defined]
         finally:
             if server is not None and thread is not None:
                 server.should_exit = True
@@ -149,6 +150,14 @@ def test_the_token_is_kept_in_a_strict_httponly_cookie_and_leaves_the_address(pa
     status, headers, body = page.request("GET", "/")
     assert status == 200
     assert b'<script src="/static/app.js"' in body
+
+
+def test_the_redirect_stays_on_this_server(page: Page) -> None:
+    status, headers, _ = page.request(
+        "GET", f"//attacker.example/x?token={page.token}", cookie=False
+    )
+    assert status == 303
+    assert headers["location"] == "/attacker.example/x"
 
 
 @pytest.mark.parametrize(
@@ -437,3 +446,71 @@ def test_an_open_event_stream_keeps_the_page_alive() -> None:
     assert activity.idle_for() == 0.0
     activity.streams = 0
     assert activity.idle_for() >= 3600
+
+
+def open_stream(page: Page) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    connection = http.client.HTTPConnection("127.0.0.1", page.port, timeout=60)
+    connection.request("GET", "/api/events", headers={"Host": page.host, "Cookie": page.cookie})
+    return connection, connection.getresponse()
+
+
+def next_data(reply: http.client.HTTPResponse) -> dict[str, object]:
+    """The next `data:` of the stream that is no greeting."""
+    event = ""
+    while True:
+        line = reply.readline().decode()
+        assert line, "the stream ended"
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ").strip()
+        elif line.startswith("data: ") and event != "hello":
+            found: dict[str, object] = json.loads(line.removeprefix("data: "))
+            return found
+        elif line == "\n":
+            event = ""
+
+
+def test_the_event_stream_carries_a_fire_as_it_happens(page: Page) -> None:
+    page.mentectl("rule", "add", "git-merge", "merges: no fast-forward")
+    connection, reply = open_stream(page)
+    try:
+        assert reply.status == 200
+        assert reply.getheader("content-type", "").startswith("text/event-stream")
+        assert reply.readline() == b"retry: 2000\n"
+        assert reply.readline() == b"\n"
+        assert reply.readline() == b"event: hello\n"  # subscribed: what follows is live
+        reply.readline()
+        fire(page, "git merge --ff feature", "stream-session")
+        event = next_data(reply)
+        while event["kind"] != "fire":  # a rule event may come first
+            event = next_data(reply)
+        assert event["session"] == "stream-session"
+        assert event["actions"] == ["git-merge"]
+        assert event["delivered"] == "stopped once"
+    finally:
+        connection.close()
+
+
+def test_a_few_pages_at_most_hold_the_event_stream(page: Page) -> None:
+    deadline = time.monotonic() + 60
+    while page.activity.streams:  # the last test's stream, until the server saw it close
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    opened = [open_stream(page) for _ in range(ui_app.MAX_STREAMS)]
+    try:
+        for _, reply in opened:
+            assert reply.status == 200
+            assert reply.readline() == b"retry: 2000\n"
+        status, _, body = page.request("GET", "/api/events")
+        assert status == 429
+        assert b"too many pages open" in body
+    finally:
+        for connection, _ in opened:
+            connection.close()
+
+    # Each closed page is noticed: its stream ends, and so does its daemon subscription.
+    def pumps() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "mented-ui-events"]
+
+    while page.activity.streams or pumps():
+        assert time.monotonic() < deadline + 60
+        time.sleep(0.01)

@@ -180,7 +180,9 @@ def test_the_rules_page_groups_adds_and_supersedes_in_a_browser(session: Session
     session.shot("rules")
 
 
-def version(ident: str, supersedes: str | None, *, merges: tuple[str, ...] = (), live: bool = False):
+def version(
+    ident: str, supersedes: str | None, *, merges: tuple[str, ...] = (), live: bool = False
+):
     return {
         "id": ident * 26,
         "handle": ident * 8,

@@ -170,6 +170,7 @@ def make_app(
                 watch.cancel()
 
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.activity = activity  # for the tests: how many streams are open
     return Guard(app, token=token, port=port, on_request=activity.seen)
 
 
@@ -199,7 +200,7 @@ async def _event_stream(socket: str | Path | None, activity: Activity) -> AsyncI
 
     def pump() -> None:
         try:
-            for event in data.events(socket, reader_gone):
+            for event in data.events(socket, reader_gone, lambda: put("hello", None)):
                 put("event", event)
             put("end", "mented closed the connection (it stopped)")
         except BrokenPipeError:
@@ -213,12 +214,14 @@ async def _event_stream(socket: str | Path | None, activity: Activity) -> AsyncI
     try:
         threading.Thread(target=pump, name="mented-ui-events", daemon=True).start()
         yield "retry: 2000\n\n"
-        yield f"event: hello\ndata: {json.dumps({'time': time.time()})}\n\n"
         while True:
             try:
                 kind, value = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
             except TimeoutError:
                 yield ": still here\n\n"
+                continue
+            if kind == "hello":  # subscribed: from here on, every event comes
+                yield f"event: hello\ndata: {json.dumps({'time': time.time()})}\n\n"
                 continue
             if kind == "end":
                 yield f"event: gone\ndata: {json.dumps({'error': value})}\n\n"

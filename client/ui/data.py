@@ -45,7 +45,7 @@ from mented_client.commands.output import describe_scope
 from mented_client.connection import Client, DaemonError, ProtocolError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
 JSON = dict[str, Any]
@@ -282,16 +282,19 @@ def event_json(body: bytes) -> JSON:
     return shown
 
 
-def events(socket: str | Path | None, reader_gone: int) -> Iterator[JSON]:
+def events(
+    socket: str | Path | None, reader_gone: int, subscribed: Callable[[], None]
+) -> Iterator[JSON]:
     """The daemon's events as they come, until it closes or `reader_gone` is closed.
 
     `reader_gone` is the write end of a pipe: closing its read end ends the wait at
-    once (`Client.events`' `output`), as a closed page ends its stream.
+    once (`Client.events`' `output`), as a closed page ends its stream. `subscribed`
+    is called once the daemon has subscribed this stream (events from then on come).
     """
     from mented.protocol import SubscribeRequest  # noqa: PLC0415 - the stream only
 
     with Client(socket) as client:
-        for body in client.events(SubscribeRequest(), output=reader_gone):
+        for body in client.events(SubscribeRequest(), output=reader_gone, subscribed=subscribed):
             yield event_json(body)
 
 

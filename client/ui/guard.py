@@ -137,7 +137,8 @@ class Guard:
     async def _keep_token(self, scope: Scope, query: list[tuple[str, str]], send: Send) -> None:
         """The token in a cookie, and the same address without it (out of the address bar)."""
         rest = urlencode([(name, value) for name, value in query if name != TOKEN_PARAMETER])
-        location = scope.get("path", "/") + (f"?{rest}" if rest else "")
+        # One leading slash: `//host/...` would send the browser to another site.
+        location = "/" + scope.get("path", "/").lstrip("/") + (f"?{rest}" if rest else "")
         cookie = (
             f"{self.cookie}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict"
         ).encode()
