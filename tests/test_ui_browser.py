@@ -36,6 +36,8 @@ pytestmark = pytest.mark.skipif(
 
 SHIM = Path(__file__).resolve().parent.parent / "client" / "shim.py"
 HOSTILE = '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script>'
+# A right-to-left override makes "txt.exe" read "exe.txt"; an escape character.
+REORDERED = "name the file \u202eexe.txt and ring \x1b[5m"
 
 
 @dataclass
@@ -85,6 +87,7 @@ def session() -> Iterator[Session]:
         )  # fmt: skip
         daemon.mentectl("rule", "add", "git-push", "never push to main directly")
         daemon.mentectl("rule", "add", "pr-create", HOSTILE)
+        daemon.mentectl("rule", "add", "pr-create", REORDERED)
         ui = subprocess.Popen(
             [PYTHON, "-m", "mented_client.cli", "ui"],
             env=daemon.env,
@@ -129,7 +132,7 @@ def test_the_rules_page_groups_adds_and_supersedes_in_a_browser(session: Session
         "Object.fromEntries([...document.querySelectorAll('section.action')].map((s) => "
         "[s.dataset.action, s.querySelectorAll('article.rule').length]))"
     )
-    assert groups == {"git-commit": 2, "git-push": 1, "pr-create": 1}
+    assert groups == {"git-commit": 2, "git-push": 1, "pr-create": 2}
     assert js(f"{card_of('commit subjects: at most 50 characters')}.textContent").endswith(
         "check: subject max 50HistorySupersedeForget"
     )
@@ -137,6 +140,9 @@ def test_the_rules_page_groups_adds_and_supersedes_in_a_browser(session: Session
     assert js(f"{card_of(HOSTILE)} !== null")
     assert js("document.querySelectorAll('main img, main script').length") == 0
     assert js("window.pwned === undefined")
+    # Characters that reorder or hide text are shown as escapes, as mentectl shows them.
+    escaped = r"name the file \u202eexe.txt and ring \x1b[5m"
+    assert js(f"{card_of(escaped)} !== null")
 
     # A rule added in the page, with mentectl's checks and words.
     js("document.getElementById('add-action').value = 'git-push'")

@@ -7,13 +7,27 @@ const main = document.getElementById("main");
 const liveState = document.getElementById("live-state");
 const state = { page: "rules", live: [], logTimer: null, actions: null, histories: new Set() };
 
+// Characters a reader cannot see, or that reorder or hide the text around them (controls,
+// bidi overrides, zero-width and tag characters, line separators), shown as escapes, as
+// mentectl shows them in a terminal (output.escape_controls); newlines and tabs stay.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+function visible(text) {
+  return String(text).replace(INVISIBLE, (char) => {
+    if (char === "\n" || char === "\t") return char;
+    const code = char.codePointAt(0);
+    if (code < 0x100) return `\\x${code.toString(16).padStart(2, "0")}`;
+    return code < 0x10000 ? `\\u${code.toString(16).padStart(4, "0")}` : `\\U${code.toString(16).padStart(8, "0")}`;
+  });
+}
+
 // An element with attributes and children; a string child is a text node.
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   setAttrs(node, attrs);
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+    node.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(visible(child)) : child);
   }
   return node;
 }
@@ -21,7 +35,7 @@ function el(tag, attrs, ...children) {
 function svg(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
-  if (text !== undefined) node.textContent = text;
+  if (text !== undefined) node.textContent = visible(text);
   return node;
 }
 
@@ -258,7 +272,7 @@ function historyLine(found) {
   const lanes = Math.max(0, ...lane.values()) + 1;
   const stepX = 150, stepY = 56, left = 30, top = 24;
   const width = left * 2 + stepX * Math.max(0, versions.length - 1) + 120;
-  const height = top + stepY * lanes + 10;
+  const height = top + stepY * (lanes - 1) + 36;
   const drawing = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "versions of this rule" });
   const at = (id) => {
     const index = byId.get(id);
