@@ -514,3 +514,33 @@ def test_a_few_pages_at_most_hold_the_event_stream(page: Page) -> None:
     while page.activity.streams or pumps():
         assert time.monotonic() < deadline + 60
         time.sleep(0.01)
+
+
+def test_open_keeps_the_token_out_of_the_browsers_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Any local user reads a process's arguments (`ps`): the browser gets a private file.
+    import webbrowser
+
+    opened: list[str] = []
+    done = threading.Event()
+
+    def record(url: str) -> bool:
+        opened.append(url)
+        done.set()
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", record)
+    address = "http://127.0.0.1:8765/?token=the-secret"
+    folder = ui_app._open_in_browser(address)
+    try:
+        assert done.wait(timeout=60)
+        (url,) = opened
+        assert "the-secret" not in url
+        page = Path(url.removeprefix("file://"))
+        assert page.parent == folder
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert page.stat().st_mode & 0o777 == 0o600
+        assert f'url={address}"' in page.read_text()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import json
 import os
 import secrets
+import shutil
 import socket as sockets
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -36,7 +40,6 @@ from mented_client.ui.guard import Guard
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
-    from pathlib import Path
 
     from starlette.requests import Request
     from starlette.types import ASGIApp
@@ -295,12 +298,33 @@ def serve(
             f"does closing the page for {idle_s / 60:g} minutes)",
             flush=True,
         )
-    if open_browser:
-        import webbrowser  # noqa: PLC0415 - --open only
-
-        threading.Thread(target=webbrowser.open, args=(address,), daemon=True).start()
+    opener = _open_in_browser(address) if open_browser else None
     try:
         server.run(sockets=[listening])
     finally:
         listening.close()
+        if opener is not None:
+            shutil.rmtree(opener, ignore_errors=True)
     return 0
+
+
+def _open_in_browser(address: str) -> Path:
+    """Open `address` in the user's browser without putting the token in its command line.
+
+    Every local user can read a process's arguments (`ps`): the browser is given a file
+    of this user's (0600, in a private folder) that sends it on to the address.
+    Returns the folder, removed when the server stops.
+    """
+    import webbrowser  # noqa: PLC0415 - --open only
+
+    folder = Path(tempfile.mkdtemp(prefix="mented-ui-"))  # 0700
+    page = folder / "open.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(
+            '<!doctype html><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="0; url={html.escape(address)}">'
+            f'<a href="{html.escape(address)}">mented</a>\n'
+        )
+    threading.Thread(target=webbrowser.open, args=(page.as_uri(),), daemon=True).start()
+    return folder

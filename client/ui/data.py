@@ -25,6 +25,7 @@ from mented.memory import Memory, short_handle
 from mented.protocol import (
     ActionsReply,
     ActionsRequest,
+    ErrorReply,
     FireEvent,
     FireRecord,
     HistoryRequest,
@@ -159,6 +160,8 @@ def log(socket: str | Path | None, n: int = 100, filters: dict[str, str] | None 
     body = msgspec.json.encode({"type": "log", "n": LOG_KEPT if wanted else n, **wanted})
     with Client(socket) as client:
         reply = reply_decoder.decode(client.roundtrip(frame(body)))
+    if isinstance(reply, ErrorReply):
+        raise DaemonError(reply)
     if not isinstance(reply, LogReply):
         raise ProtocolError(f"expected a log reply, got {type(reply).__name__}")
     fires = [fire for fire in reply.fires if _matches(fire, wanted)][:n]
