@@ -544,3 +544,24 @@ def test_open_keeps_the_token_out_of_the_browsers_command_line(
         assert f'url={address}"' in page.read_text()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_projects_team_rules_are_shown_as_seen_from_it(page: Page) -> None:
+    project = page.daemon.root / "team-project"
+    (project / ".git").mkdir(parents=True)
+    added = page.daemon.mentectl("rule", "add", "--team", "git-tag", "tags: vX.Y.Z", cwd=project)
+    assert "added a rule for git-tag" in added.stdout
+
+    found = page.json(f"/api/rules?cwd={project}")
+    assert found["cwd"] == str(project)
+    assert "1 project rule in" in str(found["untrusted"])  # mentectl's own note
+    assert "mentectl trust" in str(found["untrusted"])
+    page.mentectl("trust", str(project))
+    found = page.json(f"/api/rules?cwd={project}")
+    assert found["untrusted"] is None
+    (tags,) = [group for group in found["actions"] if group["action"] == "git-tag"]  # type: ignore[attr-defined]
+    team = [rule for rule in tags["rules"] if rule["content"] == "tags: vX.Y.Z"]
+    assert [rule["from"] for rule in team] == ["team"]
+    # Without a directory, every project's own rules: not a project's committed ones.
+    everywhere = page.json("/api/rules")["actions"]
+    assert all(rule["from"] == "yours" for g in everywhere for rule in g["rules"])  # type: ignore[attr-defined]

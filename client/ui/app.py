@@ -141,7 +141,11 @@ def make_app(
     routes = [
         Route("/", page, methods=["GET"]),
         Route("/static/{name}", page, methods=["GET"]),
-        Route("/api/rules", reading(lambda _: data.rules(socket)), methods=["GET"]),
+        Route(
+            "/api/rules",
+            reading(lambda request: data.rules(socket, request.query_params.get("cwd") or None)),
+            methods=["GET"],
+        ),
         Route(
             "/api/history",
             reading(lambda request: data.history(socket, request.query_params.get("id", ""))),

@@ -42,7 +42,7 @@ from mented.protocol import (
     reply_decoder,
 )
 from mented_client.commands.log import DELIVERED
-from mented_client.commands.output import describe_scope
+from mented_client.commands.output import describe_scope, untrusted_note
 from mented_client.connection import Client, DaemonError, ProtocolError
 
 if TYPE_CHECKING:
@@ -77,15 +77,18 @@ def memory_json(memory: Memory) -> JSON:
     return shown
 
 
-def rules(socket: str | Path | None) -> JSON:
+def rules(socket: str | Path | None, cwd: str | None = None) -> JSON:
     """The live rules, by action (pinned ones apart), and the forks among them.
 
+    `cwd`: as seen from this directory (`rule list --cwd`): a trusted project's team
+    rules are listed with yours, and a note says when a project's are not trusted.
     A fork's versions (a rule superseded on two machines while apart, brought here
     by sync) are marked `synced`: the daemon tells that much of what came by sync.
     """
     with Client(socket) as client:
-        memories = client.expect(ListRequest(rules_only=True), MemoriesReply).memories
+        listing = client.expect(ListRequest(rules_only=True, cwd=cwd), MemoriesReply)
         status = client.expect(StatusRequest(), StatusReply)
+    memories = listing.memories
     forked = {tip for tips in status.forks for tip in tips}
     by_action: dict[str, list[JSON]] = {}
     pinned: list[JSON] = []
@@ -103,6 +106,8 @@ def rules(socket: str | Path | None) -> JSON:
         "pinned": pinned,
         "forks": status.forks,
         "sync_remote": status.sync_remote,
+        "cwd": cwd,
+        "untrusted": None if listing.untrusted is None else untrusted_note(listing.untrusted),
     }
 
 

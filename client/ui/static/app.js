@@ -112,20 +112,24 @@ function route() {
 
 // ------------------------------------------------------------------ rules
 
+// `#rules?cwd=DIR`: the rules as seen from DIR, a trusted project's team rules with yours.
+function rulesPath() {
+  const cwd = new URLSearchParams((location.hash.split("?")[1]) || "").get("cwd");
+  return cwd ? `/api/rules?${new URLSearchParams({ cwd })}` : "/api/rules";
+}
+
 async function showRules() {
-  const [found, table] = await Promise.all([getJSON("/api/rules"), loadActions()]);
-  const sections = found.actions.map((group) =>
-    el("section", { class: "action", dataset: { action: group.action } },
-      el("h2", null, group.action, " ", el("span", { class: "count" }, `(${group.rules.length})`)),
-      group.rules.map((rule) => ruleCard(rule, group.action))));
-  if (found.pinned.length) {
-    sections.push(el("section", { class: "action", dataset: { action: "(pinned)" } },
-      el("h2", null, "pinned: every session ", el("span", { class: "count" }, `(${found.pinned.length})`)),
-      found.pinned.map((rule) => ruleCard(rule, "(pinned)"))));
-  }
-  main.replaceChildren(
-    addForm(table),
-    sections.length ? el("div", { id: "rules" }, sections) : el("p", { class: "empty" }, "no rules yet"));
+  const table = await loadActions();
+  const cwd = new URLSearchParams((location.hash.split("?")[1]) || "").get("cwd") || "";
+  const seen = el("input", { id: "seen-from", placeholder: "every project's rules", value: cwd });
+  const from = el("form", { class: "filters card", id: "seen-form", on: { submit: (event) => {
+    event.preventDefault();
+    const dir = seen.value.trim();
+    location.hash = dir ? `#rules?${new URLSearchParams({ cwd: dir })}` : "#rules";
+  } } }, el("label", { for: "seen-from" }, "as seen from"), seen,
+  el("button", { type: "submit" }, "Show"), el("a", { href: "#rules" }, "all"));
+  main.replaceChildren(addForm(table), from, el("div", { id: "rules" }));
+  await refreshRules();
 }
 
 async function loadActions() {
@@ -166,7 +170,7 @@ function addForm(table) {
 }
 
 async function refreshRules(keep) {
-  const found = await getJSON("/api/rules");
+  const found = await getJSON(rulesPath());
   const holder = document.getElementById("rules");
   const fresh = found.actions.map((group) =>
     el("section", { class: "action", dataset: { action: group.action } },
@@ -177,7 +181,9 @@ async function refreshRules(keep) {
       el("h2", null, "pinned: every session ", el("span", { class: "count" }, `(${found.pinned.length})`)),
       found.pinned.map((rule) => ruleCard(rule, "(pinned)"))));
   }
-  const list = el("div", { id: "rules" }, fresh.length ? fresh : el("p", { class: "empty" }, "no rules yet"));
+  const list = el("div", { id: "rules" },
+    found.untrusted ? el("p", { class: "said error", id: "untrusted" }, found.untrusted) : null,
+    fresh.length ? fresh : el("p", { class: "empty" }, "no rules yet"));
   if (holder) holder.replaceWith(list);
   else if (state.page === "rules") main.append(list);
   if (keep && !document.contains(keep)) main.prepend(keep);
