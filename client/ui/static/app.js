@@ -328,7 +328,7 @@ async function showActivity() {
   const live = el("table", { id: "live" }, el("thead", null, el("tr", null,
     ["time", "agent", "actions", "rules", "delivered", "command"].map((name) => el("th", null, name)))),
   el("tbody"));
-  for (const event of state.live) live.tBodies[0].append(liveRow(event, false));
+  for (const event of state.live.filter(shown)) live.tBodies[0].append(liveRow(event, false));
   main.replaceChildren(form,
     el("h2", null, "Live ", el("span", { class: "count" }, "(as the hook fires)")), live,
     el("h2", null, "By session"), el("div", { id: "sessions" }, el("p", { class: "empty" }, "loading…")));
@@ -385,11 +385,22 @@ function liveRow(event, fresh) {
     el("td", { class: "command" }, `$ ${firstLine(event.command)}`));
 }
 
+// Whether a live fire passes the Activity page's filters (the log's are the daemon's).
+function shown(event) {
+  const params = new URLSearchParams((location.hash.split("?")[1]) || "");
+  const project = (params.get("project") || "").replace(/\/+$/, "");
+  const cwd = event.cwd || "";
+  return (!params.get("agent") || event.agent === params.get("agent"))
+    && (!params.get("session") || event.session === params.get("session"))
+    && (!params.get("action") || event.actions.includes(params.get("action")))
+    && (!project || cwd === project || cwd.startsWith(`${project}/`));
+}
+
 function onFire(event) {
   state.live.unshift(event);
   state.live.length = Math.min(state.live.length, 200);
   const live = document.getElementById("live");
-  if (live) live.tBodies[0].prepend(liveRow(event, true));
+  if (live && shown(event)) live.tBodies[0].prepend(liveRow(event, true));
   clearTimeout(state.logTimer);
   state.logTimer = setTimeout(refreshSessions, 300);
 }
