@@ -14,7 +14,7 @@ from __future__ import annotations
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
@@ -166,9 +166,18 @@ class Client:
             raise ProtocolError(f"expected a {kind.__name__} reply, got {type(reply).__name__}")
         return reply
 
-    def events(self, request: SubscribeRequest, *, output: int | None = None) -> Iterator[bytes]:
+    def events(
+        self,
+        request: SubscribeRequest,
+        *,
+        output: int | None = None,
+        subscribed: Callable[[], None] | None = None,
+    ) -> Iterator[bytes]:
         """Subscribe, then yield the body of each event frame as it comes, waiting as
         long as it takes; the iteration ends when the daemon closes the connection.
+
+        `subscribed`: called once the daemon confirmed the subscription, before any
+        event (what happens from then on comes).
 
         `output`: the descriptor the events are written to. When its reader goes away
         (`mentectl watch | head -1`) the wait ends with BrokenPipeError at once, not at
@@ -181,6 +190,8 @@ class Client:
             BrokenPipeError: `output` was closed by its reader.
         """
         self.expect(request, SubscribedReply)
+        if subscribed is not None:
+            subscribed()
         sock = self._sock
         assert sock is not None
         sock.settimeout(None)  # events come when they come

@@ -163,6 +163,10 @@ _TABLE = ["mented.agents", "mented.actions", "pathspec"]
         (["rule", "list"], ["mented_client.commands.rules"], ["mented.store", "lmdb", *_TABLE]),
         (["rule", "add", "--help"], ["mented_client.commands.rules"], _TABLE),
         (["rule", "list", "--action", "git-commit", "--agent", "codex"], [], _TABLE),
+        # `mentectl ui`'s server and its web libraries: for that verb only, even with --help.
+        (["--help"], ["mented_client.commands.ui"], ["mented_client.ui", "starlette", "uvicorn"]),
+        (["ui", "--help"], ["mented_client.commands.ui"], ["mented_client.ui", "starlette"]),
+        (["status"], [], ["mented_client.commands.ui", "starlette", "uvicorn"]),
     ],
 )
 def test_a_command_imports_what_it_runs_only(

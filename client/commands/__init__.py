@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "report",
     "reference",
     "adopt",
+    "ui",
 )
 
 # Each verb, and the module that registers it (a test keeps this in step with `register`).
@@ -65,6 +66,7 @@ VERBS = {
     "completion": "reference",
     "man": "reference",
     "adopt": "adopt",
+    "ui": "ui",
 }
 
 
