@@ -324,13 +324,18 @@ def test_superseding_and_forgetting_in_the_page_as_mentectl(page: Page) -> None:
 
 
 def fire(
-    page: Page, command: str, session: str, agent: str = "claude-code", cwd: str = "/tmp"
+    page: Page,
+    command: str,
+    session: str,
+    cwd: str = "/tmp",
+    *,
+    test: bool = False,
 ) -> None:
     event = pretooluse_event(
         command, cwd=cwd, session=session, tool_use_id=f"toolu_{secrets.token_hex(4)}"
     )
     with page.daemon.client() as client:
-        client.hook(agent, event)
+        client.hook("claude-code", event, test=test)
 
 
 def test_activity_is_grouped_by_session_and_filtered(page: Page) -> None:
@@ -338,9 +343,11 @@ def test_activity_is_grouped_by_session_and_filtered(page: Page) -> None:
     fire(page, "git commit -m 'fix: a'", "session-a", cwd="/tmp/project-a")
     fire(page, "git commit -m 'fix: b'", "session-b", cwd="/tmp/project-b")
     fire(page, "git commit -m 'fix: c'", "session-a", cwd="/tmp/project-a")
+    fire(page, "git commit -m 'fix: d'", "doctor-sample", test=True)  # not the user's
 
     found = page.json("/api/log")
     sessions = {group["session"]: group for group in found["sessions"]}  # type: ignore[attr-defined]
+    assert "doctor-sample" not in sessions
     assert [fire["command"] for fire in sessions["session-a"]["fires"]] == [
         "git commit -m 'fix: c'",
         "git commit -m 'fix: a'",

@@ -25,12 +25,12 @@ from mented.memory import Memory, short_handle
 from mented.protocol import (
     ActionsReply,
     ActionsRequest,
-    ErrorReply,
     FireEvent,
     FireRecord,
     HistoryRequest,
     ListRequest,
     LogReply,
+    LogRequest,
     MemoriesReply,
     ReportReply,
     ReportRequest,
@@ -38,12 +38,10 @@ from mented.protocol import (
     StatusReply,
     StatusRequest,
     event_decoder,
-    frame,
-    reply_decoder,
 )
 from mented_client.commands.log import DELIVERED
 from mented_client.commands.output import describe_scope, untrusted_note
-from mented_client.connection import Client, DaemonError, ProtocolError
+from mented_client.connection import Client, DaemonError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -145,31 +143,22 @@ def fire_json(fire: FireRecord) -> JSON:
     return shown
 
 
-def _matches(fire: FireRecord, filters: dict[str, str]) -> bool:
-    """Whether `fire` passes the filters (as the daemon applies them once it knows them)."""
-    if "session" in filters and fire.session != filters["session"]:
-        return False
-    if "agent" in filters and fire.agent != filters["agent"]:
-        return False
-    if "action" in filters and filters["action"] not in fire.actions:
-        return False
-    project = filters.get("project", "").rstrip("/")
-    cwd = fire.cwd or ""
-    return not project or cwd == project or cwd.startswith(project + "/")
-
-
 def log(socket: str | Path | None, n: int = 100, filters: dict[str, str] | None = None) -> JSON:
     """The recent fires, newest first, filtered, and grouped by session."""
     wanted = {key: value for key, value in (filters or {}).items() if key in LOG_FILTERS and value}
-    n = max(1, min(n, LOG_KEPT))
-    body = msgspec.json.encode({"type": "log", "n": LOG_KEPT if wanted else n, **wanted})
+    # The daemon filters (mented.activity); doctor's and setup's test fires are not the
+    # user's activity.
+    request = LogRequest(
+        n=max(1, min(n, LOG_KEPT)),
+        session=wanted.get("session"),
+        agent=wanted.get("agent"),
+        project=wanted.get("project"),
+        action=wanted.get("action"),
+        include_tests=False,
+    )
     with Client(socket) as client:
-        reply = reply_decoder.decode(client.roundtrip(frame(body)))
-    if isinstance(reply, ErrorReply):
-        raise DaemonError(reply)
-    if not isinstance(reply, LogReply):
-        raise ProtocolError(f"expected a log reply, got {type(reply).__name__}")
-    fires = [fire for fire in reply.fires if _matches(fire, wanted)][:n]
+        reply = client.expect(request, LogReply)
+    fires = reply.fires
     sessions: dict[str, JSON] = {}
     for fire in fires:
         key = fire.session or ""
