@@ -242,9 +242,8 @@ def test_a_superseded_rule_is_gone_from_the_next_fire(store: Store) -> None:
     new, _ = store.supersede(old, "rebase, never squash")
     text = context_of(handler.handle("claude-code", event()))
     # Not a rule any more: only named as the one the new rule replaces.
-    assert f'- [{short_handle(new.id)}] (replaces [{short_handle(old)}] "squash merges") rebase' in (
-        text
-    )
+    replaces = f'(replaces [{short_handle(old)}] "squash merges")'
+    assert f"- [{short_handle(new.id)}] {replaces} rebase" in text
     assert text.count("squash merges") == 1
     assert f"- [{short_handle(old)}]" not in text
 
@@ -425,7 +424,7 @@ def test_a_superseding_rule_names_the_old_one_by_its_first_words_to_a_session_ne
     quoted = fresh.split(head)[1].split('")')[0]
     assert quoted.endswith("…")  # the first words only, cut between words
     assert len('"squash before merging,' + quoted + '"') <= handover.MAX_REPLACED_WORDS + 2
-    assert f'…") rebase, never squash' in fresh
+    assert '…") rebase, never squash' in fresh
     assert "shown earlier in this session" not in fresh
     # The one that did: the reference.
     seen = deny_reason_of(handler.handle("claude-code", event(session="saw-it")))

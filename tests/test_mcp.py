@@ -154,10 +154,8 @@ async def test_supersede_through_the_agent_changes_the_very_next_hook_fire(
         # A new session: the new rule, naming the one it replaces by its first words,
         # which are no longer a rule of their own.
         shown = fire_hook(daemon.env, project, 2)
-        assert (
-            f'[{new}] (replaces [{old}] "Merge PRs with squash") Merge PRs with rebase, never squash'
-            in shown
-        )
+        replaces = f'(replaces [{old}] "Merge PRs with squash")'
+        assert f"[{new}] {replaces} Merge PRs with rebase, never squash" in shown
         assert f"[{old}] Merge" not in shown
 
         history = answer(await client.call_tool("rule_history", {"rule_id": new}))
