@@ -451,7 +451,8 @@ class HookHandler:
         )
         handed, _ = self._handed(key)
         fresh = [rule for rule in rules if start.pinned_dropped or rule.id not in handed]
-        rendered = render_pinned(fresh, self._config.pinned)
+        replaced = replaced_in(fresh, handed, self._store, agent=adapter.name, cwd=start.cwd)
+        rendered = render_pinned(fresh, self._config.pinned, replaced)
         out = b""
         if rules and not fresh:
             fire.why = WHY_PINNED_HANDED

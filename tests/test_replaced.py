@@ -341,3 +341,21 @@ def test_first_words_are_one_line_cut_between_words() -> None:
     assert first_words("word " * 100, limit=12) == "word word…"
     assert first_words("x" * 100, limit=12) == "x" * 11 + "…"
     assert len(first_words("y" * 70_000)) == 60
+
+
+def test_a_pinned_rule_handed_at_a_session_start_names_the_one_it_replaces(
+    store: Store, sessions: SessionMemory
+) -> None:
+    from tests.test_pinned import handed, handler, pin, session_start
+
+    old = pin(store, "answer in British English")
+    hook = handler(store, sessions)
+    assert "British" in handed(hook.handle("claude-code", session_start("startup")))
+    new, _ = store.supersede(old.id, "answer in American English")
+    # Resumed: the session has the old text, the handle is enough.
+    resumed = handed(hook.handle("claude-code", session_start("resume")))
+    assert f"- [{short_handle(new.id)}] {replaces(old.id)}answer in American English" in resumed
+    assert "British" not in resumed
+    # Another session never handed it: the handle and the first words.
+    other = handed(hook.handle("claude-code", session_start("startup", session="s2")))
+    assert f"{replaces(old.id, 'answer in British English')}answer in American" in other
