@@ -9,7 +9,7 @@ ours. This server answers
   through a custom `model_provider` whose `base_url` points here,
 - `POST /v1/chat/completions` (OpenAI Chat Completions, streaming SSE or one JSON
   answer), which Copilot CLI calls through its custom provider
-  (`COPILOT_PROVIDER_BASE_URL`),
+  (`COPILOT_PROVIDER_BASE_URL`) and Qwen Code through `OPENAI_BASE_URL`,
 - `POST /v1beta/models/MODEL:streamGenerateContent?alt=sse` (and `:generateContent`,
   `:countTokens`; the Gemini API), which Gemini CLI calls when
   `GOOGLE_GEMINI_BASE_URL` points here,
@@ -193,7 +193,7 @@ class ModelServer:
             if api == "anthropic":
                 return _anthropic_tool_use("toolu_" + call_id, value)
             if api == "chat":
-                return _chat_tool_call(call_id, value)
+                return _chat_tool_call(call_id, value, body.get("tools") or [])
             if api == "gemini":
                 return _gemini_shell_call(call_id, value)
             return _responses_shell_call(call_id, value, body.get("tools") or [])
@@ -295,7 +295,7 @@ def _is_main(api: str, body: dict[str, Any]) -> bool:
     if api == "anthropic":
         return "Bash" in {tool.get("name") for tool in tools}
     if api == "chat":
-        return CHAT_SHELL_TOOL in {(tool.get("function") or {}).get("name") for tool in tools}
+        return bool(_chat_tools(tools) & set(CHAT_SHELL_TOOLS))
     if api == "gemini":
         return GEMINI_SHELL_TOOL in {
             declaration.get("name")
@@ -415,7 +415,11 @@ def _responses_shell_call(call_id: str, command: str, tools: list[Any]) -> list[
 
 # ------------------------------------------------------------------ Chat Completions
 
-CHAT_SHELL_TOOL = "bash"  # Copilot CLI's shell tool
+CHAT_SHELL_TOOLS = ("bash", "run_shell_command")  # Copilot CLI's, Qwen Code's
+
+
+def _chat_tools(tools: list[Any]) -> set[str]:
+    return {(tool.get("function") or {}).get("name") for tool in tools if isinstance(tool, dict)}
 
 
 def _chat_chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
@@ -435,13 +439,14 @@ def _chat_text(text: str) -> list[dict[str, Any]]:
     ]
 
 
-def _chat_tool_call(call_id: str, command: str) -> list[dict[str, Any]]:
+def _chat_tool_call(call_id: str, command: str, tools: list[Any]) -> list[dict[str, Any]]:
+    offered = _chat_tools(tools)
     call = {
         "index": 0,
         "id": call_id,
         "type": "function",
         "function": {
-            "name": CHAT_SHELL_TOOL,
+            "name": next(name for name in CHAT_SHELL_TOOLS if name in offered),
             "arguments": json.dumps({"command": command, "description": "Run the command"}),
         },
     }
@@ -527,6 +532,9 @@ _TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 _CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
 # Gemini CLI's tool result for a hook's deny, and for a command that failed.
 _GEMINI_ERROR = re.compile(r"Tool execution blocked|Exit Code: [1-9]")
+# Qwen Code's tool result for a command that ran and succeeded; a hook's deny comes
+# back as the reason alone.
+_QWEN_RAN = re.compile(r"^Command: .*^Exit Code: 0$", re.MULTILINE | re.DOTALL)
 # Copilot CLI's tool result for a hook's deny, and for a command that failed.
 _COPILOT_ERROR = re.compile(r"Denied by preToolUse hook|exit(?:ed with)? code [1-9]")
 
@@ -548,9 +556,17 @@ def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolRes
                     return ToolResult(call_id, text, bool(block.get("is_error")))
         return None
     if api == "chat":
+        names = {
+            call.get("id"): (call.get("function") or {}).get("name")
+            for message in body.get("messages") or []
+            for call in message.get("tool_calls") or []
+            if isinstance(call, dict)
+        }
         for message in body.get("messages") or []:
             if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
                 text = "\n".join(_strings(message.get("content")))
+                if names.get(call_id) == "run_shell_command":  # Qwen Code
+                    return ToolResult(call_id, text, _QWEN_RAN.search(text) is None)
                 return ToolResult(call_id, text, _COPILOT_ERROR.search(text) is not None)
         return None
     if api == "gemini":
