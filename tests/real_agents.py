@@ -41,7 +41,7 @@ import msgspec
 import pytest
 
 from mented.agents import codex
-from tests.conftest import AGENT_TESTS_ENV, DaemonProcess
+from tests.conftest import AGENT_TESTS_ENV, DaemonProcess, run_mentectl
 from tests.model_server import ModelServer, Turn, _strings
 
 REPORT_ENV = "MENTED_AGENT_REPORT"
@@ -212,6 +212,29 @@ class AgentSession:
             self._qwen_settings()
         self._repos = 0
         self.repo = self.new_repo()
+        self.mcp_table = ""  # Codex: mented's MCP server in config.toml, once registered
+        self.allowed_tools = ["Bash"]  # Claude Code: what it may run without asking
+
+    def register_mcp(self) -> None:
+        """mented's MCP server, registered as `mentectl mcp install AGENT` does it
+        (Claude Code and Codex); `unregister_mcp` takes it out again."""
+        # `claude mcp add` for Claude Code: the agent's own command on PATH.
+        env = {**self.daemon.env, "PATH": f"{self.binary.parent}{os.pathsep}{os.environ['PATH']}"}
+        codex_config = self.config_dir / "config.toml"
+        if self.agent is CODEX:  # kept apart: `environment` writes config.toml per run
+            codex_config.write_text("", encoding="utf-8")
+        result = run_mentectl(["mcp", "install", self.agent.name], env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        if self.agent is CODEX:
+            self.mcp_table = codex_config.read_text(encoding="utf-8")
+        self.allowed_tools = ["Bash", "mcp__mented"]
+
+    def unregister_mcp(self) -> None:
+        env = {**self.daemon.env, "PATH": f"{self.binary.parent}{os.pathsep}{os.environ['PATH']}"}
+        if self.agent is CLAUDE_CODE:
+            run_mentectl(["mcp", "uninstall", self.agent.name], env=env)
+        self.mcp_table = ""
+        self.allowed_tools = ["Bash"]
 
     def _trust_codex_hooks(self) -> None:
         """Trust the installed entries as the user does in Codex's `/hooks` view.
@@ -301,6 +324,7 @@ class AgentSession:
         else:
             env["MOCK_MODEL_API_KEY"] = "sk-mock"
             config = _CODEX_CONFIG.format(base_url=server.base_url) + self.codex_trust
+            config += "\n" + self.mcp_table
             (self.config_dir / "config.toml").write_text(config, encoding="utf-8")
         return env
 
@@ -311,7 +335,8 @@ class AgentSession:
         """
         if self.agent is CLAUDE_CODE:
             # As root, Claude Code refuses bypassPermissions: allow the one tool instead.
-            args = ["-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5"]
+            args = ["-p", prompt, "--allowedTools", *self.allowed_tools]
+            args += ["--model", "claude-sonnet-4-5"]
             args += ["--continue"] if resume else []
         elif self.agent is COPILOT_CLI:
             args = ["-p", prompt, "--allow-all-tools"] + (["--continue"] if resume else [])
