@@ -265,3 +265,22 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
 
 def limit_at(action: str, table: ActionTable) -> int:
     return handover.longest_whole_rule(action, max_chars=4000, table=table, replaces=False)
+
+
+def test_a_superseding_rule_of_the_warned_length_is_whole_with_the_longest_note() -> None:
+    # `rule supersede` warns above this figure: up to it, the new rule reaches the
+    # model whole even when it names the old one by its longest first words.
+    older = memory("older " + "o" * 5000)
+    limit = handover.longest_whole_rule("git-commit", max_chars=4000, table=TABLE)
+    new = memory("r" * limit)
+    said = Replaced("abcd1234", "w" * MAX_REPLACED_WORDS)
+    for moment in ("before", "after"):
+        text = render_rules(
+            [Section("git-commit", [new, older], {new.id: said})],
+            moment=moment,
+            max_chars=4000,
+            table=TABLE,
+            earlier=True,
+        ).text
+        assert f'"{"w" * MAX_REPLACED_WORDS}") {"r" * limit}\n' in text
+        assert "shows it whole" not in text.split("older")[0]
