@@ -8,7 +8,8 @@ Two moments, two sets of words, each true for its delivery:
   "the command that just ran falls under these rules; if it broke one, correct it".
 
 Each rule keeps its short handle, so that the model and the user can supersede
-it; a rule that replaces one handed over earlier in the session says which. A
+it; a rule that supersedes another says which (`Replaced`: by its handle when the
+session was handed it, else by its handle and first words; mented.replaced). A
 project's committed rule (mented.team) is marked as the project's, and the words
 say where to change it instead (its `.mented/` file, in a commit) and that the
 user's own rules, listed first, win over it.
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 from mented.memory import ORIGIN_PROJECT, SHORT_HANDLE_LENGTH, short_handle
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from mented.actions import ActionTable
     from mented.memory import Memory
@@ -74,17 +75,35 @@ _LEFT_OUT = (
 _MIN_RULE_CHARS = 80  # a rule is cut no shorter than this; below, it is left out instead
 
 
+MAX_REPLACED_WORDS = 60  # of a replaced rule's text (mented.replaced cuts them so)
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """The rule a rule replaces, as the model is told: its handle, and its first words
+    when the session was not handed it (at most `MAX_REPLACED_WORDS` characters)."""
+
+    handle: str
+    words: str | None = None
+
+    @property
+    def note(self) -> str:
+        """The words before the rule's text: `(replaces [handle] "first words") `."""
+        said = f' "{self.words}"' if self.words else ""
+        return f"(replaces [{self.handle}]{said}) "
+
+
 @dataclass(frozen=True, slots=True)
 class Section:
     """One action's rules to hand over, newest first.
 
-    `replaced` maps a rule's id to the handle of the rule it replaces, when
-    that one was handed over earlier in the session.
+    `replaced` maps a rule's id to the rule it replaces (`Replaced`), when there is
+    one the session may be told of (mented.replaced decides).
     """
 
     action: str
     rules: Sequence[Memory]
-    replaced: dict[str, str] = field(default_factory=dict)
+    replaced: Mapping[str, Replaced] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +205,13 @@ def longest_whole_rule(
     at least once (the words differ a little by moment and by what performs the
     action). `mentectl rule add` warns with this figure. A line break in the rule
     counts 3 (it is indented). `replaces`: the rule may say which one it replaces
-    (a superseding rule); a rule just added never does.
+    (a superseding rule), with that one's first words to a session not handed it;
+    a rule just added never does.
     """
     note = _LEFT_OUT.format(n=999, noun="rules", action=action, max_chars=max_chars)
     handle = "x" * SHORT_HANDLE_LENGTH
-    head = len(f"- [{handle}] " + (f"(replaces [{handle}]) " if replaces else ""))
+    longest = Replaced(handle, "w" * MAX_REPLACED_WORDS).note
+    head = len(f"- [{handle}] " + (longest if replaces else ""))
     rooms = [
         _room(
             INTRO[moment].format(what=what) + " " + EARLIER,
@@ -267,12 +288,15 @@ def _heading(action: str, moment: Moment, table: ActionTable) -> str:
     return f"Rules for {action} ({description}):" if description else f"Rules for {action}:"
 
 
-def _rule_line(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
+def _rule_line(rule: Memory, replaced: Mapping[str, Replaced], max_chars: int) -> str:
     handle = short_handle(rule.id)
     head = f"- [{handle}] "
     old = replaced.get(rule.id)
-    if old:
-        head += f"(replaces [{old}]) "
+    if old is not None:
+        # The old rule's words give way first when the line is cut short.
+        if old.words and len(head) + len(old.note) > max_chars // 2:
+            old = Replaced(old.handle)
+        head += old.note
     if rule.origin == ORIGIN_PROJECT:  # a team rule from the repository's .mented/
         head += "(the project's) "
     # Cut before anything else touches it: a rule may be 64 KiB, the room a few thousand

@@ -19,7 +19,8 @@ are in mented.handover, the session memory in mented.sessions):
   they ride along as extra context.
 - A later command whose rules were all handed over gets a one-line pointer; it
   is never stopped again. A rule added or superseded since goes alone, naming
-  the rule it replaces, and may stop the command once more.
+  the rule it replaces (however it was superseded: mented.replaced), and may
+  stop the command once more.
 - A stop happens only once the session memory has recorded it: when the
   memory cannot be written, when the event has no session id, the rules go as
   context instead, so that nothing -- a restart, a lost session, a failure --
@@ -86,6 +87,7 @@ from mented.pinned import render_pinned
 from mented.prechecks import PreChecks, Verdict, render_failures
 from mented.problems import SESSION_MEMORY, session_memory_unavailable
 from mented.protocol import FireRecord
+from mented.replaced import replaced_in
 from mented.sessions import SessionKey, SessionMemoryError
 from mented.team import RuleLookup, untrusted_notice
 from mented.tool_triggers import ToolMatcher
@@ -450,7 +452,8 @@ class HookHandler:
         )
         handed, _ = self._handed(key)
         fresh = [rule for rule in rules if start.pinned_dropped or rule.id not in handed]
-        rendered = render_pinned(fresh, self._config.pinned)
+        replaced = replaced_in(fresh, handed, self._store, agent=adapter.name, cwd=start.cwd)
+        rendered = render_pinned(fresh, self._config.pinned, replaced)
         out = b""
         if rules and not fresh:
             fire.why = WHY_PINNED_HANDED
@@ -497,19 +500,7 @@ class HookHandler:
             return b"", fire
         key = SessionKey(adapter.name, call.session) if call.session else None
         handed, unremembered = self._handed(key)
-        new = [
-            Section(
-                action,
-                fresh,
-                {
-                    rule.id: short_handle(rule.supersedes)
-                    for rule in fresh
-                    if rule.supersedes and rule.supersedes in handed
-                },
-            )
-            for action, rules in visible
-            if (fresh := [rule for rule in rules if rule.id not in handed])
-        ]
+        new = self._sections(adapter, call, visible, handed)
         if not new:
             # Everything here was handed over in this session: a pointer, never a stop;
             # nothing at all for the retry of the call just stopped (the model read the
@@ -602,11 +593,7 @@ class HookHandler:
         text = render_failures(verdict, self._config.checks.max_stops, what=what)
         key = SessionKey(adapter.name, call.session) if call.session else None
         handed, unremembered = self._handed(key)
-        new = [
-            Section(action, fresh, {})
-            for action, rules in visible
-            if (fresh := [rule for rule in rules if rule.id not in handed])
-        ]
+        new = self._sections(adapter, call, visible, handed)
         if new:
             earlier = any(rule.id in handed for _, rules in visible for rule in rules)
             rendered = self._render(adapter, call, new, stop=stop, earlier=earlier)
@@ -627,6 +614,24 @@ class HookHandler:
             "let-through": WHY_CHECK_LET_THROUGH,
         }[verdict.answer or "tell"]
         return (adapter.render_deny(text) if stop else adapter.render_context(text)), fire
+
+    def _sections(
+        self,
+        adapter: Agent,
+        call: ToolCall,
+        visible: list[tuple[str, list[Memory]]],
+        handed: set[str],
+    ) -> list[Section]:
+        """The rules not handed yet, by action, each naming the rule it replaces (if any)."""
+        return [
+            Section(
+                action,
+                fresh,
+                replaced_in(fresh, handed, self._store, agent=adapter.name, cwd=call.cwd),
+            )
+            for action, rules in visible
+            if (fresh := [rule for rule in rules if rule.id not in handed])
+        ]
 
     def _watch_stop(  # noqa: PLR0913 - the stop's parts
         self,

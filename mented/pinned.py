@@ -16,7 +16,8 @@ session start applies the cap too (the settings may have been lowered since),
 newest first, and says what it left out.
 
 The cap counts the rules' own text; the words around them (`render_pinned`)
-add a fixed couple of hundred characters, measured in docs/benchmarks.md.
+add a fixed couple of hundred characters, measured in docs/benchmarks.md, and
+at most 85 for each rule that names the one it replaces (mented.replaced).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from mented.store import visible_to
 from mented.words import counted
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from mented.config import PinnedSettings
+    from mented.handover import Replaced
 
 INTRO = (
     "The user's pinned rules, from mented: they hold for everything you do in this "
@@ -175,18 +177,26 @@ def over_cap(rules: Sequence[Memory], settings: PinnedSettings) -> list[PinnedOv
     return list(found.values())
 
 
-def render_pinned(rules: Sequence[Memory], settings: PinnedSettings) -> PinnedHandover:
+def render_pinned(
+    rules: Sequence[Memory],
+    settings: PinnedSettings,
+    replaced: Mapping[str, Replaced] | None = None,
+) -> PinnedHandover:
     """The words handing `rules` (newest first) to the model, within the cap.
 
     Empty when there are none. Rules past the cap (lowered since they were
-    added) are left out, oldest first, and the text says how many.
+    added) are left out, oldest first, and the text says how many. `replaced`:
+    by a rule's id, the rule it replaces (mented.replaced), said before its text.
     """
     shown = within_cap(rules, settings)
     if not shown:
         return PinnedHandover("", [])
+    notes = replaced or {}
     lines = [INTRO]
     lines.extend(
-        f"- [{short_handle(rule.id)}] {rule.content.strip().replace(chr(10), chr(10) + '  ')}"
+        f"- [{short_handle(rule.id)}] "
+        + (notes[rule.id].note if rule.id in notes else "")
+        + rule.content.strip().replace("\n", "\n  ")
         for rule in shown
     )
     if (left_out := len(rules) - len(shown)) > 0:

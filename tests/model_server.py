@@ -9,7 +9,7 @@ ours. This server answers
   through a custom `model_provider` whose `base_url` points here,
 - `POST /v1/chat/completions` (OpenAI Chat Completions, streaming SSE or one JSON
   answer), which Copilot CLI calls through its custom provider
-  (`COPILOT_PROVIDER_BASE_URL`),
+  (`COPILOT_PROVIDER_BASE_URL`) and Qwen Code through `OPENAI_BASE_URL`,
 - `POST /v1beta/models/MODEL:streamGenerateContent?alt=sse` (and `:generateContent`,
   `:countTokens`; the Gemini API), which Gemini CLI calls when
   `GOOGLE_GEMINI_BASE_URL` points here,
@@ -51,6 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Self
 
 FINAL_TEXT = "All done."
+MAX_WAITS = 30  # times the script waits for an MCP server before it gives up
 SIDE_TEXT = "ok"
 
 
@@ -96,12 +97,27 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+@dataclass(frozen=True)
+class McpCall:
+    """A move of the script that calls an MCP tool instead of running a command.
+
+    `tool` is the server's own name for it (`supersede_rule`); the call names the
+    tool as the agent offers it (Claude Code and Codex: `mcp__mented__supersede_rule`).
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+
+    def __str__(self) -> str:
+        return f"{self.tool}({json.dumps(self.arguments)})"
+
+
 @dataclass
 class Script:
     """The scripted model: run `commands` in order, retrying one that came back an error.
 
     Attributes:
-        commands: the shell commands, one tool call each.
+        commands: the shell commands, one tool call each (or an `McpCall`).
         max_retries: how many times one command is run again after an error result.
         probe: called as each main request comes in, before the answer; its value is
             kept on the `Turn` (e.g. the number of commits in the repository then).
@@ -109,15 +125,28 @@ class Script:
             first asks to run it (e.g. supersede a rule between two commits).
     """
 
-    commands: list[str]
+    commands: list[str | McpCall]
     max_retries: int = 2
     probe: Callable[[], object] | None = None
     before_command: Callable[[int], None] | None = None
     _next: int = field(default=0, init=False)  # the index of the next command to run
     _retries: int = field(default=0, init=False)  # of the current command, so far
+    _again: int = field(default=0, init=False)  # times the current move waits (`again`)
 
-    def next_move(self, result: ToolResult | None) -> tuple[str, str]:
+    def again(self) -> None:
+        """Make the move just made the next one too, whatever its result (not a retry)."""
+        self._again += 1
+        if self._again > MAX_WAITS:
+            raise LookupError(f"the agent's MCP server was still not up after {MAX_WAITS} waits")
+
+    def waited(self) -> None:
+        """The move that waited is made: go on with the next ones."""
+        self._again = 0
+
+    def next_move(self, result: ToolResult | None) -> tuple[str, str | McpCall]:
         """("tool", command) or ("text", final text), given the last tool call's result."""
+        if self._again:
+            return "tool", self.commands[self._next - 1]
         if result is not None and result.is_error and self._retries < self.max_retries:
             self._retries += 1
             return "tool", self.commands[self._next - 1]
@@ -190,10 +219,17 @@ class ModelServer:
                 return _TEXT[api](value)
             call_id = f"call_{next(self._ids)}"
             self._last_call_id = call_id
+            if isinstance(value, McpCall):
+                if _waits_for_mcp(api, value, body.get("tools") or []):
+                    self.script.again()  # the same call once the server is up
+                else:
+                    self.script.waited()
+                return _mcp_call(api, call_id, value, body.get("tools") or [])
+            assert isinstance(value, str)
             if api == "anthropic":
                 return _anthropic_tool_use("toolu_" + call_id, value, body.get("tools") or [])
             if api == "chat":
-                return _chat_tool_call(call_id, value)
+                return _chat_tool_call(call_id, value, body.get("tools") or [])
             if api == "gemini":
                 return _gemini_shell_call(call_id, value)
             return _responses_shell_call(call_id, value, body.get("tools") or [])
@@ -295,7 +331,7 @@ def _is_main(api: str, body: dict[str, Any]) -> bool:
     if api == "anthropic":  # Claude Code's shell tool, or pi's
         return bool({"Bash", PI_SHELL_TOOL} & {tool.get("name") for tool in tools})
     if api == "chat":
-        return CHAT_SHELL_TOOL in {(tool.get("function") or {}).get("name") for tool in tools}
+        return bool(_chat_tools(tools) & set(CHAT_SHELL_TOOLS))
     if api == "gemini":
         return GEMINI_SHELL_TOOL in {
             declaration.get("name")
@@ -354,7 +390,10 @@ def _anthropic_tool_use(
     shell_input = {"command": command}
     if name == "Bash":
         shell_input["description"] = "Run the command"
-    arguments = json.dumps(shell_input)
+    return _anthropic_call(tool_use_id, name, json.dumps(shell_input))
+
+
+def _anthropic_call(tool_use_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
     block = [
         {
             "type": "content_block_start",
@@ -423,9 +462,68 @@ def _responses_shell_call(call_id: str, command: str, tools: list[Any]) -> list[
     return _responses_frame(item)
 
 
+# ------------------------------------------------------------------ MCP tools
+
+
+# Claude Code's tool for MCP servers still connecting when `claude -p` asks the model.
+WAIT_FOR_MCP = "WaitForMcpServers"
+# What the script runs meanwhile where the agent has no such tool (Codex).
+WAIT_COMMAND = "sleep 1"
+
+
+def _offered(tools: list[Any]) -> list[str]:
+    return [tool["name"] for tool in tools if isinstance(tool, dict) and "name" in tool]
+
+
+def _mcp_tool(call: McpCall, tools: list[Any]) -> tuple[str, str | None] | None:
+    """The name the agent offers the MCP tool by, and its namespace (Codex: the
+    server's tools in a `namespace` tool `mcp__SERVER`); None while not offered."""
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        name = tool.get("name")
+        if tool.get("type") == "namespace":
+            if call.tool in _offered(tool.get("tools") or []):
+                return call.tool, str(name)
+        elif isinstance(name, str) and name.endswith("__" + call.tool):
+            return name, None
+    return None
+
+
+def _waits_for_mcp(api: str, call: McpCall, tools: list[Any]) -> bool:
+    """Whether the MCP tool is not offered yet: its server is still starting."""
+    if _mcp_tool(call, tools) is not None:
+        return False
+    return api == "responses" or (api == "anthropic" and WAIT_FOR_MCP in _offered(tools))
+
+
+def _mcp_call(api: str, call_id: str, call: McpCall, tools: list[Any]) -> list[dict[str, Any]]:
+    """A call of the MCP tool `call.tool`, under the name the agent offers it by; while
+    its server is still starting, what a model does meanwhile (wait, or something else)."""
+    found = _mcp_tool(call, tools)
+    if found is None and api == "anthropic" and WAIT_FOR_MCP in _offered(tools):
+        return _anthropic_call("toolu_" + call_id, WAIT_FOR_MCP, "{}")
+    if found is None and api == "responses":
+        return _responses_shell_call(call_id, WAIT_COMMAND, tools)
+    if found is None:
+        raise LookupError(f"the agent offers no MCP tool {call.tool!r}: {_offered(tools)}")
+    name, namespace = found
+    arguments = json.dumps(call.arguments)
+    if api == "anthropic":
+        return _anthropic_call("toolu_" + call_id, name, arguments)
+    if api == "responses":
+        item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+        return _responses_frame({**item, "namespace": namespace} if namespace else item)
+    raise LookupError(f"MCP calls are scripted for Claude Code and Codex only, not {api!r}")
+
+
 # ------------------------------------------------------------------ Chat Completions
 
-CHAT_SHELL_TOOL = "bash"  # Copilot CLI's shell tool
+CHAT_SHELL_TOOLS = ("bash", "run_shell_command")  # Copilot CLI's, Qwen Code's
+
+
+def _chat_tools(tools: list[Any]) -> set[str]:
+    return {(tool.get("function") or {}).get("name") for tool in tools if isinstance(tool, dict)}
 
 
 def _chat_chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
@@ -445,13 +543,14 @@ def _chat_text(text: str) -> list[dict[str, Any]]:
     ]
 
 
-def _chat_tool_call(call_id: str, command: str) -> list[dict[str, Any]]:
+def _chat_tool_call(call_id: str, command: str, tools: list[Any]) -> list[dict[str, Any]]:
+    offered = _chat_tools(tools)
     call = {
         "index": 0,
         "id": call_id,
         "type": "function",
         "function": {
-            "name": CHAT_SHELL_TOOL,
+            "name": next(name for name in CHAT_SHELL_TOOLS if name in offered),
             "arguments": json.dumps({"command": command, "description": "Run the command"}),
         },
     }
@@ -537,6 +636,9 @@ _TEXT: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 _CODEX_ERROR = re.compile(r"Command blocked by|Process exited with code [1-9]")
 # Gemini CLI's tool result for a hook's deny, and for a command that failed.
 _GEMINI_ERROR = re.compile(r"Tool execution blocked|Exit Code: [1-9]")
+# Qwen Code's tool result for a command that ran and succeeded; a hook's deny comes
+# back as the reason alone.
+_QWEN_RAN = re.compile(r"^Command: .*^Exit Code: 0$", re.MULTILINE | re.DOTALL)
 # Copilot CLI's tool result for a hook's deny, and for a command that failed; opencode's
 # for a plugin's stop is the error's message alone: mented's own words.
 _COPILOT_ERROR = re.compile(
@@ -561,9 +663,17 @@ def _last_result(api: str, body: dict[str, Any], call_id: str | None) -> ToolRes
                     return ToolResult(call_id, text, bool(block.get("is_error")))
         return None
     if api == "chat":
+        names = {
+            call.get("id"): (call.get("function") or {}).get("name")
+            for message in body.get("messages") or []
+            for call in message.get("tool_calls") or []
+            if isinstance(call, dict)
+        }
         for message in body.get("messages") or []:
             if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
                 text = "\n".join(_strings(message.get("content")))
+                if names.get(call_id) == "run_shell_command":  # Qwen Code
+                    return ToolResult(call_id, text, _QWEN_RAN.search(text) is None)
                 return ToolResult(call_id, text, _COPILOT_ERROR.search(text) is not None)
         return None
     if api == "gemini":

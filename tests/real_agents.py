@@ -1,4 +1,4 @@
-"""The real Claude Code, Codex CLI, Copilot CLI and Gemini CLI, from npm, against the mock model.
+"""The real Claude Code, Codex, Copilot CLI, Gemini CLI and Qwen Code, from npm, on the mock model.
 
 `tests/test_real_agents.py` uses these helpers; they are opt-in (the `agents`
 marker, enabled by `MENTED_AGENT_TESTS=1`, which `.ci/run` sets when `npm` is
@@ -12,7 +12,7 @@ there), because they download the agents (~650 MB on first use) and run them.
   in the daemon's temporary directory and mented's hook installed the way a user
   does it (`mentectl hooks install <agent>`; for Codex also trusted, as its
   `/hooks` view would); `run` is one non-interactive session (`claude -p`,
-  `codex exec`, `copilot -p`, `gemini -p`) in a fresh git repository, with the
+  `codex exec`, `copilot -p`, `gemini -p`, `qwen -p`) in a fresh git repository, with the
   mock model as its model.
 - `mented_texts`: what of a request's conversation came from mented: the items
   (a tool result, a context block, a developer message) that carry its text.
@@ -41,7 +41,7 @@ import msgspec
 import pytest
 
 from mented.agents import codex
-from tests.conftest import AGENT_TESTS_ENV, DaemonProcess
+from tests.conftest import AGENT_TESTS_ENV, DaemonProcess, run_mentectl
 from tests.model_server import ModelServer, Turn, _strings
 
 REPORT_ENV = "MENTED_AGENT_REPORT"
@@ -71,7 +71,8 @@ CLAUDE_CODE = NpmAgent("claude-code", "@anthropic-ai/claude-code", "2.1.197", "c
 CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", "codex")
 COPILOT_CLI = NpmAgent("copilot-cli", "@github/copilot", "1.0.102", "copilot")
 GEMINI_CLI = NpmAgent("gemini-cli", "@google/gemini-cli", "0.61.0", "gemini")
-AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI)}
+QWEN_CODE = NpmAgent("qwen-code", "@qwen-code/qwen-code", "0.24.4", "qwen")
+AGENTS = {agent.name: agent for agent in (CLAUDE_CODE, CODEX, COPILOT_CLI, GEMINI_CLI, QWEN_CODE)}
 # pi runs mented's extension in its own process: tests/test_real_pi.py, its own module.
 PI = NpmAgent("pi", "@mariozechner/pi-coding-agent", "0.73.1", "pi")
 # Where each agent keeps its configuration under HOME, and the variable that moves it
@@ -81,6 +82,7 @@ _CONFIG_DIRS = {
     CODEX: (".codex", "CODEX_HOME"),
     COPILOT_CLI: (".copilot", "COPILOT_HOME"),
     GEMINI_CLI: (".gemini", None),
+    QWEN_CODE: (".qwen", "QWEN_HOME"),
     PI: (".pi/agent", "PI_CODING_AGENT_DIR"),
 }
 
@@ -160,8 +162,8 @@ def make_repo(path: Path) -> Path:
 
 # How each agent reports a hook that failed: Codex prints "hook: PreToolUse Failed";
 # Claude Code keeps a `hook_non_blocking_error` record in the session's transcript;
-# Copilot CLI denies the call "(hook errored)"; Gemini CLI logs "Hook execution failed";
-# pi prints "Extension error (PATH): ..." or "Failed to load extension".
+# Copilot CLI denies the call "(hook errored)"; Gemini CLI and Qwen Code log "Hook
+# execution failed"; pi prints "Extension error (PATH): ..." or "Failed to load extension".
 HOOK_ERROR = re.compile(
     r"^hook: \w+ Failed|\"type\":\s*\"hook_\w*error\"|hook errored|Hook execution failed"
     r"|Extension error \(|Failed to load extension",
@@ -210,8 +212,33 @@ class AgentSession:
             self._trust_codex_hooks()
         if agent is GEMINI_CLI:
             self._gemini_settings()
+        if agent is QWEN_CODE:
+            self._qwen_settings()
         self._repos = 0
         self.repo = self.new_repo()
+        self.mcp_table = ""  # Codex: mented's MCP server in config.toml, once registered
+        self.allowed_tools = ["Bash"]  # Claude Code: what it may run without asking
+
+    def register_mcp(self) -> None:
+        """mented's MCP server, registered as `mentectl mcp install AGENT` does it
+        (Claude Code and Codex); `unregister_mcp` takes it out again."""
+        # `claude mcp add` for Claude Code: the agent's own command on PATH.
+        env = {**self.daemon.env, "PATH": f"{self.binary.parent}{os.pathsep}{os.environ['PATH']}"}
+        codex_config = self.config_dir / "config.toml"
+        if self.agent is CODEX:  # kept apart: `environment` writes config.toml per run
+            codex_config.write_text("", encoding="utf-8")
+        result = run_mentectl(["mcp", "install", self.agent.name], env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        if self.agent is CODEX:
+            self.mcp_table = codex_config.read_text(encoding="utf-8")
+        self.allowed_tools = ["Bash", "mcp__mented"]
+
+    def unregister_mcp(self) -> None:
+        env = {**self.daemon.env, "PATH": f"{self.binary.parent}{os.pathsep}{os.environ['PATH']}"}
+        if self.agent is CLAUDE_CODE:
+            run_mentectl(["mcp", "uninstall", self.agent.name], env=env)
+        self.mcp_table = ""
+        self.allowed_tools = ["Bash"]
 
     def _trust_codex_hooks(self) -> None:
         """Trust the installed entries as the user does in Codex's `/hooks` view.
@@ -234,6 +261,24 @@ class AgentSession:
         security = settings.setdefault("security", {})
         security.setdefault("auth", {})["selectedType"] = "gemini-api-key"
         security.setdefault("folderTrust", {})["enabled"] = False
+        path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+    def _qwen_settings(self) -> None:
+        """The OpenAI-compatible sign-in, no folder trust, nothing sent home, next to
+        the hooks mentectl installed.
+
+        Usage statistics on (the default) keep `qwen -p` seconds after its answer,
+        trying to send them.
+        """
+        path = self.config_dir / "settings.json"
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        security = settings.setdefault("security", {})
+        security.setdefault("auth", {})["selectedType"] = "openai"
+        security.setdefault("folderTrust", {})["enabled"] = False
+        settings.setdefault("privacy", {})["usageStatisticsEnabled"] = False
+        settings.setdefault("telemetry", {})["enabled"] = False
+        general = settings.setdefault("general", {})
+        general.update(disableAutoUpdate=True, disableUpdateNag=True)
         path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
     def new_repo(self) -> Path:
@@ -267,6 +312,15 @@ class AgentSession:
             (self.config_dir / "models.json").write_text(
                 json.dumps({"providers": {"mock": _pi_provider(server.base_url)}}), encoding="utf-8"
             )
+        elif self.agent is QWEN_CODE:
+            env.update(
+                OPENAI_API_KEY="sk-mock",
+                OPENAI_BASE_URL=f"{server.base_url}/v1",
+                OPENAI_MODEL="mock-model",
+                # Run in this process: a relaunch (for --expose-gc) loads it all twice.
+                QWEN_CODE_NO_RELAUNCH="true",
+                QWEN_CODE_SUPPRESS_YOLO_WARNING="1",
+            )
         elif self.agent is CLAUDE_CODE:
             env.update(
                 ANTHROPIC_BASE_URL=server.base_url,
@@ -279,6 +333,7 @@ class AgentSession:
         else:
             env["MOCK_MODEL_API_KEY"] = "sk-mock"
             config = _CODEX_CONFIG.format(base_url=server.base_url) + self.codex_trust
+            config += "\n" + self.mcp_table
             (self.config_dir / "config.toml").write_text(config, encoding="utf-8")
         return env
 
@@ -289,7 +344,8 @@ class AgentSession:
         """
         if self.agent is CLAUDE_CODE:
             # As root, Claude Code refuses bypassPermissions: allow the one tool instead.
-            args = ["-p", prompt, "--allowedTools", "Bash", "--model", "claude-sonnet-4-5"]
+            args = ["-p", prompt, "--allowedTools", *self.allowed_tools]
+            args += ["--model", "claude-sonnet-4-5"]
             args += ["--continue"] if resume else []
         elif self.agent is COPILOT_CLI:
             args = ["-p", prompt, "--allow-all-tools"] + (["--continue"] if resume else [])
@@ -299,6 +355,8 @@ class AgentSession:
         elif self.agent is GEMINI_CLI:
             args = ["-p", prompt, "--approval-mode", "yolo", "--model", "gemini-2.5-flash"]
             args += ["--resume", "latest"] if resume else []
+        elif self.agent is QWEN_CODE:
+            args = ["-p", prompt, "--approval-mode", "yolo"] + (["--continue"] if resume else [])
         else:
             args = ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
             args += ["resume", "--last", prompt] if resume else [prompt]
@@ -335,6 +393,7 @@ _AGENT_VARIABLES = (
     "GOOGLE_",
     "GH_",
     "PI_",
+    "QWEN_",
 )
 
 
@@ -380,8 +439,11 @@ def mented_texts(turn: Turn) -> list[str]:
         if turn.api == "gemini":  # Gemini CLI: a function response (or text) part
             found.extend(text for part in item.get("parts") or [] if (text := _gemini_text(part)))
             continue
-        if turn.api == "chat":  # Copilot CLI: a tool message or a user message
-            text = "\n".join(_strings(item.get("content")))
+        if turn.api == "chat":  # Copilot CLI, Qwen Code: a tool message or a user message
+            content = item.get("content")
+            if isinstance(content, list):  # Qwen Code: text parts
+                content = [part.get("text") for part in content if isinstance(part, dict)]
+            text = "\n".join(_strings(content))
             if item.get("role") in {"tool", "user"} and MENTED_MARK in text:
                 found.append(text)
             continue
@@ -410,6 +472,8 @@ _WRAPPERS = (
     # Gemini CLI's deny (the tool's error) and AfterTool context (after the output).
     re.compile(r"Tool execution blocked: (.*)", re.DOTALL),
     re.compile(r"<hook_context>(.*)</hook_context>", re.DOTALL),
+    # Qwen Code's PostToolUse context: after the shell tool's result.
+    re.compile(r"Command: .*?\nProcess Group PGID: [^\n]*\n\n(.*)", re.DOTALL),
 )
 
 

@@ -11,7 +11,14 @@ import pytest
 from mented import handover
 from mented.actions import ActionTable, load_action_table
 from mented.config import Config
-from mented.handover import MAX_POINTER_CHARS, Section, render_pointer, render_rules
+from mented.handover import (
+    MAX_POINTER_CHARS,
+    MAX_REPLACED_WORDS,
+    Replaced,
+    Section,
+    render_pointer,
+    render_rules,
+)
 from mented.memory import MAX_CONTENT_BYTES, Memory, MemoryType, new_id, short_handle
 
 if TYPE_CHECKING:
@@ -49,7 +56,7 @@ def test_each_rule_is_rendered_at_most_twice_and_cut_before_it_is_composed(
     lines_made: list[int] = []
     make_line = handover._rule_line
 
-    def counting(rule: Memory, replaced: dict[str, str], max_chars: int) -> str:
+    def counting(rule: Memory, replaced: dict[str, Replaced], max_chars: int) -> str:
         line = make_line(rule, replaced, max_chars)
         lines_made.append(len(line))
         return line
@@ -172,11 +179,36 @@ def test_the_pointer_never_passes_its_length_and_ends_on_a_whole_word() -> None:
 
 def test_replaces_names_only_a_rule_given_in_the_section() -> None:
     new = memory("rebase, never squash")
-    seen = render([Section("git-merge", [new], {new.id: "abcd1234"})])
+    seen = render([Section("git-merge", [new], {new.id: Replaced("abcd1234")})])
     assert f"- [{short_handle(new.id)}] (replaces [abcd1234]) rebase, never squash" in seen
     unseen = render([Section("git-merge", [new])])
     assert f"- [{short_handle(new.id)}] rebase, never squash" in unseen
     assert "replaces" not in unseen
+
+
+def test_a_rule_replacing_one_the_session_was_not_handed_quotes_its_first_words() -> None:
+    new = memory("rebase, never squash")
+    said = Replaced("abcd1234", "squash before merging")
+    text = render([Section("git-merge", [new], {new.id: said})])
+    assert (
+        f'- [{short_handle(new.id)}] (replaces [abcd1234] "squash before merging") rebase, never'
+        in text
+    )
+
+
+def test_the_replaced_rules_words_give_way_on_a_line_cut_short() -> None:
+    # Many actions, each a long rule replacing another: every line is cut to its
+    # share; the old rules' words go first, the text stays within the cap, and
+    # each line still says which rule it replaces.
+    said = Replaced("abcd1234", "w" * MAX_REPLACED_WORDS)
+    sections = []
+    for action in ACTIONS:
+        new = memory("n" * 3000)
+        sections.append(Section(action, [new], {new.id: said}))
+    text = render(sections, max_chars=4000)
+    assert len(text) <= 4000
+    assert text.count("(replaces [abcd1234]) ") == len(ACTIONS)
+    assert "www" not in text
 
 
 EDITS_TABLE = load_action_table(
@@ -228,8 +260,27 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
     # A superseding rule's line may say which rule it replaces: its figure is lower.
     assert handover.longest_whole_rule(action, max_chars=4000, table=table) == limit_at(
         action, table
-    ) - len("(replaces [abcd1234]) ")
+    ) - len(f'(replaces [abcd1234] "{"w" * MAX_REPLACED_WORDS}") ')
 
 
 def limit_at(action: str, table: ActionTable) -> int:
     return handover.longest_whole_rule(action, max_chars=4000, table=table, replaces=False)
+
+
+def test_a_superseding_rule_of_the_warned_length_is_whole_with_the_longest_note() -> None:
+    # `rule supersede` warns above this figure: up to it, the new rule reaches the
+    # model whole even when it names the old one by its longest first words.
+    older = memory("older " + "o" * 5000)
+    limit = handover.longest_whole_rule("git-commit", max_chars=4000, table=TABLE)
+    new = memory("r" * limit)
+    said = Replaced("abcd1234", "w" * MAX_REPLACED_WORDS)
+    for moment in ("before", "after"):
+        text = render_rules(
+            [Section("git-commit", [new, older], {new.id: said})],
+            moment=moment,
+            max_chars=4000,
+            table=TABLE,
+            earlier=True,
+        ).text
+        assert f'"{"w" * MAX_REPLACED_WORDS}") {"r" * limit}\n' in text
+        assert "shows it whole" not in text.split("older")[0]

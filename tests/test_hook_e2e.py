@@ -174,10 +174,10 @@ def test_a_superseded_rule_is_gone_from_the_very_next_fire(
     assert f"[{short_handle(old)}] merge with squash" in context(claude.bash(COMMIT))
     out = daemon.mentectl("rule", "supersede", old, "rebase, never squash", "--json").stdout
     new = json.loads(out)["id"]
-    text = context(claude.bash(COMMIT))
-    assert f"[{short_handle(new)}] rebase, never squash" in text
-    assert short_handle(old) not in text
-    assert "merge with squash" not in text
+    text = context(claude.bash(COMMIT))  # a new session: named, no longer a rule
+    replaces = f'(replaces [{short_handle(old)}] "merge with squash")'
+    assert f"[{short_handle(new)}] {replaces} rebase, never squash" in text
+    assert text.count(short_handle(old)) == text.count("merge with squash") == 1
 
 
 def test_agent_and_project_scopes(daemon: DaemonProcess, claude: Agent, tmp_path: Path) -> None:

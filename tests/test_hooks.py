@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mented import hooks
+from mented import handover, hooks
 from mented.actions import load_action_table
 from mented.agents.pretooluse import pretooluse_event
 from mented.config import Config, DeliverySettings, HookSettings
@@ -239,10 +239,13 @@ def test_a_superseded_rule_is_gone_from_the_next_fire(store: Store) -> None:
     old = rule(store, "git-commit", "squash merges")
     handler = handler_for(store)
     assert "squash merges" in context_of(handler.handle("claude-code", event()))
-    store.supersede(old, "rebase, never squash")
+    new, _ = store.supersede(old, "rebase, never squash")
     text = context_of(handler.handle("claude-code", event()))
-    assert "rebase, never squash" in text
-    assert "squash merges" not in text
+    # Not a rule any more: only named as the one the new rule replaces.
+    replaces = f'(replaces [{short_handle(old)}] "squash merges")'
+    assert f"- [{short_handle(new.id)}] {replaces} rebase" in text
+    assert text.count("squash merges") == 1
+    assert f"- [{short_handle(old)}]" not in text
 
 
 # -------------------------------------------------------------------- dedupe
@@ -406,18 +409,22 @@ def test_a_new_rule_goes_alone_and_a_superseding_one_names_the_rule_it_replaces(
     assert handler.recent_fires(1)[0].why == hooks.WHY_HANDED
 
 
-def test_a_superseding_rule_names_no_rule_the_session_never_saw(
+def test_a_superseding_rule_names_the_old_one_by_its_first_words_to_a_session_never_given_it(
     store: Store, sessions: SessionMemory
 ) -> None:
-    old = rule(store, "git-commit", "squash before merging")
+    # The model may know the old rule from elsewhere (it superseded it itself through
+    # the MCP tool, or read it in a rules file): it must be able to tell it is void.
+    old = rule(store, "git-commit", "squash before merging, " + "and more words " * 20)
     handler = stopping(store, sessions)
     deny_reason_of(handler.handle("claude-code", event(session="saw-it")))
     new, _ = store.supersede(old, "rebase, never squash")
-    # A session that never read the old rule: the new one, with no reference to it.
     fresh = deny_reason_of(handler.handle("claude-code", event(session="new")))
-    assert f"- [{short_handle(new.id)}] rebase, never squash" in fresh
-    assert "replaces" not in fresh
-    assert short_handle(old) not in fresh
+    head = f'- [{short_handle(new.id)}] (replaces [{short_handle(old)}] "squash before merging,'
+    assert head in fresh
+    quoted = fresh.split(head)[1].split('")')[0]
+    assert quoted.endswith("…")  # the first words only, cut between words
+    assert len('"squash before merging,' + quoted + '"') <= handover.MAX_REPLACED_WORDS + 2
+    assert '…") rebase, never squash' in fresh
     assert "shown earlier in this session" not in fresh
     # The one that did: the reference.
     seen = deny_reason_of(handler.handle("claude-code", event(session="saw-it")))

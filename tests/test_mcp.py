@@ -151,9 +151,12 @@ async def test_supersede_through_the_agent_changes_the_very_next_hook_fire(
         new = replaced["new_handle"]
         assert new != old
 
+        # A new session: the new rule, naming the one it replaces by its first words,
+        # which are no longer a rule of their own.
         shown = fire_hook(daemon.env, project, 2)
-        assert f"[{new}] Merge PRs with rebase, never squash" in shown
-        assert "Merge PRs with squash" not in shown
+        replaces = f'(replaces [{old}] "Merge PRs with squash")'
+        assert f"[{new}] {replaces} Merge PRs with rebase, never squash" in shown
+        assert f"[{old}] Merge" not in shown
 
         history = answer(await client.call_tool("rule_history", {"rule_id": new}))
         assert [(v["handle"], v["content"], v["status"]) for v in history["versions"]] == [
@@ -896,7 +899,8 @@ async def test_remember_and_supersede_rule_take_checks_and_the_hook_tests_them(
         )
         shown = fire_hook(daemon.env, project, 31, 'git commit -m "fix: too long"')
         assert "it breaks" not in shown
-        assert f"[{replaced['new_handle']}] Short" in shown
+        assert f"[{replaced['new_handle']}] (replaces [{stored['handle']}] " in shown
+        assert '"Commit subjects are short") Short' in shown
         refused = await client.call_tool(
             "remember_rule",
             {"action": "git-commit", "rule": "x", "checks": ["title max 3"]},

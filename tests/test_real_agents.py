@@ -31,9 +31,10 @@ from mented.protocol import (
     StoredReply,
     StoreRequest,
 )
+from mented.replaced import first_words
 from mented_client.hook_settings import installed_shim
 from tests.conftest import DaemonProcess
-from tests.model_server import ModelServer, Script, Turn
+from tests.model_server import McpCall, ModelServer, Script, Turn
 from tests.real_agents import (
     AGENTS,
     AgentSession,
@@ -87,7 +88,7 @@ def add_rule(daemon: DaemonProcess, text: str, action: str = "git-commit") -> st
 
 def run(
     session: AgentSession,
-    commands: list[str],
+    commands: list[str | McpCall],
     *,
     before_command: Callable[[int], None] | None = None,
     resume: bool = False,
@@ -297,3 +298,32 @@ def test_a_resumed_session_still_has_its_pinned_rule(session: AgentSession) -> N
     turns = run(session, ["ls"], resume=True)
     assert PINNED in turns[0].conversation_text(), "the resumed session lost the pinned rule"
     assert count(PINNED, turns) == 1
+
+
+def test_a_rule_the_model_superseded_through_mcp_names_the_one_it_replaces(
+    session: AgentSession,
+) -> None:
+    """The model changes a rule with mented's own MCP tool (`supersede_rule`, the handle
+    it got from `rules_for_action`), then commits: the stop hands the new rule naming
+    the one it replaces, which this session was never handed, by its first words."""
+    if session.agent.name not in ("claude-code", "codex"):
+        pytest.skip("MCP calls are scripted for Claude Code and Codex")
+    old_id = add_rule(session.daemon, RULE)
+    session.register_mcp()
+    try:
+        supersede = McpCall(
+            "supersede_rule", {"rule_id": short_handle(old_id), "new_rule": NEW_RULE}
+        )
+        turns = run(session, [supersede, commit(1)])
+    finally:
+        session.unregister_mcp()
+    assert commit_count(session.repo) == 1  # stopped once, the retry landed
+    with session.daemon.client() as client:
+        (new,) = client.expect(ListRequest(), MemoriesReply).memories
+    assert new.content == NEW_RULE
+    # (The tool's own answer, with the new rule's text, is among mented's texts too.)
+    texts = [mented_own_text(text) for text in mented_texts(turns[-1])]
+    (handover,) = [text for text in texts if text.startswith("mented stopped this command")]
+    replaces = f'(replaces [{short_handle(old_id)}] "{first_words(RULE)}")'
+    assert f"- [{short_handle(new.id)}] {replaces} {NEW_RULE}" in handover
+    assert handover.count(first_words(RULE)) == 1  # named, not handed over as a rule

@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolated_env
-from tests.real_agents import AGENTS, NpmAgent, install
+from tests.real_agents import AGENTS, QWEN_CODE, NpmAgent, install
 
 pytestmark = pytest.mark.agents
 
-QWEN_CODE = NpmAgent("qwen-code", "@qwen-code/qwen-code", "0.24.4", "qwen")
 # The agent's listing command, and the file our user's own server goes in first
 # (None: registered through the agent's CLI, which writes the file).
 LISTINGS: dict[str, tuple[NpmAgent, list[str], str | None]] = {
