@@ -107,6 +107,22 @@ def test_a_malformed_file_is_named_and_never_served(repo: Path, tmp_path: Path) 
     assert str(imported.value).startswith("rules.jsonl:1: ")
 
 
+def test_a_rule_without_text_or_action_is_named_not_served(tmp_path: Path) -> None:
+    """A blank text or a missing action is a mistake in the file, told to the user with
+    its line (not a rule that is silently empty, or silently never fires)."""
+    for line, why in [
+        ('{"action": "git-commit", "text": "   "}', "a rule needs a `text`"),
+        ('{"text": "push to main only"}', "a rule needs an `action` (e.g. git-commit)"),
+    ]:
+        root = tmp_path / str(len(line))
+        (root / ".mented").mkdir(parents=True)
+        (root / ".mented" / "rules.jsonl").write_text(line + "\n")
+
+        project = team.read_project(str(root))
+
+        assert (project.problem, project.rules) == (f".mented/rules.jsonl:1: {why}", [])
+
+
 def test_a_malformed_file_is_told_to_the_user_by_the_hook(
     store: Store, repo: Path, tmp_path: Path
 ) -> None:
