@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from mented import team
 from mented.actions import load_action_table
 from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.config import Config
 from mented.hooks import HookHandler
 from mented.matcher import Matcher
-from mented.portable import FormatError, parse_line
+from mented.portable import FormatError, export_store, parse_line
 from mented.store import Store
 from mented.team import ProjectRules, RuleLookup, TrustError
 from tests.conftest import DaemonProcess
@@ -106,6 +107,22 @@ def test_a_malformed_file_is_named_and_never_served(repo: Path, tmp_path: Path) 
     assert str(imported.value).startswith("rules.jsonl:1: ")
 
 
+def test_a_rule_without_text_or_action_is_named_not_served(tmp_path: Path) -> None:
+    """A blank text or a missing action is a mistake in the file, told to the user with
+    its line (not a rule that is silently empty, or silently never fires)."""
+    for line, why in [
+        ('{"action": "git-commit", "text": "   "}', "a rule needs a `text`"),
+        ('{"text": "push to main only"}', "a rule needs an `action` (e.g. git-commit)"),
+    ]:
+        root = tmp_path / str(len(line))
+        (root / ".mented").mkdir(parents=True)
+        (root / ".mented" / "rules.jsonl").write_text(line + "\n")
+
+        project = team.read_project(str(root))
+
+        assert (project.problem, project.rules) == (f".mented/rules.jsonl:1: {why}", [])
+
+
 def test_a_malformed_file_is_told_to_the_user_by_the_hook(
     store: Store, repo: Path, tmp_path: Path
 ) -> None:
@@ -140,6 +157,45 @@ def test_a_project_fills_only_the_places_your_rules_leave(
     for k in (1, 2, 3, 6):
         rules = lookup.recall_for_action("git-commit", cwd=str(repo), k=k)
         assert texts(rules) == ["mine: one line"] + [f"team {n}" for n in range(k - 1)]
+    # Asked for no rules (the user's own filled the places), a project adds none.
+    assert projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=0) == []
+
+
+def test_a_project_exactly_at_each_limit_is_read(tmp_path: Path) -> None:
+    """The limits refuse what passes them, not what reaches them: a team that sized its
+    `.mented/` to the documented limit still gets its rules served."""
+    rule = '{"action": "git-commit", "text": "team: squash"}\n'
+    cases = {
+        "files": {f"part{n:02}.jsonl": rule for n in range(team.MAX_FILES)},
+        "rules": {"rules.jsonl": rule * team.MAX_PROJECT_RULES},
+        # Blank lines are skipped but count as bytes: one rule, the rest padding.
+        "bytes": {"rules.jsonl": rule + "\n" * (team.MAX_PROJECT_BYTES - len(rule))},
+    }
+    for limit, files in cases.items():
+        root = tmp_path / limit
+        (root / ".mented").mkdir(parents=True)
+        for name, text in files.items():
+            (root / ".mented" / name).write_text(text)
+
+        project = team.read_project(str(root))
+
+        assert (project.problem, bool(project.rules)) == (None, True), limit
+    assert project.size == team.MAX_PROJECT_BYTES
+
+
+def test_an_export_copied_into_the_project_is_read_with_its_header(
+    store: Store, tmp_path: Path
+) -> None:
+    """`mentectl export > .mented/rules.jsonl` is a way to share one's rules with a team:
+    the export's first line names the format and is not a rule."""
+    store.store("exported: one line", tags=["trigger:git-commit"])
+    root = tmp_path / "repo"
+    (root / ".mented").mkdir(parents=True)
+    export_store(store, root / ".mented" / "rules.jsonl")
+
+    project = team.read_project(str(root))
+
+    assert (project.problem, texts(project.rules)) == (None, ["exported: one line"])
 
 
 def test_nothing_to_trust_outside_a_project(tmp_path: Path) -> None:

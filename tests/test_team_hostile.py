@@ -338,6 +338,90 @@ async def test_a_project_is_read_off_the_event_loop_and_once_for_all_waiting(
     ]
 
 
+async def test_every_project_that_applies_is_read_before_the_hook_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A monorepo with a `.mented/` inside another's: a hook in the inner one waits for
+    both reads, so neither project's rules are missing from its first answer."""
+    from mented import team_reads
+
+    outer = make_repo(
+        tmp_path / "mono", b'{"action": "git-commit", "text": "outer: squash merges"}\n'
+    )
+    inner = outer / "services" / "api"
+    inner.mkdir(parents=True)
+    (inner / ".mented").mkdir()
+    (inner / ".mented" / "rules.jsonl").write_bytes(
+        b'{"action": "git-commit", "text": "inner: api prefix"}\n'
+    )
+    projects = ProjectRules(tmp_path / "data", read_inline=False)
+
+    await team_reads.ProjectReads(projects).ready(str(inner), time.monotonic() + 600)
+
+    read = [rule.content for p in projects.projects_of(str(inner)) for rule in p.rules]
+    assert sorted(read) == ["inner: api prefix", "outer: squash merges"]
+
+
+async def test_a_project_changed_after_its_read_is_read_again(tmp_path: Path) -> None:
+    """The team edits `.mented/` (a pull): the next hook there gets the new rules, not the
+    ones read before (a finished read must not stay marked as under way)."""
+    from mented import team_reads
+
+    repo = make_repo(tmp_path / "repo")
+    projects = ProjectRules(tmp_path / "data", read_inline=False)
+    project_reads = team_reads.ProjectReads(projects)
+    await project_reads.ready(str(repo), time.monotonic() + 600)
+    rules = repo / ".mented" / "rules.jsonl"
+    rules.write_bytes(b'{"action": "git-commit", "text": "team: squash merges only"}\n')
+    os.utime(rules, ns=(time.time_ns() + 5 * 10**9,) * 2)  # a later mtime, whatever the clock
+
+    await project_reads.ready(str(repo), time.monotonic() + 600)
+
+    assert [r.content for p in projects.projects_of(str(repo)) for r in p.rules] == [
+        "team: squash merges only"
+    ]
+
+
+async def test_at_most_two_projects_are_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks in many fresh clones at once do not take a worker thread each."""
+    from mented import team_reads
+
+    repos = [make_repo(tmp_path / f"repo{n}") for n in range(5)]
+    release = threading.Event()
+    two_reading = threading.Event()
+    reading: list[str] = []
+    most = 0
+    lock = threading.Lock()
+
+    def slow_read(root: str) -> team.Project:
+        nonlocal most
+        with lock:
+            reading.append(root)
+            most = max(most, len(reading))
+            if len(reading) >= 2:
+                two_reading.set()
+        release.wait()
+        with lock:
+            reading.remove(root)
+        return team.read_project(root)
+
+    monkeypatch.setattr(team_reads, "read_project", slow_read)
+    projects = ProjectRules(tmp_path / "data", read_inline=False)
+    project_reads = team_reads.ProjectReads(projects)
+    async with trio.open_nursery() as nursery:
+        for repo in repos:
+            nursery.start_soon(project_reads.ready, str(repo), time.monotonic() + 600)
+        try:
+            await trio.to_thread.run_sync(two_reading.wait)
+            await trio.sleep(0.1)  # time for more readers to start, were they allowed to
+            assert most == 2
+        finally:
+            release.set()  # else a failed assertion waits for the blocked threads forever
+    assert all(projects.projects_of(str(repo)) for repo in repos)
+
+
 # ------------------------------------------ item 11: the notice escapes terminal controls
 
 

@@ -10,8 +10,10 @@ takes minutes per mutant. Usage, from the repository's root:
 A list holds blocks separated by a line `====`: a name line, the text to find
 (exactly once across the files given, comma-separated), a line `----`, and its
 replacement. `ONLY=name,name` runs just those. Each mutant is KILLED when the
-command fails, SURVIVED when it passes. The files are put back after each run and
-on SIGTERM; run it in a copy of the tree when other work uses the same files.
+command fails or outlives `TIMEOUT` seconds (default 600: a mutant that turns a
+deadline into an hour hangs its test), SURVIVED when it passes. The files are put
+back after each run and on SIGTERM; run it in a copy of the tree when other work
+uses the same files.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> int:
     blocks = [b for b in Path(sys.argv[2]).read_text().split("\n====\n") if b.strip()]
     command = sys.argv[split + 1 :]
     only = set(filter(None, os.environ.get("ONLY", "").split(",")))
+    timeout = float(os.environ.get("TIMEOUT", "600"))
     originals = {path: path.read_text() for path in files}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     killed = survived = 0
@@ -46,13 +49,18 @@ def main() -> int:
             target = hits[0]
             target.write_text(originals[target].replace(old, new))
             started = time.monotonic()
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            try:
+                done = subprocess.run(
+                    command, capture_output=True, text=True, check=False, timeout=timeout
+                )
+                returncode, lines = done.returncode, done.stdout.strip().splitlines()
+            except subprocess.TimeoutExpired:
+                returncode, lines = -1, [f"timed out after {timeout:.0f} s"]
             target.write_text(originals[target])
-            lines = done.stdout.strip().splitlines()
             failed = [line for line in lines if line.startswith("FAILED")][:1]
-            status = "KILLED" if done.returncode else "SURVIVED"
-            killed += bool(done.returncode)
-            survived += not done.returncode
+            status = "KILLED" if returncode else "SURVIVED"
+            killed += bool(returncode)
+            survived += not returncode
             took = time.monotonic() - started
             print(
                 f"{status} {name} ({took:.0f} s) {lines[-1] if lines else ''} {failed}", flush=True
