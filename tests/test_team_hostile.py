@@ -227,6 +227,56 @@ def test_the_walk_for_mented_stops_at_the_repository_root(tmp_path: Path) -> Non
     assert projects.recall_for_action("git-commit", agent=None, cwd=str(worktree), k=6) == []
 
 
+def test_a_git_file_pointing_at_another_repositorys_modules_ends_the_walk(
+    tmp_path: Path,
+) -> None:
+    """Only a submodule of the repository above lets that repository's rules apply: a
+    `.git` file a clone chose (pointing at another repository's modules, or not a
+    `gitdir:` line at all) must not pull in the `.mented/` of the directory above."""
+    outer = make_repo(tmp_path / "outer")
+    for name, line in [
+        ("elsewhere", f"gitdir: {tmp_path}/other/.git/modules/elsewhere"),
+        ("garbled", "garbled ../.git/modules/garbled"),
+    ]:
+        clone = outer / name
+        clone.mkdir()
+        (clone / ".git").write_text(line + "\n")
+
+        assert team.find_roots(str(clone)) == [], name
+    sub = outer / "sub"
+    sub.mkdir()
+    (sub / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    assert team.find_roots(str(sub)) == [str(outer)]
+
+
+def test_at_most_eight_nested_folders_apply_the_innermost_first(tmp_path: Path) -> None:
+    path = make_repo(tmp_path / "r0")
+    chain = [path]
+    for n in range(1, team.MAX_FOLDERS + 2):
+        path = path / f"r{n}"
+        (path / ".mented").mkdir(parents=True)
+        chain.append(path)
+
+    found = team.find_roots(str(path))
+
+    assert found == [str(p) for p in reversed(chain)][: team.MAX_FOLDERS]
+
+
+def test_another_users_link_named_mented_is_passed_over(
+    tmp_path: Path, nobody: pwd.struct_passwd
+) -> None:
+    """A `.mented` link of the user's is refused when read, and named; one someone else
+    planted (in a shared directory) is not the user's project at all."""
+    shared = make_repo(tmp_path / "shared", rules=None)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (shared / ".mented").symlink_to(target)
+    os.lchown(shared / ".mented", nobody.pw_uid, nobody.pw_gid)
+    assert team.find_roots(str(shared)) == []
+    os.lchown(shared / ".mented", os.geteuid(), os.getegid())
+    assert team.find_roots(str(shared)) == [str(shared)]
+
+
 def test_another_users_mented_is_ignored(
     daemon: DaemonProcess, tmp_path: Path, nobody: pwd.struct_passwd
 ) -> None:
