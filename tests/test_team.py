@@ -198,6 +198,67 @@ def test_an_export_copied_into_the_project_is_read_with_its_header(
     assert (project.problem, texts(project.rules)) == (None, ["exported: one line"])
 
 
+def test_what_is_named_untrusted_is_what_would_be_served(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """The notice names the nearest project first, never an empty `.mented/`, and forgets
+    a project whose folder was removed."""
+    inner = repo / "services" / "api"
+    (inner / ".mented").mkdir(parents=True)
+    (inner / ".mented" / "rules.jsonl").write_text('{"action": "git-commit", "text": "api"}\n')
+    empty = tmp_path / "empty"
+    (empty / ".mented").mkdir(parents=True)
+    (empty / ".mented" / "rules.jsonl").write_text("")
+    projects = ProjectRules(tmp_path / "data")
+    lookup = RuleLookup(store, projects)
+
+    assert [p.root for p in lookup.untrusted_projects(str(inner))] == [str(inner), str(repo)]
+    projects.projects_of(str(empty))
+    assert {why.split(":")[0] for why in projects.untrusted()} == {str(inner), str(repo)}
+    (inner / ".mented" / "rules.jsonl").unlink()
+    (inner / ".mented").rmdir()
+    projects.projects_of(str(inner))
+    assert [why.split(":")[0] for why in projects.untrusted()] == [str(repo)]
+
+
+def test_the_same_line_in_two_projects_is_two_rules(tmp_path: Path) -> None:
+    """A rule's id names its project: `rule show` and `history` find the one asked for."""
+    line = '{"action": "git-commit", "text": "conventional prefix"}\n'
+    ids = []
+    for name in ("one", "two"):
+        (tmp_path / name / ".mented").mkdir(parents=True)
+        (tmp_path / name / ".mented" / "rules.jsonl").write_text(line)
+        ids.append(team.read_project(str(tmp_path / name)).rules[0].id)
+    assert ids[0] != ids[1]
+
+
+def test_a_project_larger_than_the_cache_is_still_served(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(team, "MAX_CACHED_BYTES", 1)
+    projects = ProjectRules(tmp_path / "data", read_inline=False)  # as the daemon's
+    projects.trust(str(repo))
+    projects.install(team.read_project(str(repo)))  # what the daemon's read keeps
+    assert texts(projects.recall_for_action("git-commit", agent=None, cwd=str(repo), k=6)) == [
+        "conventional prefix, imperative mood"
+    ]
+
+
+def test_a_mented_folder_created_later_is_found_once_the_walk_is_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"This directory is in no project" is believed a few seconds, not until a restart."""
+    now = [1000.0]
+    monkeypatch.setattr(team.time, "monotonic", lambda: now[0])
+    work = tmp_path / "work"
+    work.mkdir()
+    projects = ProjectRules(tmp_path / "data")
+    assert projects.roots_of(str(work)) == ()
+    (work / ".mented").mkdir()
+    now[0] += team.ROOT_TTL_S + 1
+    assert projects.roots_of(str(work)) == (str(work),)
+
+
 def test_nothing_to_trust_outside_a_project(tmp_path: Path) -> None:
     with pytest.raises(TrustError, match=r"no \.mented/ folder"):
         ProjectRules(tmp_path / "data").trust(str(tmp_path))
