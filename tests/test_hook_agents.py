@@ -12,21 +12,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mented.agents import AGENTS, ToolCall
-from mented.config import Config, DeliverySettings, HookSettings
-from mented.hooks import HookHandler
 from mented.memory import MemoryType
 from mented.sessions import SessionMemory
 from mented.store import Store
 from mented_client import hook_files
 from mented_client.cli import main
-from tests.test_hooks import make_matcher
+from tests.test_more_agents import handler
 
 DATA = Path(__file__).parent / "data" / "hook_agents"
 RULE = "commit messages: single line, conventional prefix, no emojis"
@@ -75,21 +72,10 @@ def test_hostile_payloads_decode_to_nothing(agent: str, junk: bytes) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    opened.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-def handler(store: Store, sessions: SessionMemory | None, delivery: str = "before") -> HookHandler:
-    config = Config(
-        hook=HookSettings(dedupe_seconds=0),
-        delivery=DeliverySettings(default=delivery),  # type: ignore[arg-type]
-    )
-    return HookHandler(store, make_matcher(config), config, sessions)
+def store(store: Store) -> Store:
+    """The conftest's empty store, with the rule."""
+    store.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
+    return store
 
 
 def never_approves(answer: dict[str, Any]) -> None:

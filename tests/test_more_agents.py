@@ -9,7 +9,6 @@ The events are the agents' own: Copilot CLI's as 1.0.102 sent them to a hook
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,13 +194,10 @@ def test_answers_in_each_agents_shape() -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    opened.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store(store: Store) -> Store:
+    """The conftest's empty store, with the rule."""
+    store.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
+    return store
 
 
 def handler(store: Store, sessions: SessionMemory | None, delivery: str = "before") -> HookHandler:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,11 @@ import pytest
 
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
 from mented.agents.opencode import PLUGIN_MARKER, PLUGIN_PROTOCOL, plugin_protocol, plugin_source
-from mented.config import Config, DeliverySettings, HookSettings
 from mented.hooks import HookHandler
 from mented.memory import PINNED_TAG, MemoryType
 from mented.sessions import SessionMemory
 from mented.store import Store
-from tests.test_hooks import make_matcher
+from tests.test_more_agents import handler
 
 OPENCODE = AGENTS["opencode"]
 RULE = "commit messages: single line, conventional prefix, no emojis"
@@ -91,21 +89,10 @@ def test_events_that_are_no_call_are_nothing(event: bytes) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "data", sync=False)
-    opened.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-def handler(store: Store, sessions: SessionMemory | None, delivery: str = "before") -> HookHandler:
-    config = Config(
-        hook=HookSettings(dedupe_seconds=0),
-        delivery=DeliverySettings(default=delivery),  # type: ignore[arg-type]
-    )
-    return HookHandler(store, make_matcher(config), config, sessions)
+def store(store: Store) -> Store:
+    """The conftest's empty store, with the rule."""
+    store.store(RULE, memory_type=MemoryType.PROCEDURAL, tags=["trigger:git-commit"])
+    return store
 
 
 def answer(hooks: HookHandler, event: dict[str, Any], **changes: Any) -> dict[str, Any]:
