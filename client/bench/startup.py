@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -119,19 +119,18 @@ def _first_hook(daemon: Daemon, session: str) -> int:
         started = time.perf_counter_ns()
         proc = subprocess.Popen(argv, pass_fds=(fd,), stdout=log, stderr=log, env=env)  # noqa: S603
     listener.close()
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(_TIMEOUT_S)
+
+    def connect() -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(_TIMEOUT_S)
+        try:
             sock.connect(str(daemon.socket))
-            sock.sendall(request)
-            answer = recv_frame(sock)
-            elapsed = time.perf_counter_ns() - started
-    finally:
-        proc.terminate()
-        proc.wait(timeout=_TIMEOUT_S)
-    if RULE.encode() not in answer:
-        raise BenchError(f"the first hook after a start got no rules: {answer[:200]!r}")
-    return elapsed
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    return _first_answer(proc, connect, request, started)
 
 
 def _first_hook_own_socket(daemon: Daemon, session: str) -> int:
@@ -145,17 +144,32 @@ def _first_hook_own_socket(daemon: Daemon, session: str) -> int:
     with daemon.log_path.open("ab") as log:
         started = time.perf_counter_ns()
         proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env)  # noqa: S603
+    return _first_answer(proc, lambda: _connected(daemon.socket, proc), request, started)
+
+
+def _first_answer(
+    proc: subprocess.Popen[bytes],
+    connect: Callable[[], socket.socket],
+    request: bytes,
+    started: int,
+) -> int:
+    """Send the hook on a connection `connect` opens; the ns from `started` until its full
+    answer (the daemon stopped afterwards, whatever happened)."""
     try:
-        with _connected(daemon.socket, proc) as sock:
+        with connect() as sock:
             sock.sendall(request)
             answer = recv_frame(sock)
             elapsed = time.perf_counter_ns() - started
     finally:
-        proc.terminate()
-        proc.wait(timeout=_TIMEOUT_S)
+        _stop(proc)
     if RULE.encode() not in answer:
         raise BenchError(f"the first hook after a start got no rules: {answer[:200]!r}")
     return elapsed
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=_TIMEOUT_S)
 
 
 def _connected(path: Path, proc: subprocess.Popen[bytes]) -> socket.socket:
