@@ -297,6 +297,12 @@ class HookHandler:
         """The last fire that handed rules to an agent."""
         return self._last_fire
 
+    def recall_last_fire(self, fire: FireRecord) -> None:
+        """`fire`, from the activity record of before a restart, is the last one, unless a
+        fire since the start came first."""
+        if self._last_fire is None and not fire.test and fire.delivery != "none":
+            self._last_fire = fire
+
     def chars_per_session(self) -> tuple[float | None, int]:
         """Characters of rules handed over per session on average, and over how many sessions."""
         if not self._chars:

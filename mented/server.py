@@ -47,7 +47,7 @@ import trio
 
 from mented import __version__
 from mented.actions import load_action_table
-from mented.activity import ActivityLog, log_reply
+from mented.activity import ActivityLog, FireFilter, log_reply
 from mented.agents import AGENTS, ToolCall
 from mented.checks import rule_checks
 from mented.compliance import FLUSH_S as COMPLIANCE_FLUSH_S
@@ -164,6 +164,7 @@ T = TypeVar("T")
 _NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _LATENCY_WINDOW = 4096  # requests kept for the p50/p99 in `status`
+LAST_FIRE_LOOKBACK = 50  # fires of the record looked at for `status`'s "last rules" at start
 # The first read of a request: the whole of most (a hook's event is a few KiB). A
 # frame that needs more is read into a buffer of its exact size: read in 64 KiB
 # chunks, a flood of such frames left that much more of the heap fragmented.
@@ -492,6 +493,7 @@ class Server:
             nursery.start_soon(self._release_recall_when_idle)
             nursery.start_soon(self._flush_compliance_soon)
             nursery.start_soon(self.events.fan_out)
+            nursery.start_soon(self._recall_last_fire)
             async with trio.open_nursery() as connections:
                 adopted, self._adopted = self._adopted, []
                 for handover in adopted:  # before any accepted here: they came first
@@ -1308,6 +1310,20 @@ class Server:
 
     def _note_recall_use(self) -> None:
         self._recall_used.set()
+
+    async def _recall_last_fire(self) -> None:
+        """`status`'s "last rules" after a restart: the newest fire of the record that
+        handed rules over (among the last few: a worker thread reads them)."""
+        try:
+            fires, _ = await trio.to_thread.run_sync(
+                self.activity.query, FireFilter(), LAST_FIRE_LOOKBACK
+            )
+        except Exception as exc:  # noqa: BLE001 - `status` says "none yet", as before
+            log.warning("last_fire_unread", error=repr(exc))
+            return
+        handed = next((fire for fire in fires if fire.delivery != "none"), None)
+        if handed is not None:
+            self.hooks.recall_last_fire(handed)
 
     def _fired(self, fire: FireRecord) -> None:
         """A hook fire, once its answer was sent: recorded, and told to subscribers."""

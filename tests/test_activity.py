@@ -118,6 +118,39 @@ async def test_the_daemons_log_survives_a_restart(short_tmp: Path) -> None:
         assert isinstance(reply, LogReply)
         assert [(f.session, f.command) for f in reply.fires] == [("kept", "git commit -m 'fix: x'")]
         assert reply.not_kept is None
+        # And `status`'s "last rules" is that fire again, not "none yet".
+        assert again.hooks.last_fire is None
+        await again._recall_last_fire()
+        assert again.hooks.last_fire is not None
+        assert again.hooks.last_fire.session == "kept"
+    finally:
+        again.close()
+
+
+async def test_a_fire_since_the_start_is_not_replaced_by_an_older_one(short_tmp: Path) -> None:
+    options = ServerOptions(
+        socket_path=short_tmp / "run" / "s.sock", data_dir=short_tmp / "data", handle_signals=False
+    )
+    server = Server(options)
+    server.open()
+    try:
+        server.store.store("One line.", tags=["trigger:git-commit"])
+        for session in ("before", "doctor"):
+            event = pretooluse_event("git commit -m x", cwd="/tmp", session=session)
+            call = decode_event("claude-code", event)
+            server.hooks.handle_decoded("claude-code", call, test=session == "doctor")
+    finally:
+        server.close()
+    again = Server(options)
+    again.open()
+    try:
+        await again._recall_last_fire()  # doctor's test fire is newer, but not the user's
+        assert again.hooks.last_fire is not None
+        assert again.hooks.last_fire.session == "before"
+        event = pretooluse_event("git commit -m y", cwd="/tmp", session="since")
+        again.hooks.handle("claude-code", event)
+        await again._recall_last_fire()
+        assert again.hooks.last_fire.session == "since"
     finally:
         again.close()
 
