@@ -19,11 +19,10 @@ file is never followed, read or replaced.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mented.untrusted import describe_kind
+from mented.untrusted import Refused, read_file
 from mented_client.files import display_path, remove_file
 from mented_client.hook_settings import MentedEntry, SettingsError
 
@@ -55,30 +54,14 @@ def read_hook_file(path: Path) -> str | None:
         SettingsError: it is a link, not a regular file, too large or not UTF-8 text.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        data = read_file(path, limit=MAX_HOOK_FILE_BYTES)  # never through a link, bounded
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if path.is_symlink():
-            raise SettingsError(
-                f"{path} is a symbolic link; mented writes its hook file only as a file of "
-                "its own: remove the link (or pass --settings with another path), then run "
-                "this again; nothing was written"
-            ) from exc
-        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise SettingsError(
-                f"{path}: not a regular file ({describe_kind(info.st_mode)}); remove or "
-                "rename it, then run this again; nothing was written"
-            )
-        data = handle.read(MAX_HOOK_FILE_BYTES + 1)
-    if len(data) > MAX_HOOK_FILE_BYTES:
+    except Refused as exc:
         raise SettingsError(
-            f"{path}: over {MAX_HOOK_FILE_BYTES // 1024} KiB, not a hook file of mented's: it "
-            "is left as it is; move it aside if you want mented's hook there"
-        )
+            f"{exc}; mented writes its hook file only as a file of its own: move it aside "
+            "(or pass --settings with another path), then run this again; nothing was written"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
