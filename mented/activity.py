@@ -230,8 +230,7 @@ class ActivityLog:
             return False
         if time.monotonic() < self._retry_at:
             return False
-        self._retry_at = time.monotonic() + RETRY_S
-        return self._open()
+        return self._open()  # a failure sets the next try (`_fail`)
 
     def _append(self, fire: FireRecord) -> None:
         assert self._fd is not None

@@ -298,15 +298,20 @@ class RetryWatch:
         while len(self._stops) > MAX_WATCHED:
             self._stops.popitem(last=False)
 
+    def watching(self, session: bytes, actions: Iterable[str]) -> bool:
+        """Whether the session's last stop waits for a command naming one of `actions`
+        (before the caller digests the command for `next_call`)."""
+        stop = self._stops.get(session)
+        return stop is not None and not stop.actions.isdisjoint(actions)
+
     def next_call(
         self, session: bytes, call: bytes, actions: Iterable[str]
     ) -> tuple[tuple[str, ...], str] | None:
         """The rules of the session's last stop and `retry_same` or `retry_changed`, when
         this command names one of its actions; None otherwise (and for no stop)."""
-        stop = self._stops.get(session)
-        if stop is None or stop.actions.isdisjoint(actions):
+        if not self.watching(session, actions):
             return None
-        del self._stops[session]
+        stop = self._stops.pop(session)
         return stop.rule_ids, "retry_same" if call == stop.call else "retry_changed"
 
 

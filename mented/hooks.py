@@ -661,6 +661,8 @@ class HookHandler:
         self, key: SessionKey, call: ToolCall, actions: Sequence[str], answer: HookAnswer
     ) -> None:
         """The command after a stop: noted as the same one again or a changed one."""
+        if not self.retries.watching(key.digest, actions):  # most: digest no command
+            return
         seen = self.retries.next_call(key.digest, _call_digest(call), actions)
         compliance = self.prechecks.compliance
         if seen is not None and compliance is not None:
