@@ -209,6 +209,14 @@ def test_a_cross_origin_or_form_post_changes_nothing(
     assert text not in rules_text(page)
 
 
+def test_a_huge_or_deeply_nested_body_is_refused_and_the_page_goes_on(page: Page) -> None:
+    huge = b'{"action": "git-push", "text": "' + b"x" * (1 << 20) + b'"}'
+    assert page.request("POST", "/api/rule/add", body=huge)[0] == 413
+    nested = b"[" * 100_000 + b"]" * 100_000
+    assert page.request("POST", "/api/rule/add", body=nested)[0] == 400
+    assert page.request("GET", "/api/rules")[0] == 200
+
+
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
 def test_a_change_is_a_post_only(page: Page, method: str) -> None:
     text = f"only by post {secrets.token_hex(4)}"

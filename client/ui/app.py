@@ -109,12 +109,12 @@ def make_app(
 
     def writing(words: Callable[[dict[str, Any]], tuple[list[str], str]]) -> Callable[..., Any]:
         async def endpoint(request: Request) -> Response:
-            body = await request.body()
-            if len(body) > MAX_BODY:
+            body = await _bounded_body(request)
+            if body is None:
                 return JSONResponse({"error": "the request is too large"}, status_code=413)
             try:
                 form = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past the stack
                 return JSONResponse({"error": "the request is not JSON"}, status_code=400)
             if not isinstance(form, dict):
                 return JSONResponse({"error": "the request is not a JSON object"}, status_code=400)
@@ -332,3 +332,13 @@ def _open_in_browser(address: str) -> Path:
         )
     threading.Thread(target=webbrowser.open, args=(page.as_uri(),), daemon=True).start()
     return folder
+
+
+async def _bounded_body(request: Request) -> bytes | None:
+    """The request's body, read as it comes; None past `MAX_BODY` (not held whole)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None
+    return bytes(body)
