@@ -222,6 +222,8 @@ RULES = [
 @pytest.mark.parametrize("commits", [1, 10])
 def test_session_cost(session: AgentSession, commits: int) -> None:
     """Characters of mented text in the conversation, and extra model turns, for one session."""
+    if session.agent.name == "qwen-code":  # the shared hook shape, measured with the others
+        pytest.skip("measured with Claude Code, Codex, Gemini CLI and Copilot CLI (CI time)")
     for rule in RULES:
         add_rule(session.daemon, rule)
     commands = [commit(n) for n in range(1, commits + 1)]
