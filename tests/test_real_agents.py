@@ -16,6 +16,7 @@ it when `npm` is there); the first run downloads the agents into
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 
@@ -37,6 +38,7 @@ from tests.conftest import DaemonProcess
 from tests.model_server import McpCall, ModelServer, Script, Turn
 from tests.real_agents import (
     AGENTS,
+    REPORT_ENV,
     AgentSession,
     commit_count,
     mented_own_text,
@@ -116,25 +118,6 @@ def count(text: str, turns: list[Turn]) -> int:
     return turns[-1].conversation_text().count(text)
 
 
-def test_the_rule_reaches_the_model_before_the_commit(session: AgentSession) -> None:
-    add_rule(session.daemon, RULE)
-    turns = run(session, [commit(1)])
-    first = next((turn for turn in turns if RULE in turn.conversation_text()), None)
-    assert first is not None, "the rule never reached the model"
-    assert first.probe == 0, f"the model first read the rule with {first.probe} commit(s) made"
-    assert commit_count(session.repo) == 1  # the retried commit lands, once
-
-
-def test_five_commits_hand_the_full_rule_over_once(session: AgentSession) -> None:
-    add_rule(session.daemon, RULE)
-    turns = run(session, [commit(n) for n in range(1, 6)])
-    assert commit_count(session.repo) == 5
-    assert count(RULE, turns) == 1
-    later = [mented_own_text(text) for text in mented_texts(turns[-1]) if RULE not in text]
-    too_long = [text for text in later if len(text) > SHORT_LINE]
-    assert not too_long, f"later commits cost more than {SHORT_LINE} characters: {too_long}"
-
-
 def test_a_superseded_rule_is_handed_over_alone(session: AgentSession) -> None:
     daemon = session.daemon
     old_id = add_rule(daemon, RULE)
@@ -150,14 +133,6 @@ def test_a_superseded_rule_is_handed_over_alone(session: AgentSession) -> None:
     (handover,) = [text for text in mented_texts(turns[-1]) if NEW_RULE in text]
     assert short_handle(old_id) in handover, "the new rule does not say which rule it replaces"
     assert RULE not in handover
-
-
-def test_commands_that_are_no_action_get_nothing(session: AgentSession) -> None:
-    add_rule(session.daemon, RULE)
-    turns = run(session, ["ls -la", 'echo "git commit"'])
-    assert [turn.result.is_error for turn in turns if turn.result] == [False, False]
-    assert all(not mented_texts(turn) for turn in turns)
-    assert count(RULE, turns) == 0
 
 
 def test_with_the_daemon_stopped_the_commit_runs_quietly(session: AgentSession) -> None:
@@ -219,16 +194,36 @@ RULES = [
 ]
 
 
+NO_ACTION = ["ls -la", 'echo "git commit"']
+
+
 @pytest.mark.parametrize("commits", [1, 10])
 def test_session_cost(session: AgentSession, commits: int) -> None:
-    """Characters of mented text in the conversation, and extra model turns, for one session."""
-    if session.agent.name == "qwen-code":  # the shared hook shape, measured with the others
-        pytest.skip("measured with Claude Code, Codex, Gemini CLI and Copilot CLI (CI time)")
+    """A working session: two commands that are no action, then `commits` commits with six
+    rules for `git-commit`. Holds mented to the goal of issue 11 and records the figures:
+    characters of mented text in the conversation, and extra model turns.
+
+    Every agent's one run (CI time) shows what four runs showed before: nothing reaches
+    the model for `ls -la` and `echo "git commit"`; the rule reaches it while the
+    repository has no commit yet; the full rules once, then a short line per commit.
+    """
+    if commits == 1 and not os.environ.get(REPORT_ENV):
+        pytest.skip(f"a measurement: set {REPORT_ENV} (python -m tests.real_agents)")
     for rule in RULES:
         add_rule(session.daemon, rule)
-    commands = [commit(n) for n in range(1, commits + 1)]
+    commands = [*NO_ACTION, *(commit(n) for n in range(1, commits + 1))]
     turns = run(session, commands)
     assert commit_count(session.repo) == commits
+    # The no-action commands: both ran, and nothing of mented's came with them.
+    after_no_action = turns[len(NO_ACTION)]
+    assert [turn.result.is_error for turn in turns[1 : len(NO_ACTION) + 1] if turn.result] == [
+        False,
+        False,
+    ]
+    assert not mented_texts(after_no_action), mented_texts(after_no_action)
+    first = next((turn for turn in turns if RULE in turn.conversation_text()), None)
+    assert first is not None, "the rule never reached the model"
+    assert first.probe == 0, f"the model first read the rule with {first.probe} commit(s) made"
     texts = mented_texts(turns[-1])
     chars = sum(len(text) for text in texts)
     own = [mented_own_text(text) for text in texts]
@@ -249,6 +244,9 @@ def test_session_cost(session: AgentSession, commits: int) -> None:
     # The goal (issue 11): one full text, then at most a short line per later commit,
     # and one stop per action per session.
     assert full_texts == 1
+    later = [text for text in own if RULE not in text]
+    too_long = [text for text in later if len(text) > SHORT_LINE]
+    assert not too_long, f"later commits cost more than {SHORT_LINE} characters: {too_long}"
     budget = max(map(len, own)) + (commits - 1) * SHORT_LINE
     assert own_chars <= budget, (
         f"mented's text came to {own_chars} characters, over the goal of {budget} (the full "
@@ -267,7 +265,7 @@ def pin_rule(daemon: DaemonProcess, text: str) -> str:
         return client.expect(request, StoredReply).id
 
 
-def test_pinned_rules_reach_the_model_at_session_start(session: AgentSession) -> None:
+def check_pinned_rule_at_session_start(session: AgentSession) -> None:
     """The SessionStart hook (`hooks install` writes it) hands the pinned rule to the model
     before its first turn, once; an action rule does not ride along."""
     if not MENTED_AGENTS[session.agent.name].pinned_rules:
@@ -289,14 +287,15 @@ def test_pinned_rules_reach_the_model_at_session_start(session: AgentSession) ->
     )
 
 
-def test_a_resumed_session_still_has_its_pinned_rule(session: AgentSession) -> None:
-    """Resumed (`--continue`, `--resume latest`, `exec resume --last`), the session's model
-    has the pinned rule before its first turn, once: kept in the history, or handed again
-    where the agent leaves the first start's context out (Gemini CLI, Copilot CLI)."""
-    if not MENTED_AGENTS[session.agent.name].pinned_rules:
-        pytest.skip(f"{session.agent.name} takes no pinned rules at session start yet")
-    pin_rule(session.daemon, PINNED)
-    run(session, ["ls"])
+def test_pinned_rules_reach_the_model_at_session_start_and_after_a_resume(
+    session: AgentSession,
+) -> None:
+    """The pinned rule reaches the first turn (`check_pinned_rule_at_session_start`); then,
+    resumed (`--continue`, `--resume latest`, `exec resume --last`), the session's model
+    has it before its first turn, once: kept in the history, or handed again where the
+    agent leaves the first start's context out (Gemini CLI, Copilot CLI). One session
+    for both (CI time)."""
+    check_pinned_rule_at_session_start(session)
     turns = run(session, ["ls"], resume=True)
     assert PINNED in turns[0].conversation_text(), "the resumed session lost the pinned rule"
     assert count(PINNED, turns) == 1

@@ -3,12 +3,12 @@
 pi gets `mentectl hooks install pi` in a private `PI_CODING_AGENT_DIR`, the mock
 model as a custom Anthropic-compatible provider of its `models.json`, and runs
 once per test with `pi -p` in a fresh repository (`AgentSession`). The tests are
-the real-agent module's own, for the links pi has: the first commit stopped with
-the rules before it ran and its retry landing once, five commits handing the
-full text over once, `ls` getting nothing, a stopped daemon leaving pi silent,
-a pinned rule in the first model request. Then the extension alone, loaded as
-pi loads it (jiti), on events the tests choose: an edit's path, a daemon that
-never answers.
+the real-agent module's own, for the links pi has: one session (`test_session_cost`)
+where `ls` gets nothing, the first commit is stopped with the rules before it ran
+and its retry lands once, and ten commits hand the full text over once; a stopped
+daemon leaving pi silent; a pinned rule in the first model request. Then the
+extension alone, loaded as pi loads it (jiti), on events the tests choose: an
+edit's path, a daemon that never answers.
 
 Opt-in, as the other real agents: the `agents` marker (`MENTED_AGENT_TESTS=1`).
 """
@@ -31,11 +31,9 @@ import pytest
 from tests.real_agents import PI, AgentSession, cache_dir
 from tests.real_agents import agent_session as shared_agent_session
 from tests.test_real_agents import (
+    check_pinned_rule_at_session_start,
     session,
-    test_commands_that_are_no_action_get_nothing,
-    test_five_commits_hand_the_full_rule_over_once,
-    test_pinned_rules_reach_the_model_at_session_start,
-    test_the_rule_reaches_the_model_before_the_commit,
+    test_session_cost,
     test_with_the_daemon_stopped_the_commit_runs_quietly,
 )
 
@@ -43,14 +41,15 @@ pytestmark = pytest.mark.agents
 
 __all__ = [
     "session",
-    "test_commands_that_are_no_action_get_nothing",
-    "test_five_commits_hand_the_full_rule_over_once",
-    "test_pinned_rules_reach_the_model_at_session_start",
-    "test_the_rule_reaches_the_model_before_the_commit",
+    "test_session_cost",
     "test_with_the_daemon_stopped_the_commit_runs_quietly",
 ]
 
 HARNESS = Path(__file__).parent / "pi_harness.mjs"
+
+
+def test_pinned_rules_reach_the_model_at_session_start(session: AgentSession) -> None:
+    check_pinned_rule_at_session_start(session)
 
 
 @pytest.fixture(scope="module")
