@@ -3,7 +3,8 @@
 A field unknown before a command runs is never a stop (`mented.prechecks`): the
 message of `git commit` written in the editor, `-F -`, `--amend` alone, `-C`. For
 an agent with an event after a tool ran (`Agent.post_tool_event`: Claude Code's
-and Codex's `PostToolUse`, Gemini CLI's `AfterTool`, Qwen Code's `PostToolUse`),
+and Codex's `PostToolUse`, Gemini CLI's `AfterTool`, Qwen Code's and Copilot CLI's
+`PostToolUse`),
 those checks are tested on what the command did:
 
 - before it runs (`AfterChecks.before`), a command whose rules' checks on such a
