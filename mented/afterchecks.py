@@ -92,7 +92,12 @@ class AfterChecks:
 
     def before(self, adapter: Agent, call: ToolCall, verdict: Verdict) -> None:
         """Remember the checks on `AFTER_FIELDS` that `verdict` could not tell for `call`."""
-        if adapter.post_tool_event is None or verdict.answer == "stop" or not call.command:
+        if (
+            not verdict.unknown  # the usual case: every field known before
+            or adapter.post_tool_event is None
+            or verdict.answer == "stop"
+            or not call.command
+        ):
             return
         counted = {rule.id for rules in verdict.checked.values() for rule in rules}
         unknown: dict[str, tuple[Memory, dict[str, Check]]] = {}

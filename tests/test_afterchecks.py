@@ -256,7 +256,8 @@ def test_copilot_cli_gets_the_event_after_a_command_for_its_shell_tool() -> None
     agent = AGENTS["copilot-cli"]
     groups = agent.hook_groups("CMD", 5, hook_needs(load_action_table(Config())))
     assert POST_TOOL_USE in agent.hook_events
-    assert [(entry["matcher"], entry["bash"]) for entry in groups[POST_TOOL_USE]] == [("bash", "CMD")]
+    after = groups[POST_TOOL_USE]
+    assert [(entry["matcher"], entry["bash"]) for entry in after] == [("bash", "CMD")]
 
 
 # ------------------------------------------------------------ reading the commit
