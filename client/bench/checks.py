@@ -125,7 +125,7 @@ def agent_view() -> None:
                     command = f'git commit -m "{_message(case, number)}"'
                     rng.shuffle(names)
                     for name in names:
-                        event = hook_event(command, f"toolu_{how[0]}{case[0]}{number}", "s1")
+                        event = hook_event(command, f"toolu_{how}_{case[0]}{number}", "s1")
                         if how == "spawned":
                             took, out = _spawn(run_words.argv, event, envs[name])
                             seconds = took / 1e9
