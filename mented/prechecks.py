@@ -3,10 +3,11 @@
 `HookHandler` asks `PreChecks.judge` about every command whose visible rules carry
 checks (`Memory.checks`); a command none of whose rules has one costs nothing here.
 The command's words come from the matcher's one parse of it (`Matcher.matched_commands`,
-with the shape each action matched by), the fields of each action are read from them
-(`mented.fields`), and each distinct check of the rules is tested once per field
-value (`mented.checks.passes`; the words of a failure from `evaluate`). An unknown
-field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
+with the shape each action matched by), the fields of each action that the checks
+read are read from them (`mented.fields`, the others left alone), and every check on
+a field is tested at once (`mented.checks.FieldChecks`); only a value that fails is
+tested check by check (`passes_value`; the words of a failure from `evaluate`). An
+unknown field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
 check on several rules once) is kept by the rule versions; what a command's checks
 found, by the command, its directory and those versions (`_judged_key`).
 
