@@ -3,7 +3,8 @@
 A field unknown before a command runs is never a stop (`mented.prechecks`): the
 message of `git commit` written in the editor, `-F -`, `--amend` alone, `-C`. For
 an agent with an event after a tool ran (`Agent.post_tool_event`: Claude Code's
-and Codex's `PostToolUse`, Gemini CLI's `AfterTool`, Qwen Code's `PostToolUse`),
+and Codex's `PostToolUse`, Gemini CLI's `AfterTool`, Qwen Code's and Copilot CLI's
+`PostToolUse`),
 those checks are tested on what the command did:
 
 - before it runs (`AfterChecks.before`), a command whose rules' checks on such a
@@ -91,7 +92,12 @@ class AfterChecks:
 
     def before(self, adapter: Agent, call: ToolCall, verdict: Verdict) -> None:
         """Remember the checks on `AFTER_FIELDS` that `verdict` could not tell for `call`."""
-        if adapter.post_tool_event is None or verdict.answer == "stop" or not call.command:
+        if (
+            not verdict.unknown  # the usual case: every field known before
+            or adapter.post_tool_event is None
+            or verdict.answer == "stop"
+            or not call.command
+        ):
             return
         counted = {rule.id for rules in verdict.checked.values() for rule in rules}
         unknown: dict[str, tuple[Memory, dict[str, Check]]] = {}

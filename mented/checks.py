@@ -368,6 +368,68 @@ def passes_value(check: Check, value: FieldValue) -> bool:
     return True
 
 
+class FieldChecks:
+    """Every check on one field, made into one quick test of a value: `all_pass(value)` is
+    `all(passes_value(check, value) for check in checks)`, worked out with each line and
+    length counted once (the hook's path: most commands pass all their checks; which
+    one failed, and its words, come from `passes_value` and `evaluate` then).
+
+    On a text value the checks of a kind are merged: `lines-max` and `single-line` into
+    one count of line breaks, the `max` checks into the smallest bound (a value passes
+    them all exactly when each line keeps within it). A list value (`flags`, `refs`)
+    is tested check by check.
+    """
+
+    __slots__ = (
+        "_checks",
+        "_contains",
+        "_forbidden",
+        "_max_breaks",
+        "_max_chars",
+        "_no_emoji",
+        "_required",
+        "_text_only",
+    )
+
+    def __init__(self, checks: Sequence[Check]) -> None:
+        self._checks = tuple(checks)
+        breaks = [c.number - 1 for c in checks if c.kind == "lines-max"]
+        breaks += [0 for c in checks if c.kind == "single-line"]
+        self._max_breaks = min(breaks) if breaks else None
+        chars = [c.number for c in checks if c.kind == "max"]
+        self._max_chars = min(chars) if chars else None
+        self._required = tuple(c.pattern for c in checks if c.kind == "matches" and c.pattern)
+        self._forbidden = tuple(c.pattern for c in checks if c.kind == "not-matches" and c.pattern)
+        self._no_emoji = any(c.kind == "no-emoji" for c in checks)
+        self._contains = tuple(c.argument for c in checks if c.kind == "contains")
+        # `forbid` says whether a list holds an item: tested check by check.
+        self._text_only = all(c.kind != "forbid" for c in checks)
+
+    def all_pass(self, value: FieldValue) -> bool:
+        """Whether `value` passes every check on the field."""
+        if not isinstance(value, str) or not self._text_only:
+            return all(passes_value(check, value) for check in self._checks)
+        text = value[:MAX_TESTED_CHARS] if len(value) > MAX_TESTED_CHARS else value
+        if self._max_breaks is not None and text.count("\n") > self._max_breaks:
+            return False
+        limit = self._max_chars
+        if (
+            limit is not None
+            and len(text) > limit
+            and any(len(line) > limit for line in text.split("\n"))
+        ):
+            return False
+        for pattern in self._required:
+            if pattern.search(text) is None:
+                return False
+        for pattern in self._forbidden:
+            if pattern.search(text) is not None:
+                return False
+        if self._no_emoji and not text.isascii() and _EMOJI.search(text) is not None:
+            return False
+        return all(argument in text for argument in self._contains)
+
+
 def _item_failure(check: Check, text: str, *, listed: bool) -> str | None:
     # A list's item is named once ("the refs item 'main'"), a field's value after it.
     what = f"the {check.field} item" if listed else f"the {check.field}"

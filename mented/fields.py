@@ -36,7 +36,7 @@ from mented.matcher.options import _read_option, _scan_options
 from mented.matcher.shapes import _shape_failure, _word_matches
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from mented.actions import ActionTable, Shape
     from mented.matcher import MatchedCommand
@@ -116,7 +116,7 @@ _LONG_FLAGS: dict[str, dict[str, str]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Fields:
     """The fields one command gives an action: known values, and why the others are not."""
 
@@ -124,6 +124,12 @@ class Fields:
     values: dict[str, FieldValue] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)
     from_file: bool = False  # a field was read from a file (it may change: not cached)
+    # The fields asked for (None: all): the others are not worked out, and a file
+    # only they would need is not read.
+    wanted: frozenset[str] | None = None
+
+    def wants(self, *names: str) -> bool:
+        return self.wanted is None or not self.wanted.isdisjoint(names)
 
     def known(self, name: str, value: FieldValue) -> None:
         self.values[name] = value
@@ -135,7 +141,7 @@ class Fields:
             self.unknown.setdefault(name, why)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made for every command checked: not frozen (slower to make)
 class _Parsed:
     """The words after an action's subcommand: options (name, value) and positionals."""
 
@@ -147,13 +153,20 @@ class _Parsed:
 
 
 def fields_of(
-    table: ActionTable, action: str, command: MatchedCommand, cwd: str | None
+    table: ActionTable,
+    action: str,
+    command: MatchedCommand,
+    cwd: str | None,
+    only: frozenset[str] | None = None,
 ) -> Fields | None:
-    """The fields `command` gives `action`; None for an action with no fields known."""
+    """The fields `command` gives `action` (of them, `only` these when given); None for
+    an action with no fields known."""
     names = action_fields(table).get(action)
     if names is None:
         return None
-    fields = Fields(action)
+    fields = Fields(action, wanted=only)
+    if only is not None:
+        names = tuple(name for name in names if name in only)
     argv = [_UNKNOWN if word is None else word for word in command.args]
     shape = None
     for name, matched in zip(command.actions, command.shapes, strict=False):
@@ -161,7 +174,7 @@ def fields_of(
             shape = matched
     in_force = table.get(action)
     declared = in_force.fields if in_force is not None else ()
-    more = _declared_options(declared)
+    more = _declared_options(declared) if declared else frozenset()
     parsed = _parse(table, action, command.program, argv, shape, more_with_value=more)
     if parsed is None:
         fields.not_known("mented does not know this form of the command", *names)
@@ -172,7 +185,8 @@ def fields_of(
         extract(fields, command.program, parsed, reader)
     if "path" in names:
         fields.not_known("a shell command edits no file mented can name", "path")
-    _declared_fields(fields, parsed, declared)
+    if declared:
+        _declared_fields(fields, parsed, declared)
     fields.from_file = reader.used
     for name in names:
         if name not in fields.values and name not in fields.unknown:
@@ -334,13 +348,20 @@ class _Reader:
     ) -> None:
         self.stdin = stdin
         self.used = False  # a file was looked at
+        self._cwd = cwd
+        self._global_options = global_options
+
+    @functools.cached_property
+    def directory(self) -> str | None:
+        """Where the command's files are: its directory, moved by `git -C DIR`."""
+        cwd = self._cwd
         directory = cwd if cwd and os.path.isabs(cwd) else None
-        for option, value in global_options:  # `git -C DIR`: its files are relative to DIR
+        for option, value in self._global_options:  # `git -C DIR`: relative to DIR
             if option == "-C" and directory is not None:
                 directory = (
                     None if value is None or _UNKNOWN in value else os.path.join(directory, value)
                 )
-        self.directory = directory
+        return directory
 
     def read(self, path: str | None) -> tuple[str | None, str]:
         """The text of the file `path` names, or None and why not."""
@@ -408,10 +429,14 @@ def git_cleanup(text: str) -> str:
 
 
 def _message_parts(fields: Fields, message: str) -> None:
-    """`message`, and its `subject`, `body` and `trailers`."""
+    """`message`, and its `subject`, `body` and `trailers` (those `fields` wants)."""
     fields.known("message", message)
+    if not fields.wants("subject", "body", "trailers"):
+        return
     paragraphs = message.split("\n\n")
     fields.known("subject", paragraphs[0].split("\n", 1)[0])
+    if not fields.wants("body", "trailers"):
+        return
     rest = paragraphs[1:]
     trailers: tuple[str, ...] = ()
     if rest:
@@ -491,7 +516,8 @@ def _trailer_line(trailer: str) -> str:
 
 def _git_commit(fields: Fields, program: str, parsed: _Parsed, reader: _Reader) -> None:
     del program
-    fields.known("flags", _flags(parsed, "commit"))
+    if fields.wants("flags"):
+        fields.known("flags", _flags(parsed, "commit"))
     if parsed.subcommand[:1] != ("commit",):
         fields.not_known(
             f"git {parsed.subcommand[0]} writes its own message",
@@ -501,6 +527,8 @@ def _git_commit(fields: Fields, program: str, parsed: _Parsed, reader: _Reader) 
             "trailers",
         )
         return
+    if not fields.wants("message", "subject", "body", "trailers"):
+        return  # no message read (nor the file it is in)
     message = _git_message(fields, parsed, reader, what="commit")
     if message is not None:
         _message_parts(fields, message)
@@ -694,14 +722,18 @@ def fields_in(
     commands: Sequence[MatchedCommand],
     actions: Sequence[str],
     cwd: str | None,
+    *,
+    only: Mapping[str, frozenset[str]] | None = None,
 ) -> list[Fields]:
-    """The fields of each of `actions` in each command that performs it, in command order."""
+    """The fields of each of `actions` in each command that performs it, in command order
+    (for an action in `only`, just those fields: the others stay unread)."""
     wanted = set(actions)
     found: list[Fields] = []
     for command in commands:
         for action in command.actions:
             if action in wanted:
-                fields = fields_of(table, action, command, cwd)
+                names = only.get(action) if only is not None else None
+                fields = fields_of(table, action, command, cwd, names)
                 if fields is not None:
                     found.append(fields)
     return found

@@ -3,10 +3,11 @@
 `HookHandler` asks `PreChecks.judge` about every command whose visible rules carry
 checks (`Memory.checks`); a command none of whose rules has one costs nothing here.
 The command's words come from the matcher's one parse of it (`Matcher.matched_commands`,
-with the shape each action matched by), the fields of each action are read from them
-(`mented.fields`), and each distinct check of the rules is tested once per field
-value (`mented.checks.passes`; the words of a failure from `evaluate`). An unknown
-field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
+with the shape each action matched by), the fields of each action that the checks
+read are read from them (`mented.fields`, the others left alone), and every check on
+a field is tested at once (`mented.checks.FieldChecks`); only a value that fails is
+tested check by check (`passes_value`; the words of a failure from `evaluate`). An
+unknown field is no failure. What a set of rules asks (`_Plan`: their checks parsed, the same
 check on several rules once) is kept by the rule versions; what a command's checks
 found, by the command, its directory and those versions (`_judged_key`).
 
@@ -34,7 +35,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from mented.checks import Check, CheckError, Outcome, evaluate, parse_check, passes_value
+from mented.checks import (
+    Check,
+    CheckError,
+    FieldChecks,
+    Outcome,
+    evaluate,
+    parse_check,
+    passes_value,
+)
 from mented.edits import MAX_PATHS_PER_EDIT, EditMatcher
 from mented.fields import action_fields, fields_in, fields_of_edit
 from mented.memory import short_handle
@@ -94,19 +103,25 @@ class Verdict:
     unknown: list[tuple[str, Memory, Check]] = field(default_factory=list)
 
 
-# Per field: its name, the positions of the rules with a check on it, and each distinct
-# check on it with the positions of the rules that carry it.
-_FieldPlan = tuple[str, tuple[int, ...], tuple[tuple[Check, tuple[int, ...]], ...]]
+# Per field: its name, the positions of the rules with a check on it, each distinct
+# check on it with the positions of the rules that carry it, and all of them as one test.
+_FieldPlan = tuple[str, tuple[int, ...], tuple[tuple[Check, tuple[int, ...]], ...], FieldChecks]
 
 
 @dataclass(frozen=True)
 class _Plan:
     """What a set of rules asks: per action and field, each distinct usable check once,
-    with the positions (in `wanted`) of the rules that carry it."""
+    with the positions (in `wanted`) of the rules that carry it. `fields`: the fields
+    each action's checks read (no other is read from the command); `all_checked`: the
+    rules with a usable check by action, as `Verdict.checked` has them when every
+    field was known."""
 
     wanted: tuple[tuple[str, Memory], ...]
     actions: tuple[str, ...]
     checks: dict[str, tuple[_FieldPlan, ...]]
+    fields: dict[str, frozenset[str]]
+    all_checked: dict[str, list[Memory]]  # shared by the verdicts: never changed
+    carrying: int  # how many rules have a usable check
 
 
 def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
@@ -116,6 +131,17 @@ def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
         for check in _checks_of(rule, action, table):
             on_field = of_action.setdefault(check.field, {})
             on_field.setdefault(check.text, (check, {}))[1][position] = None
+    carrying = {
+        position
+        for of_action in carriers.values()
+        for on_field in of_action.values()
+        for _, rules in on_field.values()
+        for position in rules
+    }  # the rules with a usable check
+    all_checked: dict[str, list[Memory]] = {}
+    for position, (action, rule) in enumerate(wanted):
+        if position in carrying:
+            all_checked.setdefault(action, []).append(rule)
     return _Plan(
         wanted=tuple(wanted),
         actions=tuple(carriers),
@@ -125,11 +151,15 @@ def _plan(wanted: list[tuple[str, Memory]], table: ActionTable) -> _Plan:
                     name,
                     tuple(dict.fromkeys(p for _, rules in on_field.values() for p in rules)),
                     tuple((check, tuple(rules)) for check, rules in on_field.values()),
+                    FieldChecks([check for check, _ in on_field.values()]),
                 )
                 for name, on_field in of_action.items()
             )
             for action, of_action in carriers.items()
         },
+        fields={action: frozenset(of_action) for action, of_action in carriers.items()},
+        all_checked=all_checked,
+        carrying=len(carrying),
     )
 
 
@@ -216,7 +246,7 @@ class PreChecks:
             commands = self._matcher.matched_commands(
                 call.command, deadline=deadline, aliases=aliases
             )
-            found = fields_in(table, commands, plan.actions, call.cwd)
+            found = fields_in(table, commands, plan.actions, call.cwd, only=plan.fields)
         else:  # a file edit: the files, as its actions' `paths` patterns see them
             paths = [
                 path
@@ -233,7 +263,7 @@ class PreChecks:
         unknown: dict[int, list[Check]] = {}
         for fields in found:
             values = fields.values
-            for name, on_field, checks in plan.checks[fields.action]:
+            for name, on_field, checks, all_checks in plan.checks[fields.action]:
                 value = values.get(name)
                 if value is None:  # unknown: neither passed nor failed
                     for check, rules in checks:
@@ -241,11 +271,17 @@ class PreChecks:
                             unknown.setdefault(position, []).append(check)
                     continue
                 told.update(on_field)
+                if all_checks.all_pass(value):  # the usual case: one quick test for all
+                    continue
                 for check, rules in checks:
                     if not passes_value(check, value):
                         outcome = evaluate(check, fields)  # the words of the failure
                         for position in rules:
                             failed.setdefault(position, []).append(outcome)
+        from_file = any(fields.from_file for fields in found)
+        if not failed and not unknown and len(told) == plan.carrying:
+            # Every field known, every check passed: the rules as the plan has them.
+            return Verdict(checked=plan.all_checked), from_file
         verdict = Verdict()
         for position, (action, rule) in enumerate(plan.wanted):
             if position in told:
@@ -253,7 +289,7 @@ class PreChecks:
             for outcome in failed.get(position, ()):
                 verdict.failures.append(Failure(action, rule, outcome))
             verdict.unknown += ((action, rule, check) for check in unknown.get(position, ()))
-        return verdict, any(fields.from_file for fields in found)
+        return verdict, from_file
 
     def _decide(self, agent: str, call: ToolCall, verdict: Verdict) -> None:
         if not verdict.failures and not self._stops and self.compliance is None:

@@ -213,6 +213,24 @@ def test_gemini_cli_gets_the_note_with_what_its_after_event_says(
     assert RULE in text.split("\n\n", 1)[1]  # then the rule itself, as the event says it
 
 
+def test_copilot_cli_gets_the_note_in_its_own_answer_shape(
+    store: Store, sessions: SessionMemory, tmp_path: Path
+) -> None:
+    """Copilot CLI 1.0.102 drops Claude Code's `hookSpecificOutput` after a tool ran; the
+    note goes as its own `{"additionalContext": ...}`, which reaches the model."""
+    rule = store.store(RULE, tags=["trigger:git-commit"], checks=CHECKS)
+    hooks, record = handler(store, sessions)
+    repo = repository(tmp_path / "repo")
+    run_before(hooks, EDITOR_COMMIT, repo, agent="copilot-cli")
+    git_commit(repo, "Fixed the login bug 🎉\n", "--allow-empty")
+    out = json.loads(hooks.handle("copilot-cli", after(EDITOR_COMMIT, repo, "copilot-cli")))
+    assert list(out) == ["additionalContext"]
+    assert out["additionalContext"].startswith("mented: the commit you just made (")
+    assert f"[{short_handle(rule.id)}]" in out["additionalContext"]
+    assert record.summary().total.failed_after == 1
+    assert hooks.handle("copilot-cli", after(EDITOR_COMMIT, repo, "copilot-cli")) == b""
+
+
 # ------------------------------------------------------------------ installing
 
 
@@ -232,6 +250,14 @@ def test_the_event_after_a_command_is_installed_for_shell_commands(name: str) ->
         assert "Bash(*git*commit*)" in conditions
         assert conditions != before
         assert "Bash(*gh*pr*create*)" in before - conditions
+
+
+def test_copilot_cli_gets_the_event_after_a_command_for_its_shell_tool() -> None:
+    agent = AGENTS["copilot-cli"]
+    groups = agent.hook_groups("CMD", 5, hook_needs(load_action_table(Config())))
+    assert POST_TOOL_USE in agent.hook_events
+    after = groups[POST_TOOL_USE]
+    assert [(entry["matcher"], entry["bash"]) for entry in after] == [("bash", "CMD")]
 
 
 # ------------------------------------------------------------ reading the commit

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING
 
 import pytest
 
-from mented.checks import CheckError, evaluate, parse_check, passes, rule_checks
+from mented.checks import (
+    CheckError,
+    FieldChecks,
+    evaluate,
+    parse_check,
+    passes,
+    passes_value,
+    rule_checks,
+)
 from mented.fields import Fields
 from mented.memory import InvalidInputError, trigger_tag
 from mented.portable import memory_line, parse_line
@@ -250,3 +259,46 @@ def test_the_hooks_quick_test_agrees_with_the_worded_one(check: str) -> None:
     unknown = Fields("git-commit")
     unknown.not_known("the editor opens to write it", "message", "subject", "trailers", "flags")
     assert passes(parsed, unknown) is None
+
+
+def test_all_the_checks_on_a_field_at_once_agree_with_each_one() -> None:
+    # The hook tests every check on a field with one `FieldChecks.all_pass` (lines and
+    # lengths counted once): a value fails it exactly when it fails one of the checks,
+    # or a command breaking a rule would run unstopped.
+    texts = {
+        "message": [
+            "message single-line",
+            "message lines-max 2",
+            "message lines-max 3",
+            "message max 10",
+            "message max 4",
+            "message no-emoji",
+            "message contains fix",
+            "message matches ^fix: ",
+            "message not-matches WIP",
+        ],
+        "trailers": ["trailers lines-max 1", "trailers max 12", "trailers contains Signed"],
+        "flags": ["flags forbid --no-verify", "flags forbid -n"],
+    }
+    values: dict[str, list[str | tuple[str, ...]]] = {
+        "message": [
+            "fix: x",
+            "fix: x 🎉",
+            "WIP fix\n\nbody",
+            "a" * 11,
+            "x\ny\nz",
+            "",
+            "fix\n" + "b" * 5,
+        ],
+        "trailers": [(), ("Signed-off-by: a",), ("A: b", "c: very long one")],
+        "flags": [(), ("--no-verify",), ("-a", "--all")],
+    }
+    for name, checks in texts.items():
+        parsed = [parse_check(text, ["git-commit"]) for text in checks]
+        # Every subset of one, two and all of the field's checks.
+        subsets = [[c] for c in parsed] + list(itertools.combinations(parsed, 2)) + [parsed]
+        for subset in subsets:
+            together = FieldChecks(list(subset))
+            for value in values[name]:
+                each = all(passes_value(check, value) for check in subset)
+                assert together.all_pass(value) is each, ([c.text for c in subset], value)

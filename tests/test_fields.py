@@ -139,6 +139,25 @@ def test_hostile_message_files_are_refused_not_read(tree: Path) -> None:
         assert why in found.unknown["message"], (name, found.unknown)
 
 
+def test_only_the_fields_asked_for_are_read_and_no_file_for_the_others(tree: Path) -> None:
+    # The hook asks for the fields its rules' checks test: a rule on the flags alone
+    # reads no message file (here one that would be refused), nor works out the body.
+    (tree / "msg.txt").write_text("feat: from a file\n\nbody\n")
+    commands = MATCHER.matched_commands("git commit -n -F msg.txt")
+    (flags,) = fields_in(
+        TABLE, commands, ["git-commit"], str(tree), only={"git-commit": frozenset({"flags"})}
+    )
+    assert "--no-verify" in flags.values["flags"]
+    assert "message" not in flags.values
+    assert not flags.from_file  # the file was not looked at: its fields may be kept
+    (subject,) = fields_in(
+        TABLE, commands, ["git-commit"], str(tree), only={"git-commit": frozenset({"subject"})}
+    )
+    assert subject.values["subject"] == "feat: from a file"
+    assert "body" not in subject.values
+    assert subject.from_file
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to give a file to another user")
 def test_another_users_message_file_is_not_read(tree: Path) -> None:
     path = tree / "theirs"

@@ -341,7 +341,8 @@ def test_copilot_install_writes_its_own_file_and_uninstall_removes_it(home: Path
     assert entry["matcher"] == "bash"
     assert entry["timeoutSec"] == 5
     assert entry["bash"].endswith("; exit 0")  # a failing hook would deny the command
-    assert list(doc["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact"]
+    assert list(doc["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact", "PostToolUse"]
+    assert doc["hooks"]["PostToolUse"][0]["matcher"] == "bash"  # the checks after a command
     assert "matcher" not in doc["hooks"]["SessionStart"][0]  # every source
     assert mentectl("hooks", "uninstall", "copilot-cli") == 0
     assert not path.exists()
@@ -407,6 +408,7 @@ def test_an_older_copilot_install_without_session_start_is_completed(
     assert list(json.loads(path.read_text())["hooks"]) == [
         "PreToolUse",
         "PreCompact",
+        "PostToolUse",
         "SessionStart",
     ]
 

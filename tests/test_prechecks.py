@@ -93,7 +93,9 @@ def test_a_check_two_rules_share_is_tested_once_and_named_for_both(
     assert reason.count("holds 🎉") == 2  # the one failure, said under each rule
     (plan,) = hooks.prechecks._plans.values()
     tested = [
-        (check.text, rules) for _, _, checks in plan.checks["git-commit"] for check, rules in checks
+        (check.text, rules)
+        for _, _, checks, _ in plan.checks["git-commit"]
+        for check, rules in checks
     ]
     at = {rule.id: position for position, (_, rule) in enumerate(plan.wanted)}
     assert sorted(tested) == [

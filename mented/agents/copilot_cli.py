@@ -1,5 +1,5 @@
-"""GitHub Copilot CLI: `PreToolUse`, `SessionStart` and `PreCompact` command hooks in a
-version-1 hooks file.
+"""GitHub Copilot CLI: `PreToolUse`, `PostToolUse`, `SessionStart` and `PreCompact` command
+hooks in a version-1 hooks file.
 
 Settings: a file of our own, `~/.copilot/hooks/mented.json` (user; under
 `$COPILOT_HOME` when that is set), or `<repo>/.github/hooks/mented.json`.
@@ -18,6 +18,14 @@ Copilot CLI 1.0.102 driven against a mock model:
   reads "Denied by preToolUse hook: <reason>" as the tool's result, before it ran;
 - `hookSpecificOutput.additionalContext` becomes a user message "Additional
   context from preToolUse hook:\\n<text>" after the tool's result: after it ran.
+
+`PostToolUse` (the checks of what a command did, `mented.afterchecks`; checked with
+1.0.102 against a mock model): stdin is Claude Code's payload with `"hook_event_name":
+"PostToolUse"` and a `tool_result`; unlike `PreToolUse`, the answer read is Copilot's
+own `PostToolUseHookOutput`: `{"additionalContext": TEXT}` at the top level, which the
+model reads in the tool's result, after its output ("Tool "bash" succeeded. Additional
+guidance from postToolUse hooks:\\n<text>"). A `hookSpecificOutput.additionalContext`
+(Claude Code's answer) is dropped without a word.
 
 An entry is flat (no matcher groups): `{"type": "command", "bash": ...,
 "timeoutSec": 5, "matcher": "bash"}`; the matcher must match the whole tool name.
@@ -59,6 +67,7 @@ import msgspec
 
 from mented.agents.pretooluse import (
     EVENT_NAME,
+    POST_TOOL_USE,
     SESSION_START,
     EveryCallAgent,
     McpSettings,
@@ -84,6 +93,11 @@ class CopilotAgent(EveryCallAgent):
         """Copilot's own `SessionStart` answer: the context at the top level."""
         return _encoder.encode({"additionalContext": text})
 
+    def render_after(self, text: str) -> bytes:
+        """Copilot's own `PostToolUse` answer: the context at the top level (Claude Code's
+        `hookSpecificOutput` never reaches the model there)."""
+        return _encoder.encode({"additionalContext": text})
+
     def hook_entry(
         self,
         command: str,
@@ -98,13 +112,13 @@ class CopilotAgent(EveryCallAgent):
             "bash": command,
             "timeoutSec": self.layout.timeout_value(timeout_s),
         }
-        if event == EVENT_NAME:
+        if event in (EVENT_NAME, POST_TOOL_USE):
             entry["matcher"] = SHELL_TOOL_MATCHER
         return entry
 
     @property
     def hook_events(self) -> list[str]:
-        return [EVENT_NAME, SESSION_START, PRE_COMPACT]
+        return [EVENT_NAME, SESSION_START, PRE_COMPACT, POST_TOOL_USE]
 
 
 AGENT = CopilotAgent(
@@ -118,6 +132,7 @@ AGENT = CopilotAgent(
     settings_name="hooks/mented.json",
     project_settings_file=".github/hooks/mented.json",
     context_emptied_events=frozenset({PRE_COMPACT}),
+    post_tool_event=POST_TOOL_USE,
     install_note=("Copilot CLI loads a repository's .github/hooks only once you trust the folder."),
     layout=SettingsLayout(
         nested=False,
