@@ -191,11 +191,12 @@ async function refreshRules(keep) {
 
 function ruleCard(rule, action) {
   const body = el("div", { class: "below" });
-  const origin = { yours: "yours", team: "the project's team rules (.mented/)", synced: "synced: a fork from another machine" }[rule.from];
+  const origin = { yours: "yours", team: "the project's team rules (.mented/)", synced: "synced from another machine" }[rule.from];
   const card = el("article", { class: "card rule", dataset: { id: rule.id, handle: rule.handle, action } },
     el("div", { class: "head" },
       el("span", { class: "handle" }, `[${rule.handle}]`),
       el("span", { class: `badge ${rule.from}` }, origin || rule.from),
+      rule.fork ? el("span", { class: "badge fork", title: "superseded apart on two machines: supersede one version to settle it" }, "fork") : null,
       el("span", { class: "meta" }, rule.scope),
       el("span", { class: "meta" }, clock(rule.created_at))),
     el("div", { class: "content" }, rule.content),
