@@ -211,12 +211,14 @@ def test_a_fork_its_settling_and_a_synced_tip_are_drawn(session: Session) -> Non
         ".map((c) => c.getAttribute('cy'))).size, "
         "replaces: node.querySelectorAll('line.replaces').length, "
         "merges: node.querySelectorAll('line.merge').length, "
-        "notes: [...node.querySelectorAll('.note')].map((p) => p.textContent) }; "
+        "notes: [...node.querySelectorAll('.note')].map((p) => p.textContent), "
+        "synced: [...node.querySelectorAll('g.version.synced')].map((g) => g.dataset.handle) }; "
         "node.remove(); return shown; })"
     )
+    settled[2]["from"] = "synced"  # c came from the other machine
     found = {"versions": settled, "current": ["d" * 26], "fork": False}
     shown = session.js(f"{draw}({json.dumps(found)})")
-    assert shown == {"lanes": 2, "replaces": 3, "merges": 1, "notes": []}
+    assert shown == {"lanes": 2, "replaces": 3, "merges": 1, "notes": [], "synced": ["c" * 8]}
     # Before d: two current versions, a fork, said so under the line.
     forked = {"versions": settled[:3], "current": ["b" * 26, "c" * 26], "fork": True}
     shown = session.js(f"{draw}({json.dumps(forked)})")

@@ -296,8 +296,9 @@ function historyLine(found) {
   }
   for (const version of versions) {
     const here = at(version.id);
-    const group = svg("g", { class: `version${version.live ? " live" : ""}`, "data-id": version.id, "data-handle": version.handle });
-    group.append(svg("title", {}, `${version.content}\n${clock(version.created_at)}`));
+    const synced = version.from === "synced";
+    const group = svg("g", { class: `version${version.live ? " live" : ""}${synced ? " synced" : ""}`, "data-id": version.id, "data-handle": version.handle });
+    group.append(svg("title", {}, `${version.content}\n${clock(version.created_at)}${synced ? "\nsynced from another machine" : ""}`));
     group.append(svg("circle", { cx: here.x, cy: here.y, r: 7 }));
     group.append(svg("text", { x: here.x + 11, y: here.y - 4 }, `[${version.handle}]${version.live ? " current" : ""}`));
     group.append(svg("text", { x: here.x + 11, y: here.y + 11 }, new Date(version.created_at * 1000).toLocaleDateString()));
