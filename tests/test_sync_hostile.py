@@ -371,7 +371,7 @@ def test_an_unexpected_failure_is_kept_for_status_not_lost(
     (attacker.work / name).write_bytes(data)
     attacker.push()
 
-    def broken(*_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise RuntimeError("a bug nobody foresaw")
 
     monkeypatch.setattr(laptop.store, "import_records", broken)
