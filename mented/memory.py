@@ -13,8 +13,12 @@ from __future__ import annotations
 import os
 import time
 from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 TRIGGER_PREFIX = "trigger:"
 # The tag of a pinned rule: handed to the agent at the start of every session
@@ -26,6 +30,8 @@ SHORT_HANDLE_LENGTH = 8  # characters of an id shown as its handle
 MIN_HANDLE_LENGTH = 6  # the fewest characters of an id that may name a memory
 # `Memory.origin` of a rule a repository commits in its .mented/ folder (mented.team).
 ORIGIN_PROJECT = "project"
+# Where a rule comes from, as mentectl and its page say it (`origin_of`).
+Origin = Literal["yours", "team", "synced"]
 
 
 class MemoryType(StrEnum):
@@ -87,6 +93,15 @@ class Memory(msgspec.Struct, kw_only=True, frozen=True):
     def is_live(self) -> bool:
         """False once superseded."""
         return self.superseded_by is None
+
+
+def origin_of(memory: Memory, synced: Collection[str]) -> Origin:
+    """Where `memory` comes from: a project's committed rules ("team"), brought by sync
+    from another machine ("synced": `synced` holds its id, as a `list` or `get` reply's
+    `synced` does), else "yours": made on this machine (or imported from a file)."""
+    if memory.origin == ORIGIN_PROJECT:
+        return "team"
+    return "synced" if memory.id in synced else "yours"
 
 
 class Forgotten(msgspec.Struct, kw_only=True, frozen=True):

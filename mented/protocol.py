@@ -417,6 +417,8 @@ class MemoryReply(_Reply, tag="memory", kw_only=True):
     # For a project's committed rule (`memory.origin` "project"): the file it is
     # written in, where it is changed (mented only reads it).
     file: str | None = None
+    # [memory.id] when a sync brought it from another machine (`mented.memory.origin_of`).
+    synced: list[str] = []
 
 
 class UntrustedProject(msgspec.Struct, kw_only=True):
@@ -432,6 +434,10 @@ class MemoriesReply(_Reply, tag="memories", kw_only=True):
     # A `list` or `recall_for_action` with a `cwd` inside a project whose committed
     # rules are not served (so not in `memories`): which, to tell the user how to trust it.
     untrusted: UntrustedProject | None = None
+    # The ids among `memories` that a sync brought from another machine: this
+    # machine's own note (the store's `synced` index), not part of the records;
+    # `mented.memory.origin_of` says what each memory's origin is.
+    synced: list[str] = []
 
 
 class SupersededReply(_Reply, tag="superseded", kw_only=True):

@@ -1009,7 +1009,12 @@ class Server:
                 )
                 # The hook's own recall asks for a few rules; many is a scan.
                 memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
-                return MemoriesReply(memories=memories, untrusted=self._untrusted(cwd))
+                synced = functools.partial(self.store.synced_among, memories)  # sync's rules
+                return MemoriesReply(
+                    memories=memories,
+                    untrusted=self._untrusted(cwd),
+                    synced=await self._scan(synced) if k > _SCAN_ABOVE else synced(),
+                )
             case GetRequest(id=memory_id):
                 return await self._get(memory_id)
             case ListRequest():
@@ -1136,7 +1141,9 @@ class Server:
             # A trusted project's committed rules are listed with yours.
             also=self.rules.trusted_rules(request.cwd),
         )
-        reply = await self._scan(functools.partial(_listing_reply, listing))
+        reply = await self._scan(
+            functools.partial(_listing_reply, listing, self.store.synced_among)
+        )
         if isinstance(reply, MemoriesReply):
             reply.untrusted = self._untrusted(request.cwd)
         return reply
@@ -1145,12 +1152,14 @@ class Server:
         """Every version of a rule, oldest first (a project's rule has its file's history)."""
         async with self._project_rule_refused(memory_id):
             history = await self._scan(functools.partial(self.store.history, memory_id))
-        return MemoriesReply(memories=history)
+            synced = await self._scan(functools.partial(self.store.synced_among, history))
+        return MemoriesReply(memories=history, synced=synced)
 
     async def _get(self, memory_id: str) -> MemoryReply:
         """A memory of the store, else a project's committed rule with its file."""
         try:
-            return MemoryReply(memory=self.store.get(memory_id))
+            memory = self.store.get(memory_id)
+            return MemoryReply(memory=memory, synced=self.store.synced_among([memory]))
         except NotFoundError:
             await self.project_reads.known_ready(time.monotonic() + _PROJECT_READ_S)
             found = self.projects.find_rule(memory_id)
@@ -1766,7 +1775,9 @@ def _give_memory_back() -> None:
         log.debug("memory_trimmed", ms=round((time.perf_counter() - started) * 1000, 2))
 
 
-def _listing_reply(listing: Callable[[], list[Memory]]) -> Reply:
+def _listing_reply(
+    listing: Callable[[], list[Memory]], synced_among: Callable[[list[Memory]], list[str]]
+) -> Reply:
     """The answer to a `list`, judged too large in the worker thread that scanned it:
     encoding tens of MiB only to refuse them would hold the trio thread (and every
     hook) for a tenth of a second."""
@@ -1775,7 +1786,7 @@ def _listing_reply(listing: Callable[[], list[Memory]]) -> Reply:
     # more than _MEMORY_OVERHEAD bytes, and its content at least a byte per character.
     least = sum(len(memory.content) + _MEMORY_OVERHEAD for memory in memories)
     if least <= MAX_FRAME:
-        return MemoriesReply(memories=memories)
+        return MemoriesReply(memories=memories, synced=synced_among(memories))
     count = len(memories)
     # Freed in one go, 200,000 memories held the GIL for a third of a second.
     while memories:

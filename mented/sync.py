@@ -13,7 +13,9 @@ checkout; git refuses to push into its checked-out branch anyway). Each sync the
    format, mented/portable.py), and every forget as `forgotten/.../<id>.json`
    (removing the forgotten memory's file), and commits them;
 2. fetches, and merges the remote branch;
-3. imports the files the merge brought (since the last commit it imported);
+3. imports the files the merge brought (since the last commit it imported), the
+   memories it adds noted as synced from another machine (the store's `synced`
+   index, this machine's own: never in a record file);
 4. pushes; a push rejected because another machine pushed first goes back to 2.
 
 Git never sees a conflict: a file is written once and never changed (a new
@@ -586,7 +588,8 @@ class GitSync:
                         forgotten.append(record)
                     elif isinstance(record, Memory):
                         memories.append(record)
-                summary = store.import_records(memories, forgotten)
+                # Noted as synced (the store's per-machine index), in the same write.
+                summary = store.import_records(memories, forgotten, synced=True)
                 result.added += summary.added
                 result.forgotten += summary.forgotten
         state.imported = head

@@ -125,6 +125,39 @@ def test_sync_init_refuses_a_code_repository_with_a_clear_message(
 # ---------------------------------------------------------------- sync
 
 
+def said_where_it_comes_from(
+    memory_id: str, *, made_on: DaemonProcess, synced_to: DaemonProcess
+) -> None:
+    """`rule list` and `rule show` (text and --json) say where the rule comes from."""
+    assert "[synced from another machine]" in synced_to.mentectl("rule", "list").stdout
+    assert "synced" not in made_on.mentectl("rule", "list").stdout
+    assert "from:          synced from another machine" in (
+        synced_to.mentectl("rule", "show", memory_id).stdout
+    )
+    assert "from:          yours (made on this machine)" in (
+        made_on.mentectl("rule", "show", memory_id).stdout
+    )
+    for machine, origin in ((made_on, "yours"), (synced_to, "synced")):
+        shown = rules(machine, "show", memory_id)
+        assert isinstance(shown, dict)
+        assert shown["from"] == origin
+
+
+def same_rules(
+    one: DaemonProcess, other: DaemonProcess, action: str, *, made_on: DaemonProcess
+) -> bool:
+    """Whether both machines list the same rules for `action`, each saying it is yours
+    on `made_on` and synced on the other."""
+    listed = {}
+    for machine in (one, other):
+        shown = rules(machine, "list", "--action", action)
+        assert isinstance(shown, dict)
+        for rule in shown["rules"]:
+            assert rule.pop("from") == ("yours" if machine is made_on else "synced")
+        listed[machine is one] = shown
+    return listed[True] == listed[False]
+
+
 def synced(daemon: DaemonProcess) -> dict[str, object]:
     out = json.loads(daemon.mentectl("sync", "--json").stdout)
     assert isinstance(out, dict)
@@ -144,6 +177,8 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
     assert "pushed" in out
     second.mentectl("sync", "init", str(remote))
     assert hook_text(second, "git commit -m x") == hook_text(daemon, "git commit -m x")
+    # Where each machine says the rule comes from: made on the laptop, synced to the desk.
+    said_where_it_comes_from(first, made_on=daemon, synced_to=second)
 
     # superseded on both machines while apart: both versions kept, the fork named
     rules(daemon, "supersede", first, "v2 from the laptop")
@@ -158,6 +193,18 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
             "v2 from the desk",
             "v2 from the laptop",
         ]
+        # A version superseded here is this machine's own; the other one came by sync.
+        here = "v2 from the laptop" if machine is daemon else "v2 from the desk"
+        assert {r["content"]: r["from"] for r in shown["rules"]} == {
+            "v2 from the desk": "yours" if machine is second else "synced",
+            "v2 from the laptop": "yours" if machine is daemon else "synced",
+        }
+        lines = machine.mentectl("rule", "list", "--action", "git-commit").stdout.splitlines()
+        heads = {text.strip(): head for head, text in zip(lines[0::2], lines[1::2], strict=True)}
+        assert heads.pop(here).endswith("(everywhere)")  # yours: no mark
+        assert [head.endswith("  [synced from another machine]") for head in heads.values()] == [
+            True
+        ]
         status = machine.mentectl("status").stdout
         assert "a rule has 2 current versions" in status
         assert "settle it with `mentectl rule supersede" in status
@@ -171,9 +218,7 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
     while synced(daemon)["added"] == 0:
         assert time.monotonic() < deadline, second.log()
         time.sleep(0.5)
-    assert rules(daemon, "list", "--action", "pr-create") == rules(
-        second, "list", "--action", "pr-create"
-    )
+    assert same_rules(daemon, second, "pr-create", made_on=second)
 
     # a remote that is down: refused with the reason, kept for status, nothing lost
     remote.rename(tmp_path / "away.git")
@@ -185,9 +230,7 @@ def test_two_daemons_sync_over_git_show_a_fork_and_sync_by_themselves(
     (tmp_path / "away.git").rename(remote)
     assert synced(daemon)["pushed"] is True
     synced(second)
-    assert rules(second, "list", "--action", "git-push") == rules(
-        daemon, "list", "--action", "git-push"
-    )
+    assert same_rules(daemon, second, "git-push", made_on=daemon)
 
 
 def handle(memory_id: str) -> str:

@@ -74,6 +74,7 @@ SUB_DATABASES = {
     b"successors",
     b"pinned",
     b"changes",
+    b"synced",
 }
 
 _memory_decoder = msgspec.msgpack.Decoder(Memory)

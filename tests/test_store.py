@@ -10,7 +10,7 @@ import lmdb
 import pytest
 
 import mented.store.validation as validation_module
-from mented.memory import InvalidInputError, MemoryType, short_handle
+from mented.memory import InvalidInputError, Memory, MemoryType, origin_of, short_handle
 from mented.store import NotFoundError, Store, StoreItem
 from tests.store_helpers import T0, contents, rule
 
@@ -337,3 +337,81 @@ def test_a_capped_lookup_stops_early(crowded_store: Store) -> None:
 
     assert contents(recalled) == ["elsewhere"]
     assert (counting.counts["moves"], counting.counts["gets"]) == (1, 1)
+
+
+# --------------------------------------------------- where a memory came from
+
+
+def from_elsewhere(text: str, memory_id: str, *, supersedes: str | None = None) -> Memory:
+    """A record as a sync brings it from another machine."""
+    return Memory(
+        id=memory_id,
+        content=text,
+        tags=("trigger:git-commit",),
+        created_at=T0,
+        supersedes=supersedes,
+    )
+
+
+def origins(store: Store) -> dict[str, str]:
+    rules = store.list(include_superseded=True)
+    synced = store.synced_among(rules)
+    return {memory.content: origin_of(memory, synced) for memory in rules}
+
+
+def test_a_record_that_forges_the_id_of_your_rule_leaves_it_yours(store: Store) -> None:
+    mine = store.store("single line", tags=["trigger:git-commit"])
+    forged = from_elsewhere("anything goes", mine.id)
+    summary = store.import_records([forged], synced=True)
+    assert summary.added == 0
+    assert store.get(mine.id) == mine
+    assert origins(store) == {"single line": "yours"}
+    # A file import (`mentectl import`) is not a sync: what it adds is taken for yours.
+    store.import_records([from_elsewhere("from a file", "01JDQ8Z5K3M4N5P6Q7R8S9T0A1")])
+    assert origins(store) == {"single line": "yours", "from a file": "yours"}
+
+
+@pytest.mark.parametrize("junk_entries", [3, 300])  # fewer, then more, than the rules listed
+def test_junk_in_the_synced_index_neither_breaks_listing_nor_hides_your_rules(
+    store: Store, junk_entries: int
+) -> None:
+    mine = [store.store(f"rule {n}", tags=["trigger:git-commit"]) for n in range(20)]
+    came = from_elsewhere("from the desk", "01JDQ8Z5K3M4N5P6Q7R8S9T0A1")
+    store.import_records([came], synced=True)
+    gone = store.store("forgotten since", tags=["trigger:git-commit"])
+    store.forget(gone.id)
+
+    def junk(txn: lmdb.Transaction[bytes]) -> None:
+        txn.put(gone.id.encode(), b"", db=store._synced)  # an id whose record is gone
+        txn.put(b"\xff\xfe not an id", b"\x00" * 4096, db=store._synced)
+        txn.put(b"x" * 500, b"", db=store._synced)
+        for n in range(junk_entries - 3):
+            txn.put(f"01JDQ8Z5K3M4N5P6Q7R8S{n:05d}".encode(), b"", db=store._synced)
+
+    store._write(junk)
+    listed = store.list(rules_only=True)
+    assert len(listed) == len(mine) + 1  # nothing hidden
+    assert store.synced_among(listed) == [came.id]
+    assert origins(store) == {**{m.content: "yours" for m in mine}, "from the desk": "synced"}
+    assert store.synced_among([]) == []
+
+
+def test_a_store_older_than_the_synced_index_takes_every_memory_for_yours(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    old = Store(data, sync=False)
+    old.store("single line", tags=["trigger:git-commit"])
+    old.close()
+    env = lmdb.open(str(data), max_dbs=12)
+    with env.begin(write=True) as txn:
+        txn.drop(env.open_db(b"synced", txn=txn), delete=True)  # as an older mented left it
+    env.close()
+    reopened = Store(data, sync=False)
+    try:
+        assert origins(reopened) == {"single line": "yours"}
+        came = from_elsewhere("from the desk", "01JDQ8Z5K3M4N5P6Q7R8S9T0A1")
+        reopened.import_records([came], synced=True)
+        assert origins(reopened) == {"single line": "yours", "from the desk": "synced"}
+    finally:
+        reopened.close()

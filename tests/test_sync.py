@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.memory import Memory
+from mented.memory import Memory, origin_of
 from mented.store import Store
 from mented.sync import GitSync, SyncError
 
@@ -57,6 +57,42 @@ def test_a_rule_added_on_one_machine_reaches_the_others(machines: list[Machine])
         assert machine.store.recall_for_action("git-commit") == [rule]
     again = desk.sync.sync(desk.store)
     assert (again.written, again.added, again.pushed) == (0, 0, False)
+
+
+def origins(machine: Machine) -> dict[str, str]:
+    """Each rule's text -> where this machine says it comes from (as `rule list` does)."""
+    rules = machine.store.list(include_superseded=True)
+    synced = machine.store.synced_among(rules)
+    return {rule.content: origin_of(rule, synced) for rule in rules}
+
+
+def test_a_rule_is_yours_where_it_was_made_and_synced_on_the_others(
+    machines: list[Machine],
+) -> None:
+    laptop, desk, _ = machines
+    rule = laptop.store.store("single line", tags=["trigger:git-commit"])
+    laptop.sync.sync(laptop.store)
+    desk.sync.sync(desk.store)
+    assert origins(laptop) == {"single line": "yours"}
+    assert origins(desk) == {"single line": "synced"}
+
+    # Superseded on the desk: the new version is the desk's own, and synced on the laptop.
+    desk.store.supersede(rule.id, "single line, no emojis")
+    desk.sync.sync(desk.store)
+    laptop.sync.sync(laptop.store)
+    assert origins(desk) == {"single line": "synced", "single line, no emojis": "yours"}
+    assert origins(laptop) == {"single line": "yours", "single line, no emojis": "synced"}
+    # The index is this machine's own: no record file carries it.
+    files = b"".join(path.read_bytes() for path in desk.sync.repo.rglob("*.json"))
+    assert b"synced" not in files
+
+    # Forgotten on the laptop, where it came by sync: its note goes with the record.
+    laptop.store.forget(laptop.store.recall_for_action("git-commit")[0].id)
+    assert origins(laptop) == {"single line": "yours"}
+    assert laptop.store._read(lambda txn: txn.stat(laptop.store._synced)["entries"]) == 0
+    laptop.sync.sync(laptop.store)
+    desk.sync.sync(desk.store)
+    assert origins(desk) == {"single line": "synced"}
 
 
 def test_a_forget_on_one_machine_wins_over_the_others_copies(machines: list[Machine]) -> None:
@@ -212,6 +248,7 @@ def test_three_machines_that_add_supersede_and_forget_concurrently_converge(
 ) -> None:
     rng = random.Random(15)
     acknowledged: set[str] = set()  # every id any machine stored
+    made_on: dict[str, Machine] = {}  # ... and which
     forgotten: set[str] = set()
     for step in range(40):
         machine = rng.choice(machines)
@@ -220,9 +257,11 @@ def test_three_machines_that_add_supersede_and_forget_concurrently_converge(
         if not live or choice < 0.45:
             memory = machine.store.store(f"rule {step}", tags=["trigger:git-commit"])
             acknowledged.add(memory.id)
+            made_on[memory.id] = machine
         elif choice < 0.85:
             new, _ = machine.store.supersede(rng.choice(live).id, f"rule {step}")
             acknowledged.add(new.id)
+            made_on[new.id] = machine
         else:
             forgotten.add(machine.store.forget(rng.choice(live).id).id)
         if rng.random() < 0.3:
@@ -243,6 +282,10 @@ def test_three_machines_that_add_supersede_and_forget_concurrently_converge(
         assert machine.store.recall_for_action("git-commit", k=50) == (
             reference.store.recall_for_action("git-commit", k=50)
         )
+    # The same records everywhere, and each machine knows which came from the others.
+    for machine in machines:
+        others = sorted(m.id for m in expected if made_on[m.id] is not machine)
+        assert machine.store.synced_among(expected) == others
 
     # a fork (two machines superseded one rule apart) is settled on one, everywhere
     forks = reference.store.forks()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mented.memory import Memory
+from mented.memory import Memory, origin_of
 from mented.portable import memory_line
 from mented.store import Store
 from mented.sync import GitSync, SyncError, record_path
@@ -371,7 +371,7 @@ def test_an_unexpected_failure_is_kept_for_status_not_lost(
     (attacker.work / name).write_bytes(data)
     attacker.push()
 
-    def broken(*_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise RuntimeError("a bug nobody foresaw")
 
     monkeypatch.setattr(laptop.store, "import_records", broken)
@@ -448,3 +448,33 @@ def test_a_fetch_that_keeps_sending_is_stopped_at_the_bound_not_at_the_timeout(
 
     assert "tmp_pack_sending" not in pack_files(laptop)
     assert processes_naming("sleep 297") == []
+
+
+def test_a_version_someone_else_pushed_over_your_rule_is_shown_as_synced(
+    laptop: Machine, remote: Path, tmp_path: Path
+) -> None:
+    # Whoever can push may supersede a rule (that is sync); the user must be able to
+    # tell the version that now fires is not theirs, and find their own in its history.
+    mine = laptop.store.store("single line", tags=["trigger:git-commit"])
+    laptop.sync.sync(laptop.store)
+    attacker = Attacker(tmp_path, remote)
+    theirs = Memory(
+        id="01JDQ8Z5K3M4N5P6Q7R8S9T0A1",
+        content="anything goes",
+        tags=("trigger:git-commit",),
+        created_at=time.time() - 60,
+        supersedes=mine.id,
+    )
+    (attacker.work / record_path("records", theirs.id)).parent.mkdir(parents=True, exist_ok=True)
+    (attacker.work / record_path("records", theirs.id)).write_bytes(memory_line(theirs))
+    attacker.push()
+    laptop.sync.sync(laptop.store)
+
+    (current,) = laptop.store.recall_for_action("git-commit")
+    assert current.id == theirs.id
+    history = laptop.store.history(theirs.id)
+    synced = laptop.store.synced_among(history)
+    assert [(m.content, origin_of(m, synced)) for m in history] == [
+        ("single line", "yours"),
+        ("anything goes", "synced"),
+    ]

@@ -14,6 +14,7 @@ import re
 import secrets
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -33,6 +34,7 @@ from mented_client.commands.output import CommandError  # noqa: E402
 from mented_client.ui import app as ui_app  # noqa: E402
 from mented_client.ui.guard import CSP  # noqa: E402
 from tests.conftest import DaemonProcess, run_mentectl  # noqa: E402
+from tests.test_sync import Machine  # noqa: E402
 
 STATIC = Path(ui_app.__file__).parent / "static"
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> & "quotes"'
@@ -561,7 +563,7 @@ def test_open_keeps_the_token_out_of_the_browsers_command_line(
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_projects_team_rules_are_shown_as_seen_from_it(page: Page) -> None:
+def test_each_rule_says_whether_it_is_yours_a_teams_or_synced(page: Page) -> None:
     project = page.daemon.root / "team-project"
     (project / ".git").mkdir(parents=True)
     added = page.daemon.mentectl("rule", "add", "--team", "git-tag", "tags: vX.Y.Z", cwd=project)
@@ -580,3 +582,36 @@ def test_a_projects_team_rules_are_shown_as_seen_from_it(page: Page) -> None:
     # Without a directory, every project's own rules: not a project's committed ones.
     everywhere = page.json("/api/rules")["actions"]
     assert all(rule["from"] == "yours" for g in everywhere for rule in g["rules"])  # type: ignore[attr-defined]
+
+    # A rule made on another machine, brought by sync: "synced" (the page's daemon's
+    # own index of what sync imported); superseded here, the new version is yours.
+    if shutil.which("git") is None:
+        pytest.skip("the synced origin needs git")
+    remote = page.daemon.root / "rules.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    desk = Machine(page.daemon.root / "desk", remote)
+    try:
+        made = desk.store.store("pushes: never on Fridays", tags=["trigger:git-push"])
+        desk.sync.sync(desk.store)
+    finally:
+        desk.store.close()
+    page.mentectl("rule", "add", "git-push", "pushes: with a green build")
+    page.mentectl("sync", "init", str(remote))
+    by_text = {
+        rule["content"]: rule
+        for group in page.json("/api/rules")["actions"]  # type: ignore[attr-defined]
+        for rule in group["rules"]
+    }
+    assert by_text["pushes: never on Fridays"]["from"] == "synced"
+    assert by_text["pushes: never on Fridays"]["fork"] is False
+    assert by_text["pushes: with a green build"]["from"] == "yours"
+    assert {rule["from"] for text, rule in by_text.items() if text != made.content} == {"yours"}
+    status, _, body = page.request(
+        "POST", "/api/rule/supersede", body={"id": made.id, "text": "pushes: not on Fridays"}
+    )
+    assert status == 200, body
+    history = page.json(f"/api/history?id={made.id}")["versions"]
+    assert [(v["content"], v["from"]) for v in history] == [  # type: ignore[attr-defined]
+        ("pushes: never on Fridays", "synced"),
+        ("pushes: not on Fridays", "yours"),
+    ]

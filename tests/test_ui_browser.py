@@ -201,7 +201,7 @@ def version(
     }
 
 
-def test_a_fork_and_its_settling_are_drawn_in_the_history_line(session: Session) -> None:
+def test_a_fork_its_settling_and_a_synced_tip_are_drawn(session: Session) -> None:
     # Two machines superseded version a apart (b and c); d, superseding b, settles both.
     settled = [version("a", None), version("b", "a"), version("c", "a")]
     settled.append(version("d", "b", merges=("c",), live=True))
@@ -211,18 +211,36 @@ def test_a_fork_and_its_settling_are_drawn_in_the_history_line(session: Session)
         ".map((c) => c.getAttribute('cy'))).size, "
         "replaces: node.querySelectorAll('line.replaces').length, "
         "merges: node.querySelectorAll('line.merge').length, "
-        "notes: [...node.querySelectorAll('.note')].map((p) => p.textContent) }; "
+        "notes: [...node.querySelectorAll('.note')].map((p) => p.textContent), "
+        "synced: [...node.querySelectorAll('g.version.synced')].map((g) => g.dataset.handle) }; "
         "node.remove(); return shown; })"
     )
+    settled[2]["from"] = "synced"  # c came from the other machine
     found = {"versions": settled, "current": ["d" * 26], "fork": False}
     shown = session.js(f"{draw}({json.dumps(found)})")
-    assert shown == {"lanes": 2, "replaces": 3, "merges": 1, "notes": []}
+    assert shown == {"lanes": 2, "replaces": 3, "merges": 1, "notes": [], "synced": ["c" * 8]}
     # Before d: two current versions, a fork, said so under the line.
     forked = {"versions": settled[:3], "current": ["b" * 26, "c" * 26], "fork": True}
     shown = session.js(f"{draw}({json.dumps(forked)})")
     assert isinstance(shown, dict)
     assert shown["lanes"] == 2
     assert shown["notes"][0].startswith("2 current versions: a fork")
+
+    # On the Rules page, a tip of that fork brought by sync says both.
+    tip = version("c", "a", live=True) | {
+        "from": "synced", "fork": True, "scope": "everywhere", "checks": [],
+    }  # fmt: skip
+    badges = session.js(
+        f"[...ruleCard({json.dumps(tip)}, 'git-commit').querySelectorAll('.badge')]"
+        ".map((badge) => [badge.className, badge.textContent])"
+    )
+    assert badges == [["badge synced", "synced from another machine"], ["badge fork", "fork"]]
+    mine = session.js(
+        "[...document.querySelectorAll('article.rule .badge')].map((b) => b.textContent)"
+    )  # the page's own rules, made with mentectl on this machine
+    assert isinstance(mine, list)
+    assert mine
+    assert set(mine) == {"yours"}
 
 
 def test_activity_kept_and_health_in_a_browser(session: Session) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from mented.memory import Memory, short_handle
+from mented.memory import Memory, Origin, origin_of, short_handle
 from mented_client.errors import COMMAND_FAILED, CommandError
 
 if TYPE_CHECKING:
@@ -157,16 +157,34 @@ def describe_scope(agent: str | None, project: str | None) -> str:
 
 
 FORGOTTEN_MARK = " (forgotten)"
+# Where a rule comes from (`mented.memory.origin_of`), in `rule show`'s words.
+ORIGIN_WORDS: dict[Origin, str] = {
+    "yours": "yours (made on this machine)",
+    "team": "the project's .mented/ folder",
+    "synced": "synced from another machine",
+}
+# ... and after `rule list`'s line: nothing for yours.
+_ORIGIN_MARKS: dict[Origin, str] = {
+    "yours": "",
+    "team": "  [the project's: .mented/]",
+    "synced": "  [synced from another machine]",
+}
 
 
 def format_memory(
-    memory: Memory, *, verbose: bool = False, kept: Collection[str] | None = None
+    memory: Memory,
+    *,
+    verbose: bool = False,
+    kept: Collection[str] | None = None,
+    synced: Collection[str] = (),
 ) -> str:
     """One memory as a line (or a block with `verbose`), control characters escaped.
 
     `kept`: the ids of every version of its rule the store still has (its
     history); a link to any other id, a forgotten version, is marked so, and
     the line form names the versions it replaces. None: links shown as they are.
+    `synced`: the ids a sync brought from another machine (a reply's `synced`):
+    its origin (`origin_of`) is said, the line form marking any but yours.
     """
 
     def link(memory_id: str, *, handle: bool = False) -> str:
@@ -183,7 +201,7 @@ def format_memory(
     handle = f"[{short_handle(memory.id)}]"
     content = escape_controls(memory.content)  # a rule's own lines stay lines
     if not verbose:
-        origin = "  [the project's: .mented/]" if memory.origin == "project" else ""
+        origin = _ORIGIN_MARKS[origin_of(memory, synced)]
         kind = actions or ("pinned" if memory.is_pinned else memory.memory_type)
         head = f"{handle}  {memory.id}  {kind}  ({scope}){state}{origin}"
         # Every line of the rule under its header, so that a multi-line rule reads as one.
@@ -198,7 +216,7 @@ def format_memory(
         "type": memory.memory_type,
         "tags": ", ".join(memory.tags) or "-",
         "scope": scope,
-        "from": "the project's .mented/ folder" if memory.origin == "project" else "yours",
+        "from": ORIGIN_WORDS[origin_of(memory, synced)],
         "created_at": format_time(memory.created_at),
     }
     if memory.valid_until is not None:

@@ -35,6 +35,7 @@ from mented.memory import (
     Memory,
     MemoryType,
     normalize_action,
+    origin_of,
     short_handle,
     trigger_tag,
 )
@@ -72,7 +73,7 @@ from mented_client.scope import (
 )
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from mented.actions import TableInForce
 
@@ -330,10 +331,16 @@ def _print_memories(
     key: str,
     memories: list[Memory],
     untrusted: UntrustedProject | None = None,
+    synced: Collection[str] = (),
 ) -> None:
-    """The rules, and (on standard error) a note when a project's rules here are not used."""
+    """The rules, and (on standard error) a note when a project's rules here are not used.
+
+    `synced`: the ids a sync brought from another machine (the reply's `synced`).
+    """
     if args.json:
-        document: dict[str, object] = {key: msgspec.to_builtins(memories)}
+        document: dict[str, object] = {
+            key: [_with_origin(memory, synced) for memory in memories]
+        }
         if untrusted is not None:
             document["untrusted"] = msgspec.to_builtins(untrusted)
         print_json(document)
@@ -341,9 +348,16 @@ def _print_memories(
     if not memories:
         print("no rules")
     for memory in memories:
-        print(format_memory(memory))
+        print(format_memory(memory, synced=synced))
     if untrusted is not None:
         print(untrusted_note(untrusted), file=sys.stderr)
+
+
+def _with_origin(memory: Memory, synced: Collection[str]) -> dict[str, object]:
+    """A memory as `--json` prints it: its fields, and `from` (yours, team or synced)."""
+    document: dict[str, object] = msgspec.to_builtins(memory)
+    document["from"] = origin_of(memory, synced)
+    return document
 
 
 def run_add_pinned(args: argparse.Namespace) -> int:
@@ -457,7 +471,7 @@ def run_list(args: argparse.Namespace) -> int:
         else:
             request = _rules_request(args, action)
         reply = client.expect(request, MemoriesReply)
-    _print_memories(args, "rules", reply.memories, reply.untrusted)
+    _print_memories(args, "rules", reply.memories, reply.untrusted, reply.synced)
     return 0
 
 
@@ -518,12 +532,12 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         links = [memory.supersedes, memory.superseded_by, *memory.merges]
         gone = [link for link in links if link is not None and link not in kept]
-        document = {**msgspec.to_builtins(memory), "forgotten_links": gone}
+        document = {**_with_origin(memory, reply.synced), "forgotten_links": gone}
         if reply.file is not None:
             document["file"] = reply.file
         print_json(document)
     else:
-        print(format_memory(memory, verbose=True, kept=kept))
+        print(format_memory(memory, verbose=True, kept=kept, synced=reply.synced))
         if reply.file is not None:
             print(
                 f"this is a project rule from {escape_controls(reply.file, keep_lines=False)}: "
@@ -567,11 +581,11 @@ def run_history(args: argparse.Namespace) -> int:
     with Client(args.socket) as client:
         reply = client.expect(HistoryRequest(id=args.id), MemoriesReply)
     if args.json:
-        _print_memories(args, "history", reply.memories)
+        _print_memories(args, "history", reply.memories, synced=reply.synced)
         return 0
     kept = {memory.id for memory in reply.memories}
     for memory in reply.memories:
-        print(format_memory(memory, kept=kept))
+        print(format_memory(memory, kept=kept, synced=reply.synced))
     current = [memory for memory in reply.memories if memory.is_live]
     if len(current) > 1:
         handles = ", ".join(short_handle(memory.id) for memory in current)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from mented.memory import Memory, short_handle
+from mented.memory import Memory, origin_of, short_handle
 from mented.protocol import (
     ActionsReply,
     ActionsRequest,
@@ -44,7 +44,7 @@ from mented_client.commands.output import describe_scope, untrusted_note
 from mented_client.connection import Client, DaemonError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Collection, Iterator, Sequence
     from pathlib import Path
 
 JSON = dict[str, Any]
@@ -58,20 +58,19 @@ KEPT_DAYS_MAX = 90  # mented.compliance keeps 90 days
 DAY_S = 86_400.0
 
 
-def origin_of(memory: Memory) -> str:
-    """Where a rule comes from, in the page's words."""
-    return "team" if memory.origin == "project" else "yours"
+def memory_json(memory: Memory, synced: Collection[str] = ()) -> JSON:
+    """A memory as the page shows it: its fields, handle, scope in words and origin.
 
-
-def memory_json(memory: Memory) -> JSON:
-    """A memory as the page shows it: its fields, handle, scope in words and origin."""
+    `synced`: the ids a sync brought from another machine (the reply's `synced`);
+    `from` is "yours", "team" or "synced" (`mented.memory.origin_of`).
+    """
     shown: JSON = msgspec.to_builtins(memory)
     shown["handle"] = short_handle(memory.id)
     shown["actions"] = list(memory.actions)
     shown["pinned"] = memory.is_pinned
     shown["live"] = memory.is_live
     shown["scope"] = describe_scope(memory.agent, memory.project)
-    shown["from"] = origin_of(memory)
+    shown["from"] = origin_of(memory, synced)
     return shown
 
 
@@ -80,8 +79,9 @@ def rules(socket: str | Path | None, cwd: str | None = None) -> JSON:
 
     `cwd`: as seen from this directory (`rule list --cwd`): a trusted project's team
     rules are listed with yours, and a note says when a project's are not trusted.
-    A fork's versions (a rule superseded on two machines while apart, brought here
-    by sync) are marked `synced`: the daemon tells that much of what came by sync.
+    Each says where it comes from (`from`: yours, team, or synced from another
+    machine, which the daemon's per-machine index tells); the tips of a fork (a rule
+    superseded on two machines while apart) are marked `fork`.
     """
     with Client(socket) as client:
         listing = client.expect(ListRequest(rules_only=True, cwd=cwd), MemoriesReply)
@@ -90,11 +90,10 @@ def rules(socket: str | Path | None, cwd: str | None = None) -> JSON:
     forked = {tip for tips in status.forks for tip in tips}
     by_action: dict[str, list[JSON]] = {}
     pinned: list[JSON] = []
+    synced = set(listing.synced)
     for memory in memories:
-        shown = memory_json(memory)
-        if memory.id in forked:
-            shown["from"] = "synced"
-            shown["fork"] = True
+        shown = memory_json(memory, synced)
+        shown["fork"] = memory.id in forked
         if memory.is_pinned:
             pinned.append(shown)
         for action in memory.actions:
@@ -112,11 +111,13 @@ def rules(socket: str | Path | None, cwd: str | None = None) -> JSON:
 def history(socket: str | Path | None, memory_id: str) -> JSON:
     """Every kept version of a rule, oldest first, with what replaced what."""
     with Client(socket) as client:
-        versions = client.expect(HistoryRequest(id=memory_id), MemoriesReply).memories
+        reply = client.expect(HistoryRequest(id=memory_id), MemoriesReply)
+    versions = reply.memories
     kept = {version.id for version in versions}
+    synced = set(reply.synced)
     shown = []
     for version in versions:
-        one = memory_json(version)
+        one = memory_json(version, synced)
         links = [version.supersedes, version.superseded_by, *version.merges]
         one["forgotten_links"] = [link for link in links if link and link not in kept]
         shown.append(one)

@@ -1,6 +1,6 @@
 """The LMDB store: memory records, the trigger index, supersession, visibility.
 
-One LMDB environment lives in the data directory, with nine named sub-databases:
+One LMDB environment lives in the data directory, with ten named sub-databases:
 
 - `memories`  id -> record (msgpack of `Memory`). ULIDs sort by time, so a
               backward cursor walk lists memories newest first.
@@ -35,6 +35,12 @@ One LMDB environment lives in the data directory, with nine named sub-databases:
               version (or forgotten version) that supersedes a memory, so that its
               state is derived from the versions that replace it, whatever order
               they arrived in. See "Records that travel" below.
+- `synced`    id -> b"": the memories a sync brought from another machine, written in
+              the import's own transaction (`import_records(synced=True)`) and dropped
+              when the memory is forgotten. This machine's own record of where a memory
+              came from, for listings (`synced_among`): never exported nor synced, so
+              the records themselves stay identical on every machine. A version made
+              here (superseding a synced one) is not in it: it is yours.
 
 Every write is one transaction, committed with fsync before it returns
 (`sync=True`): an acknowledged write survives a crash. When LMDB reports the
@@ -65,7 +71,8 @@ transaction of this process is open. See docs/store.md.
 Layout: `Store` is one class built of layers, each in a module of its own and each
 using only those below it (the order of this list, from the top):
 
-- `bulk.py`        records that travel: export in pages, import in one write, checks.
+- `bulk.py`        records that travel: export in pages, import in one write, checks,
+                   which of them came by sync.
 - `lookups.py`     recall by action, listings, pinned rules, the change log, stats.
 - `history.py`     supersession, the state derived from successors, forks, forgetting.
 - `migrations.py`  the schema: refused when foreign or newer, older ones migrated.

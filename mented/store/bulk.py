@@ -67,7 +67,11 @@ class _Bulk(_Lookups):
             yield [item for _, item in found]
 
     def import_records(
-        self, memories: Sequence[Memory], forgotten: Sequence[Forgotten] = ()
+        self,
+        memories: Sequence[Memory],
+        forgotten: Sequence[Forgotten] = (),
+        *,
+        synced: bool = False,
     ) -> ImportSummary:
         """Add the memories and forgets this store does not have yet: all in one write.
 
@@ -76,13 +80,21 @@ class _Bulk(_Lookups):
         here. The superseded state of every memory touched is derived again from its
         successors, so the order records arrive in does not matter. Validate the
         records first (`check_imported`, `check_forgotten`).
+
+        `synced`: the records came from another machine (mented.sync). The memories
+        added are noted in the `synced` index, in the same write, so that a listing
+        can say where each came from (`synced_among`). The index is this machine's
+        own: it is never exported, so the records stay the same on every machine.
         """
         if not self._read(lambda txn: self._anything_new(txn, memories, forgotten)):
             return ImportSummary(unchanged=len(memories) + len(forgotten))
-        return self.import_batches(lambda: [(memories, forgotten)])
+        return self.import_batches(lambda: [(memories, forgotten)], synced=synced)
 
     def import_batches(
-        self, batches: Callable[[], Iterable[tuple[Sequence[Memory], Sequence[Forgotten]]]]
+        self,
+        batches: Callable[[], Iterable[tuple[Sequence[Memory], Sequence[Forgotten]]]],
+        *,
+        synced: bool = False,
     ) -> ImportSummary:
         """`import_records` for records that come a batch at a time, still in one write.
 
@@ -95,7 +107,7 @@ class _Bulk(_Lookups):
         def apply(txn: lmdb.Transaction[bytes]) -> ImportSummary:
             added = forgot = unchanged = 0
             for memories, forgotten in batches():
-                summary = self._import_batch(txn, memories, forgotten)
+                summary = self._import_batch(txn, memories, forgotten, synced=synced)
                 added += summary.added
                 forgot += summary.forgotten
                 unchanged += summary.unchanged
@@ -108,6 +120,8 @@ class _Bulk(_Lookups):
         txn: lmdb.Transaction[bytes],
         memories: Sequence[Memory],
         forgotten: Sequence[Forgotten],
+        *,
+        synced: bool,
     ) -> ImportSummary:
         """One batch of `import_batches`; the memories it touched are derived again."""
         touched: set[str] = set()
@@ -142,6 +156,8 @@ class _Bulk(_Lookups):
                 valid_until=None,
             )
             self._insert(txn, fresh)
+            if synced:
+                txn.put(key, b"", db=self._synced)
             added += 1
             touched.add(fresh.id)
             touched.update(fresh.merges)
@@ -154,6 +170,27 @@ class _Bulk(_Lookups):
             forgotten=forgot,
             unchanged=len(memories) + len(forgotten) - added - forgot,
         )
+
+    def synced_among(self, memories: Iterable[Memory]) -> builtins.list[str]:
+        """The ids of `memories` that a sync brought here (`import_records(synced=True)`).
+
+        The others were made on this machine, imported from a file, or (not stored
+        here) a project's committed rules. One read: a lookup per memory, or a walk
+        of the index when it is the smaller. What the index holds beyond the store's
+        memories (an id forgotten since, a key that is no id) is never listed, since
+        only the ids asked about are answered.
+        """
+        wanted = {memory.id.encode(): memory.id for memory in memories}
+        if not wanted:
+            return []
+
+        def read(txn: lmdb.Transaction[bytes]) -> builtins.list[str]:
+            if txn.stat(self._synced)["entries"] < len(wanted):
+                keys = txn.cursor(self._synced).iternext(values=False)
+                return sorted(wanted[key] for key in keys if key in wanted)
+            return sorted(wanted[k] for k in wanted if txn.get(k, db=self._synced) is not None)
+
+        return self._read(read)
 
     def _anything_new(
         self,

@@ -238,6 +238,7 @@ class _History(_Migrations):
             self._unindex(txn, memory)
         txn.delete(memory.id.encode(), db=self._memories)
         txn.delete(_handle_key(memory.id), db=self._handles)
+        txn.delete(memory.id.encode(), db=self._synced)
         txn.put(memory.id.encode(), _encoder.encode(tomb), db=self._forgotten)
         before = self._resolve_link(txn, memory.supersedes)
         # The forgotten version stays among its predecessor's successors: forgetting

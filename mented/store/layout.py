@@ -17,6 +17,7 @@ _META_SCHEMA = b"schema_version"
 _META_LIVE_RULES = b"live_rules"
 _DB_PINNED = b"pinned"
 _DB_CHANGES = b"changes"
+_DB_SYNCED = b"synced"
 _META_CHANGE_SEQ = b"change_seq"
 _META_STORE_ID = b"store_id"
 _SEQ_BYTES = 8

@@ -15,6 +15,7 @@ from mented.store.layout import (
     _DB_META,
     _DB_PINNED,
     _DB_SUCCESSORS,
+    _DB_SYNCED,
     _DB_TRIGGERS,
     _META_SCHEMA,
     _META_STORE_ID,
@@ -72,6 +73,8 @@ class _Migrations(_Records):
             self._meta = self._env.open_db(_DB_META, txn=txn)
             self._forgotten = self._env.open_db(_DB_FORGOTTEN, txn=txn)
             self._successors = self._env.open_db(_DB_SUCCESSORS, txn=txn)
+            # Made empty in a store older than it: its memories are all taken for yours.
+            self._synced = self._env.open_db(_DB_SYNCED, txn=txn)
             self._open_lookup_databases(txn)
             raw = txn.get(_META_SCHEMA, db=self._meta)
             # Older schemas are migrated here, in this same transaction.

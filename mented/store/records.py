@@ -43,6 +43,7 @@ class _Records(_Environment):
     _successors: lmdb._Database
     _pinned: lmdb._Database
     _changes: lmdb._Database
+    _synced: lmdb._Database
 
     def store(  # noqa: PLR0913 - the fields of a memory
         self,

@@ -191,11 +191,12 @@ async function refreshRules(keep) {
 
 function ruleCard(rule, action) {
   const body = el("div", { class: "below" });
-  const origin = { yours: "yours", team: "the project's team rules (.mented/)", synced: "synced: a fork from another machine" }[rule.from];
+  const origin = { yours: "yours", team: "the project's team rules (.mented/)", synced: "synced from another machine" }[rule.from];
   const card = el("article", { class: "card rule", dataset: { id: rule.id, handle: rule.handle, action } },
     el("div", { class: "head" },
       el("span", { class: "handle" }, `[${rule.handle}]`),
       el("span", { class: `badge ${rule.from}` }, origin || rule.from),
+      rule.fork ? el("span", { class: "badge fork", title: "superseded apart on two machines: supersede one version to settle it" }, "fork") : null,
       el("span", { class: "meta" }, rule.scope),
       el("span", { class: "meta" }, clock(rule.created_at))),
     el("div", { class: "content" }, rule.content),
@@ -295,8 +296,9 @@ function historyLine(found) {
   }
   for (const version of versions) {
     const here = at(version.id);
-    const group = svg("g", { class: `version${version.live ? " live" : ""}`, "data-id": version.id, "data-handle": version.handle });
-    group.append(svg("title", {}, `${version.content}\n${clock(version.created_at)}`));
+    const synced = version.from === "synced";
+    const group = svg("g", { class: `version${version.live ? " live" : ""}${synced ? " synced" : ""}`, "data-id": version.id, "data-handle": version.handle });
+    group.append(svg("title", {}, `${version.content}\n${clock(version.created_at)}${synced ? "\nsynced from another machine" : ""}`));
     group.append(svg("circle", { cx: here.x, cy: here.y, r: 7 }));
     group.append(svg("text", { x: here.x + 11, y: here.y - 4 }, `[${version.handle}]${version.live ? " current" : ""}`));
     group.append(svg("text", { x: here.x + 11, y: here.y + 11 }, new Date(version.created_at * 1000).toLocaleDateString()));
