@@ -33,7 +33,9 @@ General layout (imports point downward; nothing imports upward):
 - `peercred.py`  the peer's uid on a Unix socket (the daemon and its clients check it).
 - `lockfile.py`  one daemon per data directory (`flock`, naming the holder).
 - `first_answers.py` the first hooks after a start, answered before trio is imported.
-- `server.py`    the trio server: accept, frame, dispatch, reply.
+- `server/`      the trio server: accept, frame, dispatch, reply; its `__init__` maps
+                 its layers (lifecycle, transport, the dispatch table, one module
+                 per request family: rules, hooks, facts, travel, status).
 - `daemon.py`    `mented`'s command line: parses arguments, answers the first hooks,
                  then runs the server (trio is imported only then).
 """

@@ -46,7 +46,7 @@ store.store("commit messages: one line", tags=["trigger:git-commit"])
 store.store("deploy files: check the prod values", tags=["trigger:deploy-config"])
 store.close()
 # However slow this machine is, the index is not opened for want of a request.
-mented.server._RECALL_OPEN_AFTER_S = 3600.0
+mented.server.facts._RECALL_OPEN_AFTER_S = 3600.0
 seen = {}
 original = Server._answer_hook
 

@@ -336,8 +336,8 @@ def render(figures: Sequence[AttackFigures]) -> list[str]:
 
 
 def _task(name: str | None) -> str:
-    """A task's name without its module: `Server._serve_connection`."""
-    return (name or "?").removeprefix("mented.server.")
+    """A task's name without its module: `_Transport._serve_connection`."""
+    return ".".join((name or "?").split(".")[-2:])
 
 
 def main(argv: Sequence[str]) -> int:
