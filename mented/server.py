@@ -87,6 +87,7 @@ from mented.problems import (
     free_bytes,
     session_memory_unavailable,
 )
+from mented.process_session import with_process_session
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -851,7 +852,7 @@ class Server:
             # work stops there, and what it would hand over counts only once it was
             # sent in time (`_settle_hook`, after the send).
             deadline = _hook_deadline(request.deadline, received, self.config.hook.budget_ms)
-            hook_answer = await self._answer_hook(request, deadline)
+            hook_answer = await self._answer_hook(request, deadline, peer_pid(conn.sock))
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
             if time.monotonic() >= deadline:
@@ -963,7 +964,9 @@ class Server:
         else:
             answer.dropped()
 
-    async def _answer_hook(self, request: HookRequest, deadline: float) -> HookAnswer:
+    async def _answer_hook(
+        self, request: HookRequest, deadline: float, peer: int | None = None
+    ) -> HookAnswer:
         """The hook's stdout bytes; a command slow to match is matched off the event loop.
 
         Most commands match in well under a millisecond, here. One that takes longer
@@ -972,6 +975,7 @@ class Server:
         `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
         """
         call = decode_event(request.agent, bytes(request.event))
+        call = with_process_session(request.agent, call, peer)  # Kiro CLI: no session id
         if isinstance(call, ToolCall) and call.ran and AGENTS[request.agent].checks_only_after:
             # The event after a command ran, installed for the checks alone: one look-up.
             return self.hooks.answer_decoded(
