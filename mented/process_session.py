@@ -35,6 +35,8 @@ from mented.agents import AGENTS, ToolCall
 from mented.untrusted import Refused, read_file
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mented.hooks import HookEvent
 
 PROC = Path("/proc")
@@ -53,15 +55,24 @@ class _Stat:
     start: int
 
 
-def with_process_session(agent: str, call: HookEvent | None, pid: int | None) -> HookEvent | None:
+def no_peer() -> int | None:
+    """No hook process known (a caller without a connection): the fallback key."""
+    return None
+
+
+def with_process_session(
+    agent: str, call: HookEvent | None, peer: Callable[[], int | None]
+) -> HookEvent | None:
     """`call` with the session of its agent's process, for an agent whose events carry no
-    session id (`session_from_process`); any other call as it is."""
+    session id (`session_from_process`); any other call as it is. `peer` gives the hook
+    process's pid (`mented.peercred.peer_pid` of its connection), asked only when needed:
+    the other agents' hooks cost no system call for it."""
     if not isinstance(call, ToolCall) or call.session is not None:
         return call
     adapter = AGENTS.get(agent)
     if adapter is None or not adapter.session_from_process:
         return call
-    return dataclasses.replace(call, session=process_session(pid, call.cwd))
+    return dataclasses.replace(call, session=process_session(peer(), call.cwd))
 
 
 def process_session(

@@ -87,7 +87,7 @@ from mented.problems import (
     free_bytes,
     session_memory_unavailable,
 )
-from mented.process_session import with_process_session
+from mented.process_session import no_peer, with_process_session
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -852,7 +852,9 @@ class Server:
             # work stops there, and what it would hand over counts only once it was
             # sent in time (`_settle_hook`, after the send).
             deadline = _hook_deadline(request.deadline, received, self.config.hook.budget_ms)
-            hook_answer = await self._answer_hook(request, deadline, peer_pid(conn.sock))
+            hook_answer = await self._answer_hook(
+                request, deadline, functools.partial(peer_pid, conn.sock)
+            )
             if self.store.failure is not None:  # silenced by the hook: noticed here
                 self._stop_for_store_failure()
             if time.monotonic() >= deadline:
@@ -965,7 +967,7 @@ class Server:
             answer.dropped()
 
     async def _answer_hook(
-        self, request: HookRequest, deadline: float, peer: int | None = None
+        self, request: HookRequest, deadline: float, peer: Callable[[], int | None] = no_peer
     ) -> HookAnswer:
         """The hook's stdout bytes; a command slow to match is matched off the event loop.
 

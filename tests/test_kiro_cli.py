@@ -80,7 +80,7 @@ def store(store: Store) -> Store:
 
 def answer(hooks: HookHandler, event: bytes, pid: int | None) -> bytes:
     """What the daemon answers Kiro's hook process `pid` (the server's two steps)."""
-    call = with_process_session("kiro-cli", AGENTS["kiro-cli"].decode(event), pid)
+    call = with_process_session("kiro-cli", AGENTS["kiro-cli"].decode(event), lambda: pid)
     return hooks.handle_decoded("kiro-cli", call)
 
 
@@ -185,9 +185,12 @@ def _ancestors() -> set[int]:
 def test_other_agents_keep_their_own_session_and_a_given_one_is_kept(proc: Path) -> None:
     kiro_hook(proc, 5001)
     claude = ToolCall(command="git commit -m x", session=None)
-    assert with_process_session("claude-code", claude, 5001) is claude
+    asked: list[bool] = []
+    peer = lambda: asked.append(True) or 5001  # noqa: E731 - counts the system calls
+    assert with_process_session("claude-code", claude, peer) is claude
     named = ToolCall(command="git commit -m x", session="doctor-1")
-    assert with_process_session("kiro-cli", named, 5001) is named
+    assert with_process_session("kiro-cli", named, peer) is named
+    assert not asked  # no peer pid asked for: no system call on other agents' hooks
 
 
 # ------------------------------------------------------------------ the answer
