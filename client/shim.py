@@ -187,9 +187,13 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
 
 
 def destination(answer: bytes) -> "tuple[int, bytes, int]":
-    """Where `answer` goes: the file descriptor, the bytes, the exit status once written."""
+    """Where `answer` goes: the file descriptor, the bytes, the exit status once written.
+
+    A block without a reason is silence: a call is never stopped with nothing to read.
+    """
     if answer.startswith(BLOCK):
-        return 2, answer[len(BLOCK) :], 2
+        reason = answer[len(BLOCK) :]
+        return (2, reason, 2) if reason.strip() else (1, b"", 0)
     return 1, answer, 0
 
 

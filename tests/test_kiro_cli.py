@@ -203,6 +203,7 @@ def test_the_shim_writes_a_block_to_stderr_with_status_2_and_nothing_else_so() -
     context = b'{"hookSpecificOutput": {}}'
     assert shim.destination(context) == (1, context, 0)
     assert shim.destination(b"") == (1, b"", 0)
+    assert shim.destination(BLOCK) == shim.destination(BLOCK + b" \n") == (1, b"", 0)
     # Any other typed daemon message is still silence (an older daemon's error).
     assert AGENTS["kiro-cli"].render_context("anything") == b""
 
