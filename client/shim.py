@@ -10,6 +10,10 @@ millisecond (`sys`, `posix`, `time`, `_signal`, `_socket`): not `socket` (11 ms)
 not `json` (12 ms), nothing of mented's. It does not parse the event: the stdin
 bytes travel verbatim inside the request envelope and the daemon decodes them.
 
+It answers on stdout and exits 0, but for one answer: a stop for an agent
+that blocks a call on exit status 2 and hands the model the hook's stderr
+(Kiro CLI) comes as `BLOCK` then the text, which goes to stderr with status 2.
+
 Whatever goes wrong -- no daemon, a stale socket, a daemon that hangs, a garbled
 or oversized answer, oversized stdin, a bug in this file -- it prints nothing
 and exits 0, so the agent's command runs untouched. A hard deadline (default
@@ -38,6 +42,9 @@ DEFAULT_BUDGET_MS = 250
 MAX_BUDGET_MS = 10_000
 MAX_AGENT_NAME = 40
 _AGENT_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+# The daemon's answer for a stop read from stderr, ahead of its text (mented.agents.kiro_cli,
+# where a test keeps the two equal). A typed message: an older shim stays silent on it.
+BLOCK = b'{"type":"block"}\n'
 
 
 class _Silent(Exception):  # noqa: N818 - not an error to report: the reason to stay silent
@@ -173,15 +180,27 @@ def run(argv: "list[str]", environ: "dict[bytes, bytes]") -> bytes:
     )
     reply = _exchange(socket_path(environ, fallback), len(body).to_bytes(4, "big") + body, deadline)
     # A hook reply is the agent's stdout; a typed daemon message (an error from an
-    # older daemon, say) is never something to show the agent.
-    if reply.startswith(b'{"type":'):
+    # older daemon, say) is never something to show the agent, but for a block.
+    if reply.startswith(b'{"type":') and not reply.startswith(BLOCK):
         return b""
     return reply
 
 
+def destination(answer: bytes) -> "tuple[int, bytes, int]":
+    """Where `answer` goes: the file descriptor, the bytes, the exit status once written.
+
+    A block without a reason is silence: a call is never stopped with nothing to read.
+    """
+    if answer.startswith(BLOCK):
+        reason = answer[len(BLOCK) :]
+        return (2, reason, 2) if reason.strip() else (1, b"", 0)
+    return 1, answer, 0
+
+
 def main() -> None:
+    status = 0
     try:
-        out = run(sys.argv, posix.environ)
+        fd, out, written = destination(run(sys.argv, posix.environ))
         # The backstop stays armed through the write: a stdout pipe that the agent
         # does not read takes at most its buffer (64 KiB on Linux, less on macOS),
         # then blocks the write for good. An answer is cut only if the pipe has no
@@ -189,12 +208,15 @@ def main() -> None:
         # a cut answer is not JSON, so no agent acts on it.
         view = memoryview(out)
         while view:
-            view = view[posix.write(1, view) :]
+            view = view[posix.write(fd, view) :]
+        # Written whole: a block now stands, so the backstop must not turn it into exit 0.
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        status = written
     except BaseException:  # noqa: BLE001, S110 - any failure, including our own bugs, is silence
         pass
     # _exit: no interpreter shutdown, so no late flush of a closed stdout can
     # turn into a traceback or a non-zero status.
-    posix._exit(0)  # noqa: SLF001
+    posix._exit(status)  # noqa: SLF001
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ AGENT_NAMES = (
     "factory-droid",
     "augment-auggie",
     "cline-cli",
+    "kiro-cli",
     # mented's own plugin or extension, in the agent's process.
     "opencode",
     "pi",
+    "kilo",
 )

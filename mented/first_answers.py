@@ -38,6 +38,7 @@ thread importing trio took the GIL from the answer (see docs/benchmarks.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import socket
@@ -57,8 +58,9 @@ from mented.listener import ListenerError, bind_socket, socket_identity
 from mented.lockfile import DataDirBusyError, DataDirLock
 from mented.log import log
 from mented.matcher import Matcher
-from mented.peercred import is_own_user, peer_uid
+from mented.peercred import is_own_user, peer_pid, peer_uid
 from mented.problems import Problems
+from mented.process_session import no_peer, with_process_session
 from mented.protocol import (
     HEADER,
     MAX_FRAME,
@@ -279,7 +281,7 @@ class FirstAnswers:
         else:
             assert isinstance(request, HookRequest)  # the only request with this prefix
             deadline = hook_deadline(request.deadline, received, self.config.hook.budget_ms)
-            answer = self._answer_hook(request, deadline)
+            answer = self._answer_hook(request, deadline, functools.partial(peer_pid, sock))
             if time.monotonic() >= deadline:
                 answer.dropped()
                 answer, reply = None, frame(b"")
@@ -295,9 +297,12 @@ class FirstAnswers:
                 answer.dropped()
         return sent
 
-    def _answer_hook(self, request: HookRequest, deadline: float) -> HookAnswer:
+    def _answer_hook(
+        self, request: HookRequest, deadline: float, peer: Callable[[], int | None] = no_peer
+    ) -> HookAnswer:
         """`Server._answer_hook` without an event loop to keep free: the same steps, in turn."""
         call = decode_event(request.agent, bytes(request.event))
+        call = with_process_session(request.agent, call, peer)  # Kiro CLI: no session id
         if isinstance(call, ToolCall) and call.ran and AGENTS[request.agent].checks_only_after:
             return self.hooks.answer_decoded(
                 request.agent, call, deadline=deadline, test=request.test

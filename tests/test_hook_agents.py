@@ -1,4 +1,4 @@
-"""Crush, Factory Droid, Augment Auggie and Cline CLI: built from their sources and documents.
+"""Crush, Factory Droid, Augment Auggie, Cline CLI, Kiro CLI: built from sources and documents.
 
 None of these was run against the real binary here: the payloads are the ones
 their sources or documents give (tests/data/hook_agents/, whose README says
@@ -27,7 +27,7 @@ from tests.test_more_agents import handler
 
 DATA = Path(__file__).parent / "data" / "hook_agents"
 RULE = "commit messages: single line, conventional prefix, no emojis"
-NEW = ("crush", "factory-droid", "augment-auggie", "cline-cli")
+NEW = ("crush", "factory-droid", "augment-auggie", "cline-cli", "kiro-cli")
 
 
 def recorded(agent: str) -> list[dict[str, Any]]:
@@ -54,6 +54,7 @@ def test_recorded_payloads_decode_to_the_call_they_make(agent: str) -> None:
         assert isinstance(call, ToolCall), payload["event"]
         assert call.command == expect.get("command", "")
         assert list(call.edited) == expect.get("edited", [])
+        assert call.mcp_tool == expect.get("mcp_tool", "")
         assert call.session == expect["session"]
         if "cwd" in expect:
             assert call.cwd == expect["cwd"]
@@ -439,6 +440,20 @@ def test_each_agents_installed_command_hands_its_first_commit_the_rules(
         specific = json.loads(done.stdout)["hookSpecificOutput"]
         assert specific["permissionDecision"] == "deny", agent
         assert RULE in specific["permissionDecisionReason"]
+    # Kiro CLI: the rules on stderr, exit 2 (its block); the retry, from the same parent
+    # process (this one: the line `exec`s the shim), runs: the daemon's session is that process.
+    kiro = json.loads((home / ".kiro" / "agents" / "mented.json").read_text())
+    kiro_command = kiro["hooks"]["preToolUse"][0]["command"]
+    for status in (2, 0):
+        done = subprocess.run(  # as Kiro runs it: `bash -c LINE`
+            ["/bin/sh", "-c", kiro_command],
+            input=first_commit("kiro-cli"),
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        assert (done.returncode, done.stdout) == (status, b""), done.stderr
+        assert (RULE in done.stderr.decode()) == (status == 2)
     hook = home / "Documents" / "Cline" / "Hooks" / "PreToolUse"
     done = subprocess.run(  # as Cline runs it: the file itself, by its #! line
         [str(hook)],

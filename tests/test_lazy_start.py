@@ -50,8 +50,8 @@ mented.server.facts._RECALL_OPEN_AFTER_S = 3600.0
 seen = {}
 original = Server._answer_hook
 
-async def answer_hook(self, request, deadline):
-    answer = await original(self, request, deadline)
+async def answer_hook(self, request, deadline, *peer):
+    answer = await original(self, request, deadline, *peer)
     if not seen:
         seen.update({name: name in sys.modules for name in WATCHED})
     return answer

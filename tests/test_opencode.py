@@ -323,3 +323,43 @@ def test_doctor_fails_a_plugin_that_speaks_another_protocol_than_the_daemon(
     assert newer[0].state == "fail"
     assert "the plugin speaks protocol 1, the daemon 2" in newer[0].detail
     assert "mentectl hooks install opencode" in (newer[0].fix or "")
+
+
+# ------------------------------------------------------------------ Kilo Code CLI
+
+
+def test_kilo_installs_the_same_plugin_in_kilos_folder_under_its_own_name(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert mentectl("hooks", "install", "kilo") == 0
+    path = home / ".config" / "kilo" / "plugin" / "mented.js"
+    text = path.read_text()
+    assert text.startswith(PLUGIN_MARKER)
+    assert 'const AGENT = "kilo"' in text  # the daemon serves its calls as Kilo's
+    assert "Installed mented's plugin for Kilo Code CLI in ~/.config/kilo/plugin/mented.js." in (
+        capsys.readouterr().out
+    )
+    assert not (home / ".config" / "opencode").exists()
+    assert mentectl("hooks", "status", "kilo") == 0
+    assert "plugin installed, ok" in capsys.readouterr().out
+    assert mentectl("hooks", "uninstall", "kilo") == 0
+    assert not (home / ".config" / "kilo").exists()
+
+
+def test_kilo_project_install_is_the_projects_kilo_folder(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert mentectl("hooks", "install", "kilo", "--project", str(project)) == 0
+    assert (project / ".kilo" / "plugin" / "mented.js").is_file()
+    assert ".git/info/exclude" in capsys.readouterr().out
+    assert not (home / ".config" / "kilo").exists()
+
+
+def test_kilos_calls_are_stopped_once_as_opencodes(store: Store, sessions: SessionMemory) -> None:
+    hooks = handler(store, sessions)
+    stop = json.loads(hooks.handle("kilo", encode(BEFORE)))
+    assert list(stop) == ["stop"]
+    assert RULE in stop["stop"]
+    assert hooks.handle("kilo", encode({**BEFORE, "call_id": "call_2"})) == b""

@@ -8,6 +8,11 @@ and the shim spawned as the agents spawn it (the real interpreter, `-I -S`), on 
 same events: a command that names no action (`ls -la`) and a `git commit` whose rule
 the session was handed already (the daemon answers nothing before the tool: the usual
 case). Prints a Markdown table; p50 and p99 over the rounds.
+
+`MENTED_BENCH_BASELINE=FILE` (an earlier `opencode_plugin.js`, e.g. from `git show
+main:mented/agents/opencode_plugin.js`) times that plugin too, in the same runtime
+process, interleaved call by call with this one (each first in every other round):
+rows marked "(baseline)", for a before and after on the same load.
 """
 
 from __future__ import annotations
@@ -37,33 +42,53 @@ COMMANDS = {"no action (ls -la)": "ls -la", "commit, rule handed": 'git commit -
 
 # Runs the hook `rounds` times per command, interleaved; prints the ns of each call.
 DRIVER = """
-import { MentedPlugin } from "./mented.mjs"
-const [rounds, commands] = [Number(process.argv[2]), JSON.parse(process.argv[3])]
-const hooks = await MentedPlugin({ directory: process.argv[4] })
-const times = Object.fromEntries(commands.map((c) => [c, []]))
+const [rounds, commands, plugins] = [
+  Number(process.argv[2]), JSON.parse(process.argv[3]), JSON.parse(process.argv[5]),
+]
+const hooks = []
+for (const file of plugins) {
+  hooks.push(await (await import(file)).MentedPlugin({ directory: process.argv[4] }))
+}
+const times = Object.fromEntries(
+  plugins.flatMap((file) => commands.map((c) => [`${file} ${c}`, []])),
+)
 let call = 0
 for (let round = 0; round < rounds; round++) {
   for (const command of commands) {
-    const started = process.hrtime.bigint()
-    try {
-      await hooks["tool.execute.before"](
-        { tool: "bash", sessionID: "ses_bench", callID: `call_${call++}` },
-        { args: { command, description: "d" } },
-      )
-    } catch {}
-    times[command].push(Number(process.hrtime.bigint() - started))
+    // Each plugin first in turn: a call's place in the round is not its cost.
+    const turn = round % 2 === 0 ? [...hooks.entries()] : [...hooks.entries()].reverse()
+    for (const [index, plugin] of turn) {
+      const started = process.hrtime.bigint()
+      try {
+        await plugin["tool.execute.before"](
+          { tool: "bash", sessionID: "ses_bench", callID: `call_${call++}` },
+          { args: { command, description: "d" } },
+        )
+      } catch {}
+      times[`${plugins[index]} ${command}`].push(Number(process.hrtime.bigint() - started))
+    }
   }
 }
 console.log(JSON.stringify(times))
 """
+PLUGINS = ["./mented.mjs"]
+BASELINE = "./baseline.mjs"
 
 
 def _plugin_times(
-    runtime: list[str], folder: Path, rounds: int, env: dict[str, str]
+    runtime: list[str], folder: Path, rounds: int, env: dict[str, str], plugins: list[str]
 ) -> dict[str, list[int]]:
+    """Per plugin file and command (`"FILE COMMAND"`), the ns of each call."""
     commands = list(COMMANDS.values())
     result = subprocess.run(  # noqa: S603 - the runtime the user named
-        [*runtime, str(folder / "driver.mjs"), str(rounds), json.dumps(commands), str(folder)],
+        [
+            *runtime,
+            str(folder / "driver.mjs"),
+            str(rounds),
+            json.dumps(commands),
+            str(folder),
+            json.dumps(plugins),
+        ],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -140,20 +165,27 @@ def main(argv: list[str]) -> int:
                 client.expect(request, StoredReply)
             (root / "mented.mjs").write_text(plugin_source())
             (root / "driver.mjs").write_text(DRIVER)
+            plugins = list(PLUGINS)
+            baseline = os.environ.get("MENTED_BENCH_BASELINE")
+            if baseline:
+                (root / BASELINE).write_text(Path(baseline).read_text())
+                plugins.append(BASELINE)
             env = {
                 **{k: v for k, v in os.environ.items() if not k.startswith("MENTED_")},
                 "MENTED_SOCKET": str(daemon.socket),
             }
             # The session is handed the commit's rule once (a stop), before timing.
-            _plugin_times(runtimes[0], root, 1, env)
+            _plugin_times(runtimes[0], root, 1, env, plugins)
             print("| per tool call | p50 | p99 |")
             print("|---|--:|--:|")
             for runtime in runtimes:
                 label = _label(runtime)
-                for command_name, samples in zip(
-                    COMMANDS, _plugin_times(runtime, root, rounds, env).values(), strict=True
-                ):
-                    print(_row(f"plugin in {label}, {command_name}", summarize(samples)))
+                times = _plugin_times(runtime, root, rounds, env, plugins)
+                for plugin in plugins:
+                    which = " (baseline)" if plugin == BASELINE else ""
+                    for command_name, command in COMMANDS.items():
+                        samples = times[f"{plugin} {command}"]
+                        print(_row(f"plugin{which} in {label}, {command_name}", summarize(samples)))
             for command_name, samples in zip(
                 COMMANDS, _shim_times(daemon.socket, root, rounds).values(), strict=True
             ):

@@ -570,7 +570,9 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
         )
     elapsed_ms = (time.perf_counter() - started) * 1000
     took = f"{elapsed_ms:.0f} ms"
-    if result.returncode != 0 or result.stderr:
+    # Kiro CLI's stop is exit status 2 with the rules on stderr (the shim's block).
+    blocked = agent.blocks_by_exit and result.returncode == 2 and not result.stdout
+    if (result.returncode != 0 or result.stderr) and not blocked:
         said = result.stderr.decode(errors="replace").strip()[:300]
         return Check(
             link,

@@ -10,10 +10,13 @@ PascalCase event names) and Gemini CLI with its own event names and answers;
 Cursor has a shape of its own; Qwen Code is the shared shape with its own shell
 tool. Crush, Factory Droid and Augment Auggie read Claude Code's answers with
 their own tools and files; Cline CLI runs a hook file and takes context only;
+Kiro CLI's events have no session (its process is taken as one) and it takes a
+stop alone, by exit status;
 opencode loads mented's own plugin, which sends events of its own shape
-(`opencode.py`); pi runs an extension of mented's in its own process
-(`in_process.py`). `AGENTS` maps the names used on the shim's command line (and in rule
-scopes) to the adapters; `DEFAULT_AGENT` is the one assumed where none is named.
+(`opencode.py`), and Kilo Code CLI the same plugin (`kilo.py`); pi runs an
+extension of mented's in its own process (`in_process.py`). `AGENTS` maps the names
+used on the shim's command line (and in rule scopes) to the adapters; `DEFAULT_AGENT`
+is the one assumed where none is named.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ _MODULES = {
     "factory-droid": "factory_droid",
     "augment-auggie": "augment_auggie",
     "cline-cli": "cline_cli",
+    "kiro-cli": "kiro_cli",
     # mented's own plugin or extension, in the agent's process.
     "opencode": "opencode",
     "pi": "pi",
+    "kilo": "kilo",
 }
 
 

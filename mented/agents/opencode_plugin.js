@@ -26,6 +26,7 @@ const MAX_EVENT = 1 << 20 // as the shim's stdin: a bigger call is nothing we ca
 const MAX_REPLY = 1 << 20
 const MAX_SESSIONS = 256 // sessions whose pinned rules are kept, oldest dropped
 const IDLE_MS = 30000
+const EMPTY = Buffer.alloc(0)
 
 function budgetMs(env) {
   const millis = Number.parseInt(env.MENTED_HOOK_BUDGET_MS ?? "", 10)
@@ -61,7 +62,7 @@ function ownSocket(path) {
 class Channel {
   constructor() {
     this.socket = null
-    this.received = Buffer.alloc(0)
+    this.received = EMPTY
     this.waiting = [] // resolve functions, oldest first
     this.lastUsed = 0
   }
@@ -71,7 +72,7 @@ class Channel {
     this.waiting = []
     if (this.socket) this.socket.destroy()
     this.socket = null
-    this.received = Buffer.alloc(0)
+    this.received = EMPTY
     for (const resolve of waiting) resolve(null)
   }
 
@@ -83,13 +84,15 @@ class Channel {
     socket.on("data", (chunk) => {
       // An exception in a socket's handler would escape into opencode.
       try {
-        this.received = Buffer.concat([this.received, chunk])
+        // Most answers come whole in one chunk: taken as it is, not copied.
+        this.received = this.received.length === 0 ? chunk : Buffer.concat([this.received, chunk])
         while (this.received.length >= 4) {
           const length = this.received.readUInt32BE(0)
           if (length > MAX_REPLY) return this.close()
           if (this.received.length < 4 + length) return
           const body = this.received.subarray(4, 4 + length)
-          this.received = this.received.subarray(4 + length)
+          const rest = this.received.subarray(4 + length)
+          this.received = rest.length === 0 ? EMPTY : Buffer.from(rest) // a copy: the chunk is not kept
           const resolve = this.waiting.shift()
           let answer = null
           let garbled = false
@@ -127,15 +130,18 @@ class Channel {
       try {
         const budget = budgetMs(env)
         const path = socketPath(env)
-        const body = Buffer.from(
-          JSON.stringify({
-            type: "hook",
-            agent: AGENT,
-            deadline: Date.now() / 1000 + budget / 1000,
-            event,
-          }),
-        )
-        if (body.length > MAX_EVENT) return settle(null)
+        const json = JSON.stringify({
+          type: "hook",
+          agent: AGENT,
+          deadline: Date.now() / 1000 + budget / 1000,
+          event,
+        })
+        // The frame in one buffer: its 4-byte length, then the body written in place.
+        const size = Buffer.byteLength(json)
+        if (size > MAX_EVENT) return settle(null)
+        const frame = Buffer.allocUnsafe(4 + size)
+        frame.writeUInt32BE(size, 0)
+        frame.write(json, 4)
         // The daemon closes a connection idle for a minute ([daemon] connection_idle_s):
         // one idle for half of that is not trusted to carry the next call.
         const stale = Date.now() - this.lastUsed > IDLE_MS
@@ -149,9 +155,7 @@ class Channel {
         }, budget)
         this.waiting.push(settle)
         this.socket.ref()
-        const header = Buffer.alloc(4)
-        header.writeUInt32BE(body.length)
-        this.socket.write(Buffer.concat([header, body]))
+        this.socket.write(frame)
       } catch {
         this.close()
         settle(null)

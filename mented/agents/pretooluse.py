@@ -318,6 +318,10 @@ class PreToolUseAgent:
             without it every rule goes as context, checks that fail are told, never stopped.
         hook_file: the hook is an executable file of its own at `settings_path` (Cline's
             `PreToolUse`), written by `mented_client.hook_files`, not an entry in JSON.
+        session_from_process: its events carry no session id (Kiro CLI): the daemon takes
+            the agent's process that ran the hook as the session (`mented.process_session`).
+        blocks_by_exit: a stop is exit status 2 with the reason on stderr (the shim's
+            `BLOCK` answer), not an answer on stdout.
         entry_trust: whether the agent will run an installed entry, for an agent
             that has a say of its own (Codex's `/hooks` trust); None: it always does.
         event_name: the event sent before a tool runs.
@@ -357,6 +361,8 @@ class PreToolUseAgent:
     context_arrives: Literal["before", "after"] = "after"
     can_stop: bool = True
     hook_file: bool = False
+    session_from_process: bool = False
+    blocks_by_exit: bool = False
     user_notices: bool = False  # shows a hook answer's `systemMessage` to the user
     entry_trust: Callable[[InstalledEntry], EntryTrust] | None = None
     event_name: str = EVENT_NAME

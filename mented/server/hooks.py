@@ -12,10 +12,14 @@ from mented.agents import AGENTS, ToolCall
 from mented.first_answers import hook_deadline as _hook_deadline
 from mented.git_aliases import NO_ALIASES
 from mented.hooks import HookAnswer, decode_event
+from mented.peercred import peer_pid
+from mented.process_session import no_peer, with_process_session
 from mented.protocol import HookRequest, frame
 from mented.server.rule_writes import _RuleWrites
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mented.server.transport import _Connection
 
 # CPU a command may take to match on the event loop; a slower one goes to a worker.
@@ -35,7 +39,9 @@ class _Hooks(_RuleWrites):
         # work stops there, and what it would hand over counts only once it was
         # sent in time (`_settle_hook`, after the send).
         deadline = _hook_deadline(request.deadline, received, self.config.hook.budget_ms)
-        hook_answer = await self._answer_hook(request, deadline)
+        hook_answer = await self._answer_hook(
+            request, deadline, functools.partial(peer_pid, conn.sock)
+        )
         if self.store.failure is not None:  # silenced by the hook: noticed here
             self._stop_for_store_failure()
         if time.monotonic() >= deadline:
@@ -55,7 +61,9 @@ class _Hooks(_RuleWrites):
         else:
             answer.dropped()
 
-    async def _answer_hook(self, request: HookRequest, deadline: float) -> HookAnswer:
+    async def _answer_hook(
+        self, request: HookRequest, deadline: float, peer: Callable[[], int | None] = no_peer
+    ) -> HookAnswer:
         """The hook's stdout bytes; a command slow to match is matched off the event loop.
 
         Most commands match in well under a millisecond, here. One that takes longer
@@ -64,6 +72,7 @@ class _Hooks(_RuleWrites):
         `_SLOW_MATCHES` at a time, and one that waited past its deadline is not matched.
         """
         call = decode_event(request.agent, bytes(request.event))
+        call = with_process_session(request.agent, call, peer)  # Kiro CLI: no session id
         if isinstance(call, ToolCall) and call.ran and AGENTS[request.agent].checks_only_after:
             # The event after a command ran, installed for the checks alone: one look-up.
             return self.hooks.answer_decoded(
