@@ -13,6 +13,11 @@ case). Prints a Markdown table; p50 and p99 over the rounds.
 main:mented/agents/opencode_plugin.js`) times that plugin too, in the same runtime
 process, interleaved call by call with this one (each first in every other round):
 rows marked "(baseline)", for a before and after on the same load.
+
+Calls are `MENTED_BENCH_PAUSE_MS` apart (default 20): an agent's tool calls are a
+model turn apart, and what the daemon does once an answer is sent (the fire log,
+the session's record) is then done before the next call. Back to back, each call
+would also pay for the one before it (`0` times them so).
 """
 
 from __future__ import annotations
@@ -37,14 +42,17 @@ from mented_client.connection import Client
 from mented_client.hook_settings import installed_shim, real_interpreter
 
 ROUNDS = 400
+PAUSE_MS = 20  # between two calls: a model turn is far longer
 SESSION = "ses_bench"
 COMMANDS = {"no action (ls -la)": "ls -la", "commit, rule handed": 'git commit -m "fix: x"'}
 
 # Runs the hook `rounds` times per command, interleaved; prints the ns of each call.
 DRIVER = """
-const [rounds, commands, plugins] = [
+const [rounds, commands, plugins, pauseMs] = [
   Number(process.argv[2]), JSON.parse(process.argv[3]), JSON.parse(process.argv[5]),
+  Number(process.argv[6]),
 ]
+const pause = () => new Promise((done) => setTimeout(done, pauseMs))
 const hooks = []
 for (const file of plugins) {
   hooks.push(await (await import(file)).MentedPlugin({ directory: process.argv[4] }))
@@ -58,6 +66,7 @@ for (let round = 0; round < rounds; round++) {
     // Each plugin first in turn: a call's place in the round is not its cost.
     const turn = round % 2 === 0 ? [...hooks.entries()] : [...hooks.entries()].reverse()
     for (const [index, plugin] of turn) {
+      await pause()
       const started = process.hrtime.bigint()
       try {
         await plugin["tool.execute.before"](
@@ -88,6 +97,7 @@ def _plugin_times(
             json.dumps(commands),
             str(folder),
             json.dumps(plugins),
+            str(_pause_s() * 1000),
         ],
         cwd=folder,
         env=env,
@@ -100,6 +110,11 @@ def _plugin_times(
     return times
 
 
+def _pause_s() -> float:
+    """The pause between two timed calls, in seconds (`MENTED_BENCH_PAUSE_MS`)."""
+    return float(os.environ.get("MENTED_BENCH_PAUSE_MS") or PAUSE_MS) / 1000
+
+
 def _shim_times(socket: Path, folder: Path, rounds: int) -> dict[str, list[int]]:
     argv = [str(real_interpreter()), "-I", "-S", str(installed_shim()), "opencode", str(socket)]
     times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
@@ -110,6 +125,7 @@ def _shim_times(socket: Path, folder: Path, rounds: int) -> dict[str, list[int]]
             event = tool_event(
                 command, cwd=str(folder), session=SESSION, call_id=f"shim_{call}", event=BEFORE_TOOL
             )
+            time.sleep(_pause_s())
             started = time.perf_counter_ns()
             subprocess.run(argv, input=event, capture_output=True, check=False)  # noqa: S603
             times[command].append(time.perf_counter_ns() - started)
@@ -127,6 +143,7 @@ def _floor_times(socket_path: Path, folder: Path, rounds: int) -> dict[str, list
             request = HookRequest(
                 agent="opencode", event=msgspec.Raw(event), deadline=time.time() + 5
             )
+            time.sleep(_pause_s())
             started = time.perf_counter_ns()
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.connect(str(socket_path))
