@@ -526,3 +526,48 @@ def test_a_users_own_linked_cline_hook_is_not_mented_and_not_a_failure(
     status, out, _ = mentectl(capsys, "hooks", "status", "cline-cli")
     assert status == 0
     assert "not installed" in out
+
+
+# Where a project install of the two agents added last writes: a project's clone
+# chooses what stands there.
+PROJECT_FILES = {"kiro-cli": ".kiro/agents/mented.json", "kilo": ".kilo/plugin/mented.js"}
+
+
+@pytest.mark.parametrize("agent", sorted(PROJECT_FILES))
+@pytest.mark.parametrize(
+    "hostile", ["folder linked outside", "/dev/zero", "named pipe", "8 GiB file"]
+)
+def test_a_hostile_file_where_a_project_install_writes_is_refused(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str, hostile: str
+) -> None:
+    project = tmp_path / "repo"
+    target = project / PROJECT_FILES[agent]
+    target.parent.parent.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if hostile == "folder linked outside":
+        target.parent.symlink_to(outside)
+    else:
+        target.parent.mkdir()
+        if hostile == "/dev/zero":
+            target.symlink_to("/dev/zero")
+        elif hostile == "named pipe":
+            os.mkfifo(target)
+        else:
+            with target.open("wb") as sparse:
+                sparse.truncate(8 << 30)
+    status, out, err = mentectl(capsys, "hooks", "install", agent, "--project", str(project))
+    assert status != 0
+    assert out == ""
+    words = {
+        "folder linked outside": f"leads outside the project, to {outside / target.name}",
+        "/dev/zero": "leads outside the project, to /dev/zero",
+        "named pipe": "named pipe",
+        "8 GiB file": "8589934592 bytes, over the",
+    }
+    assert words[hostile] in err
+    assert not list(outside.iterdir())  # nothing written through the link
+    if hostile == "named pipe":
+        assert target.is_fifo()
+    elif hostile == "8 GiB file":
+        assert target.stat().st_size == 8 << 30
