@@ -400,7 +400,7 @@ def open_first_answers(
     try:
         lock = DataDirLock(data_dir, socket_path)
         opened.append(lock)
-        stamp = _file_stamp(config_path)
+        stamp = file_stamp(config_path)
         config = load_config(config_path)
         matcher = Matcher(load_action_table(config))
         store = Store(data_dir)
@@ -444,8 +444,9 @@ def open_first_answers(
     )
 
 
-def _file_stamp(path: Path | None) -> tuple[int, int] | None:
-    """(mtime, size) of a file, as `Server` keeps it to notice edits; None when absent."""
+def file_stamp(path: Path | None) -> tuple[int, int] | None:
+    """(mtime, size) of a file, to notice edits cheaply (the config, here and in `Server`);
+    None when absent."""
     if path is None:
         return None
     try:

@@ -21,7 +21,7 @@ The answer is `{"permission": "allow" | "deny" | "ask", "user_message": ...,
 agent's model reads is a deny's `agent_message`. So for Cursor the rules go by a
 stop or not at all: the first matching command of a conversation is stopped
 once (delivery `before`, the default), later ones and delivery `context` say
-nothing (`takes_context` is false), and when the conversation cannot be
+nothing (no `context_channel`), and when the conversation cannot be
 remembered nothing is said either, so that no command is stopped twice.
 
 The MCP event names the tool but not the server (only its `url` or
@@ -95,14 +95,6 @@ class CursorAgent(EveryCallAgent):
     def config_dir_override(self) -> Path | None:
         return None
 
-    def takes_context(self, call: ToolCall) -> bool:  # noqa: ARG002 - never, for any call
-        """Cursor's hook answer has no context field."""
-        return False
-
-    def render_context(self, text: str) -> bytes:  # noqa: ARG002 - there is no such channel
-        """Nothing: Cursor has no context channel (`takes_context` keeps this from being used)."""
-        return b""
-
     def render_deny(self, reason: str) -> bytes:
         return _encoder.encode(
             {
@@ -149,6 +141,7 @@ AGENT = CursorAgent(
     settings_name="hooks.json",
     project_settings_file=".cursor/hooks.json",
     event_name=SHELL_EVENT,
+    context_channel=False,  # its hook answer has no context field
     layout=SettingsLayout(nested=False, timeout_key=None, top={"version": 1}, hooks_only=True),
     mcp=McpSettings(file_name="mcp.json"),
 )

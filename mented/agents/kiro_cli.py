@@ -33,7 +33,7 @@ model; exit status 2 blocks the call and hands the model its stderr, as the tool
 result "PreToolHook blocked the tool execution: ..." (any other status is a warning to
 the user, and the call runs). So the rules go by a stop or not at all, as for Cursor:
 the first matching command of a Kiro process is stopped once (delivery `before`, the
-default), later ones and delivery `context` say nothing (`takes_context` is false). A
+default), later ones and delivery `context` say nothing (no `context_channel`). A
 stop is the shim's `BLOCK` answer: the text on stderr, exit status 2.
 
 The hook's output is cut at `max_output_size` (default 10 KiB): ours asks for 64 KiB.
@@ -125,14 +125,6 @@ class KiroAgent(PreToolUseAgent):
         if tool.startswith("@") and server and name:
             return ToolCall(mcp_tool=f"{server}/{name}")
         return None
-
-    def takes_context(self, call: ToolCall) -> bool:  # noqa: ARG002 - never, for any call
-        """A `preToolUse` hook's stdout reaches no one."""
-        return False
-
-    def render_context(self, text: str) -> bytes:  # noqa: ARG002 - there is no such channel
-        """Nothing: Kiro shows a `preToolUse` hook's stdout to no one."""
-        return b""
 
     def render_deny(self, reason: str) -> bytes:
         """The shim's block: `reason` on stderr, exit status 2."""
@@ -232,6 +224,7 @@ AGENT = KiroAgent(
     mcp_prefix="@",
     mcp_separator="/",
     event_name=PRE_TOOL_USE,
+    context_channel=False,  # a `preToolUse` hook's stdout reaches no one
     session_from_process=True,
     blocks_by_exit=True,
     layout=SettingsLayout(

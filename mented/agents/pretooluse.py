@@ -313,6 +313,8 @@ class PreToolUseAgent:
         install_note: what to tell the user after installing, if anything.
         context_arrives: when the model reads a hook's extra context: "after" the
             tool ran (both agents put it next to the tool's result) or "before".
+        context_channel: whether a hook answer can carry extra context to the model at
+            all (False for Cursor and Kiro CLI: their rules go by a stop or not at all).
         can_stop: whether a deny is safe: it stops the one tool call and its reason
             reaches the model (False for Cline, whose `cancel` ends the whole task):
             without it every rule goes as context, checks that fail are told, never stopped.
@@ -359,6 +361,7 @@ class PreToolUseAgent:
     no_project_local_file: str | None = None
     install_note: str | None = None
     context_arrives: Literal["before", "after"] = "after"
+    context_channel: bool = True
     can_stop: bool = True
     hook_file: bool = False
     session_from_process: bool = False
@@ -379,7 +382,7 @@ class PreToolUseAgent:
 
     def takes_context(self, call: ToolCall) -> bool:  # noqa: ARG002 - agents that differ use it
         """Whether an answer of extra context to this call's event reaches the model at all."""
-        return True
+        return self.context_channel
 
     def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
         """The event this agent sends before running the shell `command` (for `mentectl doctor`)."""
@@ -462,7 +465,10 @@ class PreToolUseAgent:
         return None
 
     def render_context(self, text: str) -> bytes:
-        """Stdout that hands `text` to the model as extra context."""
+        """Stdout that hands `text` to the model as extra context (nothing without a channel:
+        `takes_context` keeps it from being asked then)."""
+        if not self.context_channel:
+            return b""
         return _encoder.encode(
             {"hookSpecificOutput": {"hookEventName": EVENT_NAME, "additionalContext": text}}
         )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mented.actions import load_action_table
 from mented.config import Config, ConfigError, load_config
+from mented.first_answers import file_stamp
 from mented.log import log
 from mented.matcher import Matcher
 from mented.problems import CONFIG_DEFAULTS, config_defaults
@@ -15,17 +14,6 @@ _PREVIOUS_IN_FORCE = "(the previous configuration stays in force)"
 _ON_DEFAULTS = (
     "(mented started on the built-in settings instead; fix the file, then `mentectl reload`)"
 )
-
-
-def _file_stamp(path: Path | None) -> tuple[int, int] | None:
-    """(mtime, size) of a file, to notice edits cheaply; None when absent."""
-    if path is None:
-        return None
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
 
 
 class _Settings(_Workers):
@@ -77,7 +65,7 @@ class _Settings(_Workers):
         Raises:
             ConfigError: the file is unreadable or invalid.
         """
-        self._config_stamp = _file_stamp(self.options.config_path)
+        self._config_stamp = file_stamp(self.options.config_path)
         config = load_config(self.options.config_path)
         return config, Matcher(load_action_table(config))
 
@@ -86,7 +74,7 @@ class _Settings(_Workers):
 
         Only checked, not applied: applying is `reload`'s job (SIGHUP, `mentectl reload`).
         """
-        stamp = _file_stamp(self.options.config_path)
+        stamp = file_stamp(self.options.config_path)
         if stamp == self._config_stamp:
             return
         self._config_stamp = stamp
