@@ -25,8 +25,10 @@ from mented.process_session import FALLBACK_WINDOW_S, with_process_session
 from mented.sessions import SessionMemory
 from mented.store import Store
 from mented_client import shim
-from mented_client.cli import main
+from tests.test_hook_agents import home, mentectl
 from tests.test_more_agents import handler
+
+__all__ = ["home"]  # a fixture of the agents built from their sources
 
 RULE = "commit messages: single line, conventional prefix, no emojis"
 KIRO = 4242  # the Kiro process's pid in the made-up /proc
@@ -230,22 +232,6 @@ def test_a_block_from_the_daemon_reaches_main_as_stderr_and_status_2(
 
 
 # ------------------------------------------------------------------ installing
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("MENTED_SOCKET", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return home
-
-
-def mentectl(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_install_writes_an_agent_of_its_own_and_says_how_to_use_it(
