@@ -498,7 +498,12 @@ def test_a_piece_the_daemon_refuses_is_named_and_the_rest_written(capsys) -> Non
 
     failed: list[object] = []
     summary_line = _write_store(
-        Refusing(), items, [], {path: None}, load_table_in_force(None), failed  # type: ignore[arg-type]
+        Refusing(),
+        items,
+        [],
+        {path: None},
+        load_table_in_force(None),
+        failed,  # type: ignore[arg-type]
     )
     assert sent == ["never push to main"]
     assert summary_line == "adopted 1 new rule"

@@ -78,6 +78,7 @@ def test_the_daemons_log_lines_are_structlogs_without_importing_it() -> None:
     # structlog and asyncio cost a fifth of a start: the daemon does without them.
     assert imported.strip() == "[]"
 
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

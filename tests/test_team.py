@@ -247,7 +247,7 @@ def test_a_project_larger_than_the_cache_is_still_served(
 def test_a_mented_folder_created_later_is_found_once_the_walk_is_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """"This directory is in no project" is believed a few seconds, not until a restart."""
+    """ "This directory is in no project" is believed a few seconds, not until a restart."""
     now = [1000.0]
     monkeypatch.setattr(team.time, "monotonic", lambda: now[0])
     work = tmp_path / "work"

@@ -58,74 +58,167 @@ _LOOKS_ONLY = _rx(
 )
 # (action, the pages it can be on, a description saying it is done, one saying it is not)
 RULES: tuple[tuple[str, re.Pattern[str], re.Pattern[str], re.Pattern[str] | None], ...] = (
-    ("git-commit", _rx(r"^(git-commit|git-am|git-cherry-pick|git-revert|hub-commit|git-squash|"
-     r"git-release|git-magic|jj-commit|jj-describe|npm-version|bun-pm-version|gt|git|hub|jj)$"),
-     _rx(r"\b(commit (the )?(staged|all|files|changes|with)|create (a |an )?(new )?commit|"
-         r"make a commit|amend|commits? .*(message|staged)|record changes|apply (a |the )?"
-         r"(patch|commits?)|cherry-pick|revert|reword|squash .* into|release|(bump|increment|"
-         r"set) .*version|describe|commit)\b"), None),
-    ("git-push", _rx(r"^(git-push|git-subtree|git-svn|git-flow|jj-git-push|jj-git|git-release|"
-     r"git-magic|git-create-branch|gt|hub|git)$"),
-     _rx(r"\b(push|publish|submit|dcommit|send .* to (the )?remote)\b"),
-     _rx(r"\bpull\b(?! request)")),
-    ("git-push-force", _rx(r"^(git-push|git-delete-branch|git-delete-tag|git)$"),
-     _rx(r"\b(force|delete .* remote|remote .* delete|mirror|prune)\b"), None),
-    ("git-merge", _rx(r"^(git-merge|git-merge-into|git-feature|git-flow|git-subtree|git-pull|"
-     r"git-graft|git)$"), _rx(r"\b(merge|finish|graft)\b"),
-     _rx(r"\b(abort|merge base|merge-base|list|branches that)\b")),
-    ("git-rebase", _rx(r"^(git-rebase|git-pull|git-svn|git-p4|git-psykorebase|jj-rebase|git)$"),
-     _rx(r"\brebase|\breapply\b"), _rx(r"\babort\b")),
-    ("git-tag", _rx(r"^(git-tag|git-release|git-flow|npm-version|bun-pm-version|jj-tag-set|"
-     r"jj-tag)$"),
-     _rx(r"\b(create|tag|release|bump|version)\b"), _rx(r"\b(list|delete|verify|remove)\b")),
-    ("git-branch-create", _rx(r"^(git-branch|git-checkout|git-switch|git-create-branch|"
-     r"git-feature|git-flow|git-worktree|git-subtree|jj-bookmark|hub-branch|gt|git-fresh-branch)$"),
-     _rx(r"\b(create|new branch|start|fresh branch)\b"),
-     _rx(r"\b(list|delete|remove|rename|switch to an existing)\b")),
-    ("pr-create", _rx(r"^(gh-pr|gh-pr-create|glab-mr|glab-mr-create|hub|git-pull-request|git-pr|"
-     r"git-mr|tea|gt|gh-api|gh)$"),
-     _rx(r"\b(create|open|submit) .*(pull|merge) request|\bpull request\b.*\bcreate\b|"
-         r"^create a (pull|merge) request"), None),
-    ("pr-merge", _rx(r"^(gh-pr|gh-pr-merge|glab-mr|glab-mr-merge|tea|gh)$"),
-     _rx(r"\bmerge\b.*\b(pull|merge) request|\bmerge the (pr|mr)\b|^merge\b"),
-     _rx(r"\b(list|view|check)\b")),
-    ("release-create", _rx(r"^(gh-release|glab-release|tea|gh)$"),
-     _rx(r"\bcreate\b.*\brelease\b|\brelease\b.*\bcreate\b|^create a (new )?release"), None),
-    ("issue-create", _rx(r"^(gh-issue|gh-issue-create|glab-issue|hub-issue|tea|gh)$"),
-     _rx(r"\b(create|open|new)\b.*\bissue\b"), _rx(r"\b(list|view|close|reopen)\b")),
-    ("package-install", _rx(r"^(npm|npm-install|npm-ci|npm-update|npm-audit|npm-it|"
-     r"npm-install-test|npm-install-ci-test|pnpm|yarn|pip|pip3|pip-install|pipx|uv|uv-add|"
-     r"uv-sync|uv-pip|uv-tool|poetry|poetry-add|poetry-install|poetry-update|poetry-sync|"
-     r"poetry-self|cargo|cargo-add|cargo-install|cargo-update|cargo-binstall|go-get|go-install|"
-     r"go|gem|bundle|bun|bun-add|bun-install|bun-i|bun-update|composer|conda|conda-install|"
-     r"conda-create|conda-update|mamba|deno|pipenv|pulumi-install|pulumi-plugin|gh-extension)$"),
-     _rx(r"\b(install|add|upgrade|update|sync|require)\b.*\b(package|dependenc|module|librar|"
-         r"crate|gem|extension|plugin|tool|binar|application|requirement|environment|version|"
-         r"lock|project)|\binstall\b|\badd (a |the )?dependenc|\bupgrade\b|\bupdate (all|the|a)?"
-         r"\s*(installed|outdated)?\s*(package|dependenc|gem|module)"),
-     _rx(r"\b(uninstall|remove|list|show|search|dry|outdated|locate|lockfile only)\b|"
-         r"\b(python|interpreter) version|install(ed)? (python|shell completion)")),
-    ("package-publish", _rx(r"^(npm-publish|npm|pnpm|yarn|cargo-publish|cargo|twine|"
-     r"poetry-publish|poetry|uv-publish|uv|gem|bun-publish|bun|lerna|mvn-deploy|mvn|gradle)$"),
-     _rx(r"\b(publish|upload|deploy|push .* (gem|package)|release)\b"),
-     _rx(r"\b(dry|unpublish|list|test pypi? *without)\b")),
-    ("docker-push", _rx(r"^(docker|docker-image|podman|podman-image|docker-compose|crane-push|"
-     r"crane-copy|crane-cp|crane|skopeo|docker-buildx.*)$"),
-     _rx(r"\bpush|\bcopy .* (to|between) (a |the )?registr|\bupload .* registr"), _rx(r"\bpull\b")),
-    ("infra-deploy", _rx(r"^(terraform.*|tofu.*|terragrunt|kubectl.*|helm.*|helmfile|pulumi.*|"
-     r"docker-service|docker-stack)$"),
-     _rx(r"\b(apply|destroy|deploy|install|upgrade|uninstall|rollback|roll back|create|delete|"
-         r"replace|patch|scale|edit|expose|run|autoscale|label|annotate|cordon|uncordon|drain|"
-         r"taint|set|update|import|restart|undo|pause|resume|remove|up)\b"),
-     _rx(r"\b(list|show|get|describe|view|dry[- ]run|status|plan|preview|diff|history|validate|"
-         r"format|init|output|lint|template|search|explain|logs?|watch|print|version|login|"
-         r"logout|config|completion|untaint)\b")),
-    ("discard-changes", _rx(r"^(git-reset|git-clean|git-checkout|git-restore|git-stash|"
-     r"git-checkout-index|git-sync|git-undo|git-clear|git-clear-soft|git-reset-file|git)$"),
-     _rx(r"\b(discard|throw away|remove untracked|delete untracked|reset .* (hard|working)|"
-         r"revert .* (changes|files?) to|restore|drop|clear|overwrite|undo .* changes|"
-         r"sync .* remote)\b"),
-     _rx(r"\b(dry|interactive(ly)? .* show|list|staged only|unstage)\b")),
+    (
+        "git-commit",
+        _rx(
+            r"^(git-commit|git-am|git-cherry-pick|git-revert|hub-commit|git-squash|"
+            r"git-release|git-magic|jj-commit|jj-describe|npm-version|bun-pm-version|gt|git|hub|jj)$"
+        ),
+        _rx(
+            r"\b(commit (the )?(staged|all|files|changes|with)|create (a |an )?(new )?commit|"
+            r"make a commit|amend|commits? .*(message|staged)|record changes|apply (a |the )?"
+            r"(patch|commits?)|cherry-pick|revert|reword|squash .* into|release|(bump|increment|"
+            r"set) .*version|describe|commit)\b"
+        ),
+        None,
+    ),
+    (
+        "git-push",
+        _rx(
+            r"^(git-push|git-subtree|git-svn|git-flow|jj-git-push|jj-git|git-release|"
+            r"git-magic|git-create-branch|gt|hub|git)$"
+        ),
+        _rx(r"\b(push|publish|submit|dcommit|send .* to (the )?remote)\b"),
+        _rx(r"\bpull\b(?! request)"),
+    ),
+    (
+        "git-push-force",
+        _rx(r"^(git-push|git-delete-branch|git-delete-tag|git)$"),
+        _rx(r"\b(force|delete .* remote|remote .* delete|mirror|prune)\b"),
+        None,
+    ),
+    (
+        "git-merge",
+        _rx(
+            r"^(git-merge|git-merge-into|git-feature|git-flow|git-subtree|git-pull|"
+            r"git-graft|git)$"
+        ),
+        _rx(r"\b(merge|finish|graft)\b"),
+        _rx(r"\b(abort|merge base|merge-base|list|branches that)\b"),
+    ),
+    (
+        "git-rebase",
+        _rx(r"^(git-rebase|git-pull|git-svn|git-p4|git-psykorebase|jj-rebase|git)$"),
+        _rx(r"\brebase|\breapply\b"),
+        _rx(r"\babort\b"),
+    ),
+    (
+        "git-tag",
+        _rx(
+            r"^(git-tag|git-release|git-flow|npm-version|bun-pm-version|jj-tag-set|"
+            r"jj-tag)$"
+        ),
+        _rx(r"\b(create|tag|release|bump|version)\b"),
+        _rx(r"\b(list|delete|verify|remove)\b"),
+    ),
+    (
+        "git-branch-create",
+        _rx(
+            r"^(git-branch|git-checkout|git-switch|git-create-branch|"
+            r"git-feature|git-flow|git-worktree|git-subtree|jj-bookmark|hub-branch|gt|git-fresh-branch)$"
+        ),
+        _rx(r"\b(create|new branch|start|fresh branch)\b"),
+        _rx(r"\b(list|delete|remove|rename|switch to an existing)\b"),
+    ),
+    (
+        "pr-create",
+        _rx(
+            r"^(gh-pr|gh-pr-create|glab-mr|glab-mr-create|hub|git-pull-request|git-pr|"
+            r"git-mr|tea|gt|gh-api|gh)$"
+        ),
+        _rx(
+            r"\b(create|open|submit) .*(pull|merge) request|\bpull request\b.*\bcreate\b|"
+            r"^create a (pull|merge) request"
+        ),
+        None,
+    ),
+    (
+        "pr-merge",
+        _rx(r"^(gh-pr|gh-pr-merge|glab-mr|glab-mr-merge|tea|gh)$"),
+        _rx(r"\bmerge\b.*\b(pull|merge) request|\bmerge the (pr|mr)\b|^merge\b"),
+        _rx(r"\b(list|view|check)\b"),
+    ),
+    (
+        "release-create",
+        _rx(r"^(gh-release|glab-release|tea|gh)$"),
+        _rx(r"\bcreate\b.*\brelease\b|\brelease\b.*\bcreate\b|^create a (new )?release"),
+        None,
+    ),
+    (
+        "issue-create",
+        _rx(r"^(gh-issue|gh-issue-create|glab-issue|hub-issue|tea|gh)$"),
+        _rx(r"\b(create|open|new)\b.*\bissue\b"),
+        _rx(r"\b(list|view|close|reopen)\b"),
+    ),
+    (
+        "package-install",
+        _rx(
+            r"^(npm|npm-install|npm-ci|npm-update|npm-audit|npm-it|"
+            r"npm-install-test|npm-install-ci-test|pnpm|yarn|pip|pip3|pip-install|pipx|uv|uv-add|"
+            r"uv-sync|uv-pip|uv-tool|poetry|poetry-add|poetry-install|poetry-update|poetry-sync|"
+            r"poetry-self|cargo|cargo-add|cargo-install|cargo-update|cargo-binstall|go-get|go-install|"
+            r"go|gem|bundle|bun|bun-add|bun-install|bun-i|bun-update|composer|conda|conda-install|"
+            r"conda-create|conda-update|mamba|deno|pipenv|pulumi-install|pulumi-plugin|gh-extension)$"
+        ),
+        _rx(
+            r"\b(install|add|upgrade|update|sync|require)\b.*\b(package|dependenc|module|librar|"
+            r"crate|gem|extension|plugin|tool|binar|application|requirement|environment|version|"
+            r"lock|project)|\binstall\b|\badd (a |the )?dependenc|\bupgrade\b|\bupdate (all|the|a)?"
+            r"\s*(installed|outdated)?\s*(package|dependenc|gem|module)"
+        ),
+        _rx(
+            r"\b(uninstall|remove|list|show|search|dry|outdated|locate|lockfile only)\b|"
+            r"\b(python|interpreter) version|install(ed)? (python|shell completion)"
+        ),
+    ),
+    (
+        "package-publish",
+        _rx(
+            r"^(npm-publish|npm|pnpm|yarn|cargo-publish|cargo|twine|"
+            r"poetry-publish|poetry|uv-publish|uv|gem|bun-publish|bun|lerna|mvn-deploy|mvn|gradle)$"
+        ),
+        _rx(r"\b(publish|upload|deploy|push .* (gem|package)|release)\b"),
+        _rx(r"\b(dry|unpublish|list|test pypi? *without)\b"),
+    ),
+    (
+        "docker-push",
+        _rx(
+            r"^(docker|docker-image|podman|podman-image|docker-compose|crane-push|"
+            r"crane-copy|crane-cp|crane|skopeo|docker-buildx.*)$"
+        ),
+        _rx(r"\bpush|\bcopy .* (to|between) (a |the )?registr|\bupload .* registr"),
+        _rx(r"\bpull\b"),
+    ),
+    (
+        "infra-deploy",
+        _rx(
+            r"^(terraform.*|tofu.*|terragrunt|kubectl.*|helm.*|helmfile|pulumi.*|"
+            r"docker-service|docker-stack)$"
+        ),
+        _rx(
+            r"\b(apply|destroy|deploy|install|upgrade|uninstall|rollback|roll back|create|delete|"
+            r"replace|patch|scale|edit|expose|run|autoscale|label|annotate|cordon|uncordon|drain|"
+            r"taint|set|update|import|restart|undo|pause|resume|remove|up)\b"
+        ),
+        _rx(
+            r"\b(list|show|get|describe|view|dry[- ]run|status|plan|preview|diff|history|validate|"
+            r"format|init|output|lint|template|search|explain|logs?|watch|print|version|login|"
+            r"logout|config|completion|untaint)\b"
+        ),
+    ),
+    (
+        "discard-changes",
+        _rx(
+            r"^(git-reset|git-clean|git-checkout|git-restore|git-stash|"
+            r"git-checkout-index|git-sync|git-undo|git-clear|git-clear-soft|git-reset-file|git)$"
+        ),
+        _rx(
+            r"\b(discard|throw away|remove untracked|delete untracked|reset .* (hard|working)|"
+            r"revert .* (changes|files?) to|restore|drop|clear|overwrite|undo .* changes|"
+            r"sync .* remote)\b"
+        ),
+        _rx(r"\b(dry|interactive(ly)? .* show|list|staged only|unstage)\b"),
+    ),
 )
 _ALWAYS_LOOKED_AT = frozenset({"git-push-force", "infra-deploy"})
 
@@ -184,9 +277,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("tldr", type=Path, help="a checkout of tldr-pages/tldr")
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
     args = parser.parse_args(argv)
-    reviewed_text = resources.files("mented_client.bench").joinpath(
-        "command_corpus_reviewed.json"
-    ).read_text(encoding="utf-8")
+    reviewed_text = (
+        resources.files("mented_client.bench")
+        .joinpath("command_corpus_reviewed.json")
+        .read_text(encoding="utf-8")
+    )
     reviewed: dict[str, list[str] | None] = json.loads(reviewed_text)
     matcher = Matcher(load_action_table(Config()), cache_bytes=0)
     counts: dict[str, Counter[str]] = {}

@@ -338,9 +338,7 @@ def _print_memories(
     `synced`: the ids a sync brought from another machine (the reply's `synced`).
     """
     if args.json:
-        document: dict[str, object] = {
-            key: [_with_origin(memory, synced) for memory in memories]
-        }
+        document: dict[str, object] = {key: [_with_origin(memory, synced) for memory in memories]}
         if untrusted is not None:
             document["untrusted"] = msgspec.to_builtins(untrusted)
         print_json(document)
