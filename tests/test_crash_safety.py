@@ -13,13 +13,13 @@ This test process keeps the environment open the whole time, with a reader
 table of only 8 slots. That is what a second process reading the store (a
 backup, an inspection tool) does, and it stops LMDB from quietly resetting the
 reader table when the daemon starts alone: each killed daemon leaves a stale
-reader slot that only `reader_check()` at start clears. Twenty rounds through
+reader slot that only `reader_check()` at start clears. Twelve rounds through
 an 8-slot table show that repeated crashes never exhaust it.
 
 The data files that are not the daemon's (not LMDB, another program's LMDB, a
 newer schema) are refused at start and left byte for byte as they were.
 
-`MENTED_KILL_ROUNDS` sets the number of rounds (20 by default). When
+`MENTED_KILL_ROUNDS` sets the number of rounds (12 by default). When
 `MENTED_RELIABILITY_REPORT` names a file, the figures are appended to it as
 JSON lines (`python -m tests.reliability` collects them; docs/reliability.md).
 """
@@ -60,7 +60,7 @@ from mented_client.connection import Client, DaemonError, NotRunningError, Proto
 from tests.conftest import DaemonProcess
 from tests.reliability import record_figures, start_refused
 
-KILL_ROUNDS = int(os.environ.get("MENTED_KILL_ROUNDS", "20"))
+KILL_ROUNDS = int(os.environ.get("MENTED_KILL_ROUNDS", "12"))
 WRITERS = 3
 ACTIONS = ("git-commit", "git-push", "pr-create", "npm-publish")
 READER_SLOTS = 8  # the reader table this test gives the environment

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import re
@@ -78,6 +79,59 @@ def mentectl_exit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
     return status, out, err
 
 
+def insertions(a: str, b: str) -> list[tuple[int, str]] | None:
+    """The text `b` inserts into `a`, as (position in `a`, text) in order; None when `b`
+    is not `a` with text inserted (by the alignment `difflib` finds).
+
+    A character-level `SequenceMatcher` over whole settings files is quadratic (seconds
+    for one file): here lines are aligned first, and only the lines that differ are
+    compared character by character. An insertion next to text equal to its own
+    ends (`},` before `}`) could go either way; each is slid as far right as it goes,
+    and two that meet are one.
+    """
+    a_lines, b_lines = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    a_at = [0, *itertools.accumulate(map(len, a_lines))]
+    b_at = [0, *itertools.accumulate(map(len, b_lines))]
+    found: list[tuple[int, str]] = []
+    lines = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in lines.get_opcodes():
+        if tag == "equal":
+            continue
+        a1, a2, b1, b2 = a_at[i1], a_at[i2], b_at[j1], b_at[j2]
+        chars = difflib.SequenceMatcher(None, a[a1:a2], b[b1:b2], autojunk=False)
+        for op, k1, _, l1, l2 in chars.get_opcodes():
+            if op not in ("equal", "insert"):
+                return None
+            if op == "insert":
+                found.append((a1 + k1, b[b1 + l1 : b1 + l2]))
+    # Slide each left as far as it goes (joining those that meet), then right.
+    return _slid_right(_slid_left(found, a), a)
+
+
+def _slid_left(found: list[tuple[int, str]], a: str) -> list[tuple[int, str]]:
+    slid: list[tuple[int, str]] = []
+    for position, inserted in found:
+        at, text = position, inserted
+        while at > (slid[-1][0] if slid else 0) and a[at - 1] == text[-1]:
+            at, text = at - 1, a[at - 1] + text[:-1]
+        if slid and slid[-1][0] == at:
+            text = slid.pop()[1] + text
+        slid.append((at, text))
+    return slid
+
+
+def _slid_right(found: list[tuple[int, str]], a: str) -> list[tuple[int, str]]:
+    slid: list[tuple[int, str]] = []  # from the last
+    for position, inserted in reversed(found):
+        at, text = position, inserted
+        while at < (slid[-1][0] if slid else len(a)) and a[at] == text[0]:
+            at, text = at + 1, text[1:] + a[at]
+        if slid and slid[-1][0] == at:
+            text += slid.pop()[1]
+        slid.append((at, text))
+    return slid[::-1]
+
+
 def common_prefix_length(a: str, b: str) -> int:
     return next(
         (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
@@ -142,9 +196,9 @@ def test_existing_settings_are_kept_byte_for_byte(
     assert mentectl(capsys, "hooks", "install", "claude-code")[0] == 0
     after = settings.read_text()
     # Only insertions: every byte of the original file is still there, in order.
-    blocks = difflib.SequenceMatcher(None, EXISTING, after, autojunk=False).get_opcodes()
-    assert {tag for tag, *_ in blocks} == {"equal", "insert"}
-    inserted = [after[j1:j2] for tag, _, _, j1, j2 in blocks if tag == "insert"]
+    found = insertions(EXISTING, after)
+    assert found is not None
+    inserted = [text for _, text in found]
     # Our groups under the PreToolUse and PostToolUse lists already there (the
     # second insertion runs on into the new SessionStart list).
     pretooluse, rest = inserted

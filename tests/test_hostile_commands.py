@@ -8,7 +8,7 @@
 - A flood of distinct 8 KiB commands: the daemon's memory (VmRSS from /proc) stays
   within a fixed bound, whatever the matcher saw.
 
-Longer runs: `MENTED_FLOOD_COMMANDS` (distinct commands in the flood, default 512).
+Longer runs: `MENTED_FLOOD_COMMANDS` (distinct commands in the flood, default 256).
 """
 
 from __future__ import annotations
@@ -31,16 +31,17 @@ from mented.protocol import StoredReply, StoreRequest, frame, recv_frame
 from tests.conftest import DaemonProcess, connect_unix
 from tests.reliability import record_figures, rss_kib
 
-FLOOD_COMMANDS = int(os.environ.get("MENTED_FLOOD_COMMANDS", "512"))
+FLOOD_COMMANDS = int(os.environ.get("MENTED_FLOOD_COMMANDS", "256"))
 SHIM = Path(__file__).resolve().parents[1] / "client" / "shim.py"
 # The real interpreter: the shim's deadline must not pay for a pyenv wrapper.
 SHIM_PYTHON = os.path.realpath(sys.executable)
 RULE = "Commit messages: one line, conventional prefix, no emojis."
 BYSTANDER_CALLS = 8
 SHIM_BUDGET_MS = 10_000
-# Growth allowed to the daemon's resident memory over the flood. Before the matcher's
-# cache was bounded in bytes, 400 distinct commands added 52 MiB.
-FLOOD_RSS_GROWTH_KIB = 32 * 1024
+# Growth allowed to the daemon's resident memory over the flood: 64 KiB a command, at
+# most 32 MiB (16 MiB for the default 256). Before the matcher's cache was bounded in
+# bytes, 400 distinct commands added 52 MiB (130 KiB each); bounded, it adds nothing.
+FLOOD_RSS_GROWTH_KIB = min(32 * 1024, 64 * FLOOD_COMMANDS)
 
 # Each took bashlex 0.4 s to 4 s of the daemon's one thread (issue 12).
 HOSTILE = {

@@ -30,14 +30,16 @@ def test_a_repeated_command_is_answered_from_the_cache(monkeypatch: pytest.Monke
 
 
 def test_the_cache_is_bounded_in_bytes_whatever_the_commands_length() -> None:
-    limit = 64 * 1024
+    limit = 32 * 1024  # about 130 entries
     matcher = Matcher(load_action_table(Config()), cache_bytes=limit)
     matcher.actions_in("git push")  # regexes compiled, bashlex warm: not counted
     tracemalloc.start()
     try:
         before, _ = tracemalloc.get_traced_memory()
         # Each 8 KiB long (read by the fallback tokenizer, quickly); each kept as a digest.
-        for number in range(600):
+        # 330: the cache fills 2.5 times over, and had it not counted an entry's own
+        # weight, all 330 (some 50 KB) would be held.
+        for number in range(330):
             assert matcher.actions_in(f"git push origin {'x' * 8192}{number}") == ("git-push",)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before

@@ -271,12 +271,12 @@ class _CountingEnv:
 
 @pytest.fixture(scope="module")
 def crowded_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """5 rules for git-commit among 100,000 other memories, many of them near it."""
+    """5 rules for git-commit among 20,000 other memories, many of them near it."""
     db = Store(tmp_path_factory.mktemp("crowded") / "data", sync=False)
     neighbours = ["git", "git-commi", "git-commit-amend", "git-commit0", "git-commiu", "pr-create"]
     others: list[StoreItem] = []
-    for n in range(100_000):
-        created = T0 - 50_000 + n  # older and newer than the target rules
+    for n in range(20_000):
+        created = T0 - 10_000 + n  # older and newer than the target rules
         if n % 5 == 0:
             others.append(StoreItem(content=f"note {n}", tags=("git-commit",), created_at=created))
         else:
@@ -296,10 +296,10 @@ def crowded_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     db.close()
 
 
-def test_a_lookup_among_100000_memories_reads_only_its_action_range(
+def test_a_lookup_among_20000_memories_reads_only_its_action_range(
     crowded_store: Store,
 ) -> None:
-    assert crowded_store.stats().memories == 100_005
+    assert crowded_store.stats().memories == 20_005
     real_env = crowded_store._env
     counting = _CountingEnv(real_env)
     crowded_store._env = counting  # type: ignore[assignment]
