@@ -15,6 +15,8 @@ from mented.actions import load_action_table
 from mented.config import Config
 from mented.cputime import own_cpu_time
 from mented.matcher import MATCH_CPU_BUDGET_S, Explanation, Matcher
+from mented.matcher import clock as clock_module
+from mented.server.hooks import _QUICK_MATCH_S
 from tests.matcher_helpers import assert_well_formed
 
 # Commands that took bashlex from a third of a second to seconds (issue 12): a word of
@@ -115,3 +117,28 @@ def test_ordinary_commands_are_not_cut() -> None:
     explanation = matcher.explain(command)
     assert explanation.actions == ("git-commit", "pr-create")
     assert not any("budget" in note or "deadline" in note for note in explanation.notes)
+
+
+def test_a_quick_match_cut_in_bashlex_leaves_the_command_to_the_full_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The hook first matches on the event loop within a small budget (`_QUICK_MATCH_S`),
+    # bashlex getting half of it; a command whose parse starts slowly uses that half
+    # up. The quick path must then give up (None: the hook matches in a worker within
+    # the whole budget), not keep and cache the answer of a cut parse.
+    matcher = Matcher(load_action_table(Config()))
+    spent = [0.0]
+    monkeypatch.setattr(clock_module, "own_cpu_time", lambda: own_cpu_time() + spent[0])
+    parse = bashlex.parse
+
+    def slow_start(source: str) -> object:
+        spent[0] += 0.6 * _QUICK_MATCH_S  # past bashlex's half, under the whole budget
+        return parse(source)
+
+    monkeypatch.setattr(bashlex, "parse", slow_start)
+    command = "git add -A && git commit -m 'fix: the parser' && git push"
+    assert matcher.quick_actions_in(command, _QUICK_MATCH_S) is None
+    assert matcher.actions_in(command) == ("git-commit", "git-push")
+    explanation = matcher.explain(command)
+    assert explanation.parser == "bashlex"
+    assert not any("budget" in note or "bashlex" in note for note in explanation.notes)

@@ -253,3 +253,89 @@ def test_past_the_bound_the_newest_rule_versions_are_the_ones_kept(tmp_path: Pat
     assert len(handed) == MAX_RULES_PER_SESSION
     memory.add(A, [f"batch-{n}" for n in range(MAX_RULES_PER_SESSION + 5)])
     assert f"batch-{MAX_RULES_PER_SESSION + 4}" in memory.handed(A)
+
+
+def test_a_session_is_expired_at_its_expiry_not_a_second_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, ["r1"])
+    clock[0] += 59.5
+    assert memory.handed(A) == {"r1"}
+    clock[0] += 0.5  # exactly ttl_s after the hand-over: the rules go out again
+    assert memory.handed(A) == set()
+
+
+def test_an_unreadable_entry_is_the_first_to_go_at_the_bound(tmp_path: Path) -> None:
+    # A damaged entry is nobody's live session: at the bound it goes before any real one.
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=3)
+    for n in range(3):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+    with memory._env.begin(write=True) as txn:  # damage the newest one
+        txn.put(SessionKey("codex", "s2").digest, b"\xc1 not msgpack")
+    memory.close()
+    reopened = SessionMemory(tmp_path, ttl_s=60, max_sessions=3)
+    reopened.add(SessionKey("codex", "s3"), ["r3"])
+    assert len(reopened) == 3
+    for n in (0, 1, 3):
+        assert reopened.handed(SessionKey("codex", f"s{n}")) == {f"r{n}"}
+
+
+def test_a_write_too_big_for_the_map_keeps_what_the_session_was_handed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hand-over fails (delivery without stops), but the rules the session was
+    # handed earlier are still known: they are not stopped for again.
+    monkeypatch.setattr(sessions_module, "_MAP_SIZE", 1 << 20)
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, ["r1"])
+    memory.add(SessionKey("codex", "other"), ["r2"])
+    huge = [f"{n:0600d}" for n in range(MAX_RULES_PER_SESSION)]  # 1.2 MB: past the map
+    with pytest.raises(SessionMemoryError, match="the session memory is full"):
+        memory.add(A, huge)
+    assert memory.handed(A) == {"r1"}
+
+
+def test_withdrawing_a_rule_does_not_lengthen_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rest was handed when it was: it expires then, withdrawal or not.
+    clock = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(A, ["r1", "r2"])
+    clock[0] += 50
+    memory.withdraw(A, ["r2"])
+    assert memory.handed(A) == {"r1"}
+    clock[0] += 11
+    assert memory.handed(A) == set()
+
+
+def test_the_bound_holds_after_many_writes_to_one_session(tmp_path: Path) -> None:
+    # Sessions dropped at the bound leave the expiry index: else the index, rebuilt
+    # after enough writes, names them again, and dropping a session already gone
+    # made room for nothing.
+    memory = SessionMemory(tmp_path, ttl_s=60, max_sessions=3)
+    for n in range(10):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+    for n in range(200):  # one busy session: a write per hook
+        memory.add(SessionKey("codex", "s9"), [f"more{n}"])
+    for n in range(10, 14):
+        memory.add(SessionKey("codex", f"s{n}"), [f"r{n}"])
+        assert len(memory) == 3
+    assert memory.handed(SessionKey("codex", "s13")) == {"r13"}
+
+
+def test_many_writes_to_one_session_keep_the_memory_flat(tmp_path: Path) -> None:
+    # Each write pushes its expiry on the heap that picks whom to drop at the bound;
+    # the heap is rebuilt from the index once mostly stale, so a long session (a write
+    # per hook, for days) does not grow the daemon. Counted on the heap itself: the
+    # lmdb binding's own allocations make a traced-memory measure too noisy.
+    memory = SessionMemory(tmp_path, ttl_s=60)
+    memory.add(SessionKey("codex", "other"), ["r2"])
+    for _ in range(5000):
+        memory.add(A, ["r1"])
+    assert len(memory._by_expiry) <= 4 * len(memory) + 64
+    assert memory.handed(A) == {"r1"}

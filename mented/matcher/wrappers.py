@@ -75,18 +75,33 @@ def _peel(
 
 
 def _string_option(values: Sequence[str], spec: WrapperSpec) -> tuple[str, str] | None:
-    """The first command-string option anywhere in the arguments (`su - bob -c '...'`)."""
+    """The first command-string option anywhere in the arguments (`su - bob -c '...'`).
+
+    su reads options on both sides of the user name; after `--` it reads none, and
+    what follows the user goes to the user's shell: `su -- bob -c '...'` has that
+    shell run the string (util-linux and shadow's su alike).
+    """
     with_value = spec.options_with_value | spec.string_options
     index = 1
+    user_seen = False
     while index < len(values):
         word = values[index]
         if word == "--":
-            return None
+            shell_args = values[index + 1 + (not user_seen) :]
+            return _shell_string(shell_args)
         if not _is_option(word, spec.option_prefixes):
+            user_seen |= word != "-"  # `su -`: a login shell, not a user named "-"
             index += 1
             continue
         index, seen = _read_option(values, index, with_value)
         for option, value in seen:
             if option in spec.string_options and value is not None:
                 return option, value
+    return None
+
+
+def _shell_string(args: Sequence[str]) -> tuple[str, str] | None:
+    """The command string of a shell run with `args` (`-c '...'`, `-lc '...'`), if any."""
+    if len(args) > 1 and _is_option(args[0]) and args[0][1] != "-" and "c" in args[0][1:]:
+        return args[0], args[1]
     return None
