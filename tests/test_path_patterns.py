@@ -6,7 +6,7 @@ import re
 
 import pathspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mented.path_patterns import (
@@ -34,15 +34,23 @@ def patterns(draw: st.DrawFn) -> str:
 paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=6).map("/".join)
 
 
-@settings(max_examples=600, deadline=None)
+# 300 and 200 examples (600 and 400 until 2026-12-02), and the cases that tell apart
+# the mistakes found by hand (a changed rank or comparison in `PathPattern.rank` and
+# `PathSpec.match_file`), which random examples hit only now and then.
+@settings(max_examples=300, deadline=None)
 @given(pattern=patterns(), path=paths)
+@example(pattern="**/", path="a")  # a directory pattern that takes every directory
 def test_one_pattern_matches_as_pathspec_does(pattern: str, path: str) -> None:
     expected = pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(path)
     assert PathSpec((pattern,)).match_file(path) == expected, (pattern, path)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(first=patterns(), second=patterns(), path=paths)
+@example(first="a", second="a", path="a")  # the later pattern, at the same rank, wins
+@example(first="a/", second="a", path="a/b")  # a match through a directory
+@example(first="**", second="a/**", path="a/b/c")  # a trailing `**`: every depth below
+@example(first="**/", second="a/a", path="a")
 def test_a_negated_pattern_after_another_matches_as_pathspec_does(
     first: str, second: str, path: str
 ) -> None:

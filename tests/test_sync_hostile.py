@@ -186,19 +186,21 @@ def test_a_blob_bomb_is_refused_before_anything_is_checked_out(
     attacker = Attacker(tmp_path, remote)
     bomb = attacker.work / "records/01JD/01JDQ8Z5K3M4N5P6Q7R8S9T0B1.json"
     bomb.parent.mkdir(parents=True, exist_ok=True)
-    with bomb.open("wb") as out:  # 64 MiB of zeros: about 64 KiB in the pack
-        for _ in range(64):
+    # 8 MiB of zeros, 16 times the most a record may be: about 8 KiB in the pack (git
+    # hashes and packs every byte of it twice, so not the 64 MiB a bomb might hold).
+    with bomb.open("wb") as out:
+        for _ in range(8):
             out.write(bytes(1024 * 1024))
     attacker.push()
 
-    with pytest.raises(SyncError, match=r"01JDQ8Z5K3M4N5P6Q7R8S9T0B1\.json is 67108864 bytes"):
+    with pytest.raises(SyncError, match=r"01JDQ8Z5K3M4N5P6Q7R8S9T0B1\.json is 8388608 bytes"):
         laptop.sync.sync(laptop.store)
     assert not (laptop.sync.repo / "records/01JD/01JDQ8Z5K3M4N5P6Q7R8S9T0B1.json").exists()
     checked_out = sum(
         path.stat().st_size for path in laptop.sync.repo.rglob("*") if ".git" not in path.parts
     )
     assert checked_out < 1024 * 1024
-    assert "is 67108864 bytes" in (laptop.sync.state().last_error or "")
+    assert "is 8388608 bytes" in (laptop.sync.state().last_error or "")
 
 
 def test_a_push_refused_by_a_server_hook_is_reported_at_once_with_gits_words(
