@@ -132,12 +132,6 @@ def _slid_right(found: list[tuple[int, str]], a: str) -> list[tuple[int, str]]:
     return slid[::-1]
 
 
-def common_prefix_length(a: str, b: str) -> int:
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
-
-
 def our_hooks(path: Path, event: str = "PreToolUse") -> list[dict[str, Any]]:
     doc = json.loads(path.read_text())
     return [
