@@ -59,6 +59,22 @@ def test_a_negated_pattern_after_another_matches_as_pathspec_does(
     assert PathSpec(tuple(lines)).match_file(path) == expected, (lines, path)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.booleans(), patterns()), min_size=2, max_size=3).map(
+        lambda drawn: ["!" + body if negated else body for negated, body in drawn]
+    ),
+    path=paths,
+)
+@example(lines=["!a", "a"], path="a")  # an including pattern after an excluding one wins
+@example(lines=["a/", "!a", "a/"], path="a/b")
+def test_patterns_in_any_order_and_negation_match_as_pathspec_does(
+    lines: list[str], path: str
+) -> None:
+    expected = pathspec.GitIgnoreSpec.from_lines(lines).match_file(path)
+    assert PathSpec(tuple(lines)).match_file(path) == expected, (lines, path)
+
+
 def test_the_patterns_of_the_built_in_actions() -> None:
     spec = PathSpec(("**/migrations/**", "CHANGELOG.md", "/setup.py", "docs/"))
     assert spec.match_file("app/migrations/0001_initial.py")
