@@ -22,7 +22,7 @@ from mented.agents import AGENTS
 from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import SESSION_START
-from mented_client import hook_files
+from mented_client.agents import hook_file as hook_files
 from mented_client.cli import main
 from mented_client.commands import doctor, hooks
 from mented_client.hook_settings import (
