@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from mented.agents import AGENTS, module_of
-from mented.agents.in_process import InProcessAgent
-from mented.agents.opencode import OpencodeAgent
 from mented_client.agents import client_of
 from mented_client.agents.base import ClientAgent
 from mented_client.agents.hook_file import HookFile
@@ -29,24 +27,18 @@ def test_every_agent_has_exactly_one_client_module_and_no_module_serves_none() -
     assert "kiro_cli" in modules
 
 
+# The kind of install of the agents that have no settings entries; the others' is SettingsHooks.
+KIND_OF = {"cline-cli": HookFile, "opencode": PluginFile, "kilo": PluginFile, "pi": InProcessPlugin}
+
+
 @pytest.mark.parametrize("name", sorted(AGENTS))
-def test_the_registry_gives_each_agent_its_own_client_of_the_kind_its_adapter_is(
-    name: str,
-) -> None:
+def test_the_registry_gives_each_agent_its_own_client_of_its_kind_of_install(name: str) -> None:
     client = client_of(name)
     assert isinstance(client, ClientAgent)
     assert client.agent is AGENTS[name]
     assert client.name == name
-    adapter = AGENTS[name]
-    if isinstance(adapter, InProcessAgent):
-        assert isinstance(client, InProcessPlugin)
-    elif isinstance(adapter, OpencodeAgent):
-        assert isinstance(client, PluginFile)
-    elif adapter.hook_file:
-        assert isinstance(client, HookFile)
-    else:
-        assert isinstance(client, SettingsHooks)
-        assert not isinstance(client, HookFile)
+    assert type(client).__mro__[0 if name != "codex" else 1] is KIND_OF.get(name, SettingsHooks)
+    assert isinstance(client, HookFile) == bool(AGENTS[name].hook_file)
 
 
 def test_an_agent_mented_does_not_serve_has_no_client() -> None:

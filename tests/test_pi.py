@@ -254,6 +254,23 @@ def test_install_writes_the_extension_with_the_socket_and_round_trips(
     assert not path.exists()
 
 
+def test_uninstall_takes_the_folders_the_install_created_and_only_those(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hooks", "install", "pi"]) == 0
+    assert main(["hooks", "uninstall", "pi"]) == 0
+    out = capsys.readouterr().out
+    assert "~/.pi/agent/extensions was left empty: removed too" in out
+    assert not (home / ".pi" / "agent").exists()
+    settings = home / ".pi" / "agent" / "settings.json"  # pi's own, beside the folder
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{}\n")
+    assert main(["hooks", "install", "pi"]) == 0
+    assert main(["uninstall", "pi"]) == 0
+    assert not (home / ".pi" / "agent" / "extensions").exists()
+    assert settings.read_text() == "{}\n"
+
+
 def test_install_follows_pi_coding_agent_dir(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
