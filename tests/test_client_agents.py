@@ -37,7 +37,9 @@ def test_the_registry_gives_each_agent_its_own_client_of_its_kind_of_install(nam
     assert isinstance(client, ClientAgent)
     assert client.agent is AGENTS[name]
     assert client.name == name
-    assert type(client).__mro__[0 if name != "codex" else 1] is KIND_OF.get(name, SettingsHooks)
+    kinds = {SettingsHooks, HookFile, PluginFile, InProcessPlugin}
+    kind = next(cls for cls in type(client).__mro__ if cls in kinds)
+    assert kind is KIND_OF.get(name, SettingsHooks)
     assert isinstance(client, HookFile) == bool(AGENTS[name].hook_file)
 
 
@@ -51,6 +53,12 @@ def test_kilo_is_opencodes_plugin_in_kilos_folder() -> None:
     assert type(kilo) is type(opencode) is PluginFile
     assert kilo.agent.settings_path() != opencode.agent.settings_path()
     assert kilo.agent.settings_path().parts[-3:] == ("kilo", "plugin", "mented.js")
+
+
+def test_claude_code_and_codex_register_the_mcp_server_their_own_way() -> None:
+    own = {name for name in AGENTS if client_of(name).mcp_writer() is not None}
+    assert own == {"claude-code", "codex"}
+    assert {AGENTS[name].mcp.how for name in own} == {"claude-cli", "codex-toml"}
 
 
 def test_only_codex_names_a_trust_step_for_setup() -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mented.protocol import StatusReply
     from mented.registration import HookNeeds
     from mented_client.commands.doctor import Check, FireTarget
+    from mented_client.commands.mcp import Writer
 
 
 @dataclass
@@ -155,6 +156,12 @@ class ClientAgent(abc.ABC):
         return None
 
     # ------------------------------------------------------------- uninstall
+
+    def mcp_writer(self) -> Writer | None:
+        """How mentectl registers its MCP server with this agent, where the agent's module
+        has a way of its own (Claude Code's CLI); None: the one its adapter's
+        `McpSettings.how` names (`mented_client.commands.mcp.WRITERS`)."""
+        return None
 
     def undo_mcp(self) -> str:
         """`mentectl uninstall AGENT`'s MCP step: what was done.

@@ -88,6 +88,7 @@ def module_of(name: str) -> str:
     """
     return _MODULES[name]
 
+
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
 DEFAULT_AGENT = "claude-code"
 
