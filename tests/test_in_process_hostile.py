@@ -19,27 +19,26 @@ from mented.agents.opencode import plugin_source
 from mented.agents.pi import AGENT as PI
 from mented_client.agents import in_process
 from mented_client.cli import main
+from tests.test_opencode import home  # noqa: F401 - the fixture: HOME, XDG_CONFIG_HOME, socket
 
 OURS = {"opencode": plugin_source, "kilo": plugin_source}
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("MENTED_SOCKET", str(tmp_path / "run" / "mented.sock"))
+@pytest.fixture(autouse=True)
+def _pi_in_home(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    return home
 
 
-def place(agent: str, home: Path) -> Path:
+# The agents' folders in a home of the test's own (`tests.test_opencode.home`).
+pytestmark = pytest.mark.usefixtures("home")
+
+
+def place(agent: str) -> Path:
+    home_dir = Path(os.environ["HOME"])
     return {
-        "opencode": home / ".config" / "opencode" / "plugins" / "mented.js",
-        "kilo": home / ".config" / "kilo" / "plugin" / "mented.js",
-        "pi": home / ".pi" / "agent" / "extensions" / "mented.ts",
+        "opencode": home_dir / ".config" / "opencode" / "plugins" / "mented.js",
+        "kilo": home_dir / ".config" / "kilo" / "plugin" / "mented.js",
+        "pi": home_dir / ".pi" / "agent" / "extensions" / "mented.ts",
     }[agent]
 
 
@@ -87,9 +86,9 @@ HOSTILE = {
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 @pytest.mark.parametrize("agent", ["opencode", "kilo", "pi"])
 def test_a_hostile_file_is_refused_named_and_left_as_it_is(
-    agent: str, kind: str, home: Path, capsys: pytest.CaptureFixture[str]
+    agent: str, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = place(agent, home)
+    path = place(agent)
     path.parent.mkdir(parents=True)
     unchanged = HOSTILE[kind](agent)(path)
     assert main(["hooks", "install", agent]) == 1
@@ -107,11 +106,11 @@ def test_a_hostile_file_is_refused_named_and_left_as_it_is(
 
 
 def test_a_linked_plugin_folder_is_never_written_through(
-    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    folder = place("pi", home).parent
+    folder = place("pi").parent
     folder.parent.mkdir(parents=True)
     folder.symlink_to(elsewhere)
     assert main(["hooks", "install", "pi"]) == 1

@@ -105,6 +105,18 @@ class DoctorFindings:
     fire: tuple[str, float] | None = None
 
 
+def install_report(agent: Agent, path: Path, outcome: str, **more: object) -> dict[str, object]:
+    """`hooks install --json`'s document: the agent, the file, what the install did
+    ("installed", "updated" or "unchanged"), then what the kind of install adds."""
+    return {
+        "agent": agent.name,
+        "settings": str(path),
+        "outcome": outcome,
+        "changed": outcome != "unchanged",
+        **more,
+    }
+
+
 class ClientAgent(abc.ABC):
     """The client's side of one agent: what each verb does with mented's hook there."""
 

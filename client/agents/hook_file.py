@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from mented.registration import HookNeeds
 from mented.untrusted import Refused, read_file
-from mented_client.agents.base import Removal
+from mented_client.agents.base import Removal, install_report
 from mented_client.agents.settings_hooks import SettingsHooks, project_notes
 from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, print_json
@@ -165,10 +165,7 @@ class HookFile(SettingsHooks):
         if args.json:
             print_json(
                 {
-                    "agent": agent.name,
-                    "settings": str(path),
-                    "outcome": outcome,
-                    "changed": written.changed,
+                    **install_report(agent, path, outcome),
                     "command": command,
                     "registered_for": agent.registration_summary(HookNeeds()),
                     "notes": notes,

@@ -69,6 +69,7 @@ from mented_client.agents.base import (
     PlacesAgent,
     Removal,
     SettingsPlace,
+    install_report,
 )
 from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, escape_controls, print_json
@@ -248,10 +249,7 @@ class PluginFile(PlacesAgent):
         if args.json:
             print_json(
                 {
-                    "agent": agent.name,
-                    "settings": str(path),
-                    "outcome": outcome,
-                    "changed": outcome != "unchanged",
+                    **install_report(agent, path, outcome),
                     "plugin": str(path),
                     "socket": str(socket),
                     "protocol": PLUGIN_PROTOCOL,
@@ -714,10 +712,7 @@ class InProcessPlugin(ClientAgent):
         if args.json:
             print_json(
                 {
-                    "agent": agent.name,
-                    "settings": str(path),
-                    "outcome": outcome,
-                    "changed": outcome != "unchanged",
+                    **install_report(agent, path, outcome),
                     "socket": socket,
                     "registered_for": agent_coverage(agent),
                 }

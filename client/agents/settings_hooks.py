@@ -24,7 +24,14 @@ from mented.agents.pretooluse import (
     SettingsLayout,
 )
 from mented_client import added_settings
-from mented_client.agents.base import DoctorFindings, HookCheck, PlacesAgent, Removal, SettingsPlace
+from mented_client.agents.base import (
+    DoctorFindings,
+    HookCheck,
+    PlacesAgent,
+    Removal,
+    SettingsPlace,
+    install_report,
+)
 from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, write_atomically
@@ -117,10 +124,7 @@ class SettingsHooks(PlacesAgent):
         if args.json:
             print_json(
                 {
-                    "agent": agent.name,
-                    "settings": str(path),
-                    "outcome": outcome,
-                    "changed": changed,
+                    **install_report(agent, path, outcome),
                     "command": command,
                     "timeout": args.timeout,
                     "registered_for": agent.registration_summary(needs, prefilter=prefilter),
