@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING
 
 from mented.registration import HookNeeds
 from mented.untrusted import Refused, read_file
-from mented_client.agents.base import Removal, install_report
+from mented_client.agents.base import Removal, hook_command, install_report, settings_paths
 from mented_client.agents.settings_hooks import SettingsHooks, project_notes
-from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, remove_file
 from mented_client.hook_settings import MentedEntry, SettingsError
@@ -150,8 +149,8 @@ class HookFile(SettingsHooks):
         agent = self.agent
         if args.timeout < 1:
             raise CommandError("--timeout must be at least 1 second", status=2)
-        path = hooks.settings_paths(agent, args)[0]
-        command = hooks.hook_command(agent, args.python, args.socket)
+        path = settings_paths(agent, args)[0]
+        command = hook_command(agent, args.python, args.socket)
         try:
             written = install(agent, path, command)
         except SettingsError as exc:

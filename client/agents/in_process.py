@@ -69,9 +69,10 @@ from mented_client.agents.base import (
     PlacesAgent,
     Removal,
     SettingsPlace,
+    cleanup_root,
     install_report,
+    settings_paths,
 )
-from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError
 from mented_client.files import display_path, remove_file, write_atomically
@@ -232,7 +233,7 @@ class PluginFile(PlacesAgent):
     def install(self, args: argparse.Namespace) -> int:
         """Write the plugin into the agent's plugin folder (the user's, or `--project`'s)."""
         agent = self.agent
-        path = hooks.settings_paths(agent, args)[0]
+        path = settings_paths(agent, args)[0]
         socket = paths.socket_path(args.socket).absolute()
         text = plugin_text(agent, socket)
         try:
@@ -284,7 +285,7 @@ class PluginFile(PlacesAgent):
         for path in places:
             try:
                 removed, directories = remove_plugin(
-                    path, up_to=hooks.cleanup_root(self.agent, path, project)
+                    path, up_to=cleanup_root(self.agent, path, project)
                 )
             except OSError as exc:
                 raise CommandError(f"{path}: cannot remove it: {exc}") from exc
@@ -739,7 +740,7 @@ class InProcessPlugin(ClientAgent):
     def _remove(self, path: Path, project: Path | None) -> list[str]:
         """The extension at `path` out, and the folders that leaves empty up to the
         agent's config directory (a project's: its top folder); what was done."""
-        up_to = hooks.cleanup_root(self.agent, path, project)
+        up_to = cleanup_root(self.agent, path, project)
         _, directories, said = remove_extension(self.agent, path, up_to=up_to)
         return [said] + [
             f"  {display_path(directory)} was left empty: removed too" for directory in directories
@@ -748,7 +749,7 @@ class InProcessPlugin(ClientAgent):
     def uninstall(self, args: argparse.Namespace) -> int:
         agent = self.agent
         path, _ = self.place_of(args)
-        up_to = hooks.cleanup_root(agent, path, getattr(args, "project", None))
+        up_to = cleanup_root(agent, path, getattr(args, "project", None))
         removed, directories, said = remove_extension(agent, path, up_to=up_to)
         if args.json:
             print_json({"agent": agent.name, "settings": str(path), "removed": int(removed)})

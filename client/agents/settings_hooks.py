@@ -25,14 +25,22 @@ from mented.agents.pretooluse import (
 )
 from mented_client import added_settings
 from mented_client.agents.base import (
+    DEFAULT_TIMEOUT_S,
     DoctorFindings,
     HookCheck,
     PlacesAgent,
     Removal,
     SettingsPlace,
+    check_entry,
+    cleanup_root,
+    gaps_fix,
+    gaps_problem,
+    hook_command,
     install_report,
+    missing_problem,
+    needs_in_force,
+    settings_paths,
 )
-from mented_client.commands import hooks
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, write_atomically
 from mented_client.git_ignore import git_ignores
@@ -70,10 +78,10 @@ class SettingsHooks(PlacesAgent):
         agent = self.agent
         if args.timeout < 1:
             raise CommandError("--timeout must be at least 1 second", status=2)
-        path, *older = hooks.settings_paths(agent, args)
-        command = hooks.hook_command(agent, args.python, args.socket)
-        session_command = hooks.hook_command(agent, args.python, args.socket, SESSION_START)
-        needs = hooks.needs_in_force(args.socket)
+        path, *older = settings_paths(agent, args)
+        command = hook_command(agent, args.python, args.socket)
+        session_command = hook_command(agent, args.python, args.socket, SESSION_START)
+        needs = needs_in_force(args.socket)
         prefilter = not getattr(args, "all_commands", False)
         groups = with_session_command(
             agent.hook_groups(command, args.timeout, needs, prefilter=prefilter),
@@ -105,7 +113,7 @@ class SettingsHooks(PlacesAgent):
                 if (
                     removal := self.remove(
                         place,
-                        up_to=hooks.cleanup_root(agent, place, args.project),
+                        up_to=cleanup_root(agent, place, args.project),
                         project=args.project,
                     )
                 ).removed
@@ -180,7 +188,7 @@ class SettingsHooks(PlacesAgent):
         A file left as an empty object (`{}`: the install created it, or it held
         nothing else), or a hooks-only file left without hooks, is removed rather
         than left behind, and so are the directories that leaves empty, up to
-        `up_to` (`hooks.cleanup_root`). A symlinked file (a dotfiles checkout) stays,
+        `up_to` (`cleanup_root`). A symlinked file (a dotfiles checkout) stays,
         as `{}`.
 
         No backup is written: what goes is mented's own, and every other member of
@@ -225,7 +233,7 @@ class SettingsHooks(PlacesAgent):
                 (
                     path,
                     self.remove(
-                        path, up_to=hooks.cleanup_root(self.agent, path, project), project=project
+                        path, up_to=cleanup_root(self.agent, path, project), project=project
                     ),
                 )
                 for path in places
@@ -413,7 +421,7 @@ class SettingsHooks(PlacesAgent):
             Check(
                 f"hook {name}",
                 "warn",
-                f"{place.settings}: {hooks.missing_problem(place.missing)}",
+                f"{place.settings}: {missing_problem(place.missing)}",
                 fix=f"`mentectl hooks install {name}` (it changes nothing else)",
             )
             for place in places
@@ -423,15 +431,15 @@ class SettingsHooks(PlacesAgent):
             Check(
                 f"hook {name}",
                 "warn",
-                f"{place.settings}: {hooks.gaps_problem(place.gaps)}",
-                fix=hooks.gaps_fix(agent, Path(place.settings)),
+                f"{place.settings}: {gaps_problem(place.gaps)}",
+                fix=gaps_fix(agent, Path(place.settings)),
             )
             for place in places
             if place.gaps
         )
         if fire is not None:
             command, timeout = fire
-            seconds = agent.layout.timeout_seconds(timeout) or hooks.DEFAULT_TIMEOUT_S
+            seconds = agent.layout.timeout_seconds(timeout) or DEFAULT_TIMEOUT_S
             findings.fire = (command, seconds)
         return findings
 
@@ -504,8 +512,8 @@ def project_notes(agent: Agent, path: Path) -> list[str]:
 
 
 def check_agent_entry(agent: Agent, path: Path, entry: MentedEntry) -> HookCheck:
-    """`hooks.check_entry`, plus whether the agent itself will run the entry."""
-    check = hooks.check_entry(entry)
+    """`check_entry`, plus whether the agent itself will run the entry."""
+    check = check_entry(entry)
     check.event = entry.event
     if agent.pinned_rules and entry.event == SESSION_START and entry.matcher is not None:
         missed = set(SESSION_START_MATCHER.split("|")) - set(entry.matcher.split("|"))
