@@ -47,6 +47,7 @@ from mented.protocol import (
 )
 from mented.words import counted
 from mented_client.agents import client_of
+from mented_client.agents.base import DEFAULT_TIMEOUT_S, HookCheck, hook_command, status_needs
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
@@ -277,7 +278,7 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
     try:
         for name, agent in AGENTS.items():
             for event in agent.hook_events:
-                expected[name, event] = hooks.hook_command(agent, None, str(socket), event)
+                expected[name, event] = hook_command(agent, None, str(socket), event)
     except CommandError as exc:
         return {}, Check(
             "hooks",
@@ -290,7 +291,7 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
 def own_command(
     agent: Agent,
     settings: str,
-    hook: hooks.HookCheck,
+    hook: HookCheck,
     expected: dict[tuple[str, str], str],
     socket: Path,
 ) -> str | None:
@@ -306,13 +307,13 @@ def own_command(
     if Path(settings) != agent.settings_path() or not hook.interpreter:
         return None
     try:
-        chosen = hooks.hook_command(agent, hook.interpreter, str(socket), hook.event)
+        chosen = hook_command(agent, hook.interpreter, str(socket), hook.event)
     except CommandError:
         return None
     return chosen if hook.command == chosen else None
 
 
-def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Check:
+def not_this_installation(name: str, settings: str, hook: HookCheck) -> Check:
     """An entry that runs mented's shim but not with this installation's command line."""
     why = "not the command line this installation's `hooks install` writes"
     if not hook.guarded:
@@ -341,7 +342,7 @@ def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[C
     checks: list[Check] = []
     fires: list[tuple[Agent, str, float]] = []
     installed = False
-    needs = hooks.status_needs(str(target.socket))
+    needs = status_needs(str(target.socket))
     expected, unknown = this_installation(target.socket)
     if unknown is not None:
         checks.append(unknown)
@@ -690,7 +691,7 @@ def setup_hook(args: argparse.Namespace) -> None:
             settings=None,
             project=None,
             python=None,
-            timeout=hooks.DEFAULT_TIMEOUT_S,
+            timeout=DEFAULT_TIMEOUT_S,
             json=False,
         )
     )

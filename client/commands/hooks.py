@@ -32,43 +32,11 @@ from mented.registration import hook_needs
 from mented_client.agents import client_of
 from mented_client.agents.base import (
     DEFAULT_TIMEOUT_S,
-    HookCheck,
-    Removal,
-    SettingsPlace,
-    check_entry,
-    cleanup_root,
-    gaps_fix,
-    gaps_problem,
-    gone_notice,
     hook_command,
-    missing_problem,
-    needs_in_force,
-    print_places,
-    settings_paths,
     status_needs,
     user_git_aliases,
 )
 from mented_client.commands.output import print_json
-
-# What every agent's verbs share, defined with the agents (`mented_client.agents.base`).
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "HookCheck",
-    "Removal",
-    "SettingsPlace",
-    "check_entry",
-    "cleanup_root",
-    "gaps_fix",
-    "gaps_problem",
-    "gone_notice",
-    "hook_command",
-    "missing_problem",
-    "needs_in_force",
-    "print_places",
-    "settings_paths",
-    "status_needs",
-    "user_git_aliases",
-]
 
 
 def register(
