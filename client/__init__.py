@@ -23,13 +23,21 @@ General layout, lowest first (imports point up this list, never down it):
 - `bench/`             `mentectl bench`: runs daemons of its own and measures them,
                        one module per thing measured; `python -m mented_client.bench`
                        runs the benchmarks of one part by hand.
+- `agents/`            each agent's side of `hooks`, `setup`, `uninstall`, `doctor`
+                       and `mcp install`: one module per agent (`client_of(name)`),
+                       one class per kind of install, and what they share (`base.py`:
+                       the hook's command line, where it goes, how it is checked).
 - `commands/`          `mentectl`'s verbs, one module per group, and `output.py`,
                        their shared output helpers.
 - `cli.py`             `mentectl`: parses arguments and hands off to `commands/`.
 
 One import points down: `mcp_server/` shows memories with `commands/output.py`
 (which imports nothing of the client but `errors.py`), so that the model and
-`mentectl` see the same text. From the daemon's package the client imports the
+`mentectl` see the same text; `agents/` prints with it too. `agents/` and
+`commands/` meet both ways in two places: an agent's doctor checks are
+`doctor.Check`s (imported inside the functions), and Claude Code's and Codex's MCP
+writers are `mcp.Writer`s on `mcp`'s helpers (`mcp` asks `client_of` only when run).
+From the daemon's package the client imports the
 shared modules (paths, protocol, memory, config, actions, matcher, agents,
 peercred), never the server or the store, except `bench/`, which fills its
 stores directly and times the matcher alone. Heavy modules load only for their

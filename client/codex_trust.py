@@ -10,7 +10,7 @@ the entry's position (`mented.agents.codex`)::
 Uninstalling mented's hook leaves those tables behind, naming entries that are
 gone. `forget_trust` removes the tables of the positions mented's entries held
 (found before the hook is removed) and nothing else: the file is edited line by
-line, like the MCP server's table (`mented_client.commands.mcp`), and the edit is
+line, like the MCP server's table (`mented_client.agents.codex`), and the edit is
 refused unless the file, parsed again, differs only by those keys. Entries of
 other hooks are left as they are, even when removing mented's group moved them
 to another position (Codex keys trust by position: it then asks to trust them
@@ -26,7 +26,7 @@ from typing import Any
 
 from mented.agents import AGENTS
 from mented.agents.codex import config_toml_path, entry_state_keys, user_hooks_path
-from mented_client.commands.mcp import table_span
+from mented_client.agents.codex import table_span
 from mented_client.errors import CommandError
 from mented_client.files import display_path, remove_file, write_atomically
 from mented_client.hook_settings import SettingsError, find_entries, read_settings

@@ -21,7 +21,7 @@ from mented.agents import AGENTS, ToolCall
 from mented.memory import MemoryType
 from mented.sessions import SessionMemory
 from mented.store import Store
-from mented_client import hook_files
+from mented_client.agents import hook_file as hook_files
 from mented_client.cli import main
 from tests.test_more_agents import handler
 

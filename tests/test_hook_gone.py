@@ -22,9 +22,10 @@ from mented.agents import AGENTS
 from mented.agents.in_process import InProcessAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import SESSION_START
-from mented_client import hook_files
+from mented_client.agents import base as agents_base
+from mented_client.agents import hook_file as hook_files
 from mented_client.cli import main
-from mented_client.commands import doctor, hooks
+from mented_client.commands import doctor
 from mented_client.hook_settings import (
     command_argv,
     find_entries,
@@ -65,7 +66,7 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(installed_shim(), shim)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python3").symlink_to(real_interpreter())
-    monkeypatch.setattr(hooks, "installed_shim", lambda: shim)
+    monkeypatch.setattr(agents_base, "installed_shim", lambda: shim)  # the command line's
     return tmp_path
 
 

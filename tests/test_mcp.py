@@ -25,6 +25,7 @@ from mented.agents import AGENTS
 from mented.agents.pretooluse import pretooluse_event, text_of_answer
 from mented.paths import socket_path
 from mented.protocol import MemoriesReply, RecallRequest
+from mented_client.agents import codex as codex_client
 from mented_client.commands import mcp as mcp_command
 from mented_client.commands.output import CommandError
 from mented_client.hook_settings import installed_shim
@@ -410,7 +411,7 @@ model = "gpt-5"
 
 
 def test_codex_table_is_appended_and_the_rest_kept_byte_for_byte() -> None:
-    text = mcp_command.with_codex_server(CODEX_CONFIG, COMMAND)
+    text = codex_client.with_codex_server(CODEX_CONFIG, COMMAND)
     assert text.startswith(CODEX_CONFIG)
     doc = tomllib.loads(text)
     assert doc["mcp_servers"]["mented"] == {"command": COMMAND[0], "args": COMMAND[1:]}
@@ -419,10 +420,10 @@ def test_codex_table_is_appended_and_the_rest_kept_byte_for_byte() -> None:
 
 
 def test_codex_edit_is_idempotent_and_undone_exactly() -> None:
-    once = mcp_command.with_codex_server(CODEX_CONFIG, COMMAND)
-    assert mcp_command.with_codex_server(once, COMMAND) == once
-    assert mcp_command.without_codex_server(once) == CODEX_CONFIG
-    assert mcp_command.without_codex_server(CODEX_CONFIG) == CODEX_CONFIG
+    once = codex_client.with_codex_server(CODEX_CONFIG, COMMAND)
+    assert codex_client.with_codex_server(once, COMMAND) == once
+    assert codex_client.without_codex_server(once) == CODEX_CONFIG
+    assert codex_client.without_codex_server(CODEX_CONFIG) == CODEX_CONFIG
 
 
 def test_codex_table_is_replaced_in_place() -> None:
@@ -431,7 +432,7 @@ def test_codex_table_is_replaced_in_place() -> None:
         '[mcp_servers.mented]\ncommand = "/old/python"\nargs = [\n  "-m",\n  "old",\n]\n\n'
         "# the fast profile\n[profiles.fast]",
     )
-    after = mcp_command.with_codex_server(before, COMMAND)
+    after = codex_client.with_codex_server(before, COMMAND)
     head, _, rest = before.partition("[mcp_servers.mented]")
     _, _, tail = rest.partition("\n\n# the fast profile")
     assert after.startswith(head)
@@ -450,7 +451,7 @@ def test_codex_table_is_replaced_in_place() -> None:
 )
 def test_codex_config_that_cannot_be_edited_safely_is_refused(text: str) -> None:
     with pytest.raises(CommandError, match=r"by hand|run this again"):
-        mcp_command.with_codex_server(text, COMMAND)
+        codex_client.with_codex_server(text, COMMAND)
 
 
 def test_codex_install_writes_once_and_status_reports_it(

@@ -76,8 +76,12 @@ class FakeDaemon:
             except OSError:
                 return
             self.connections += 1
-            with conn:
-                self._answer_all(conn)
+            # Each connection its own thread, as the daemon serves them side by side.
+            threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        with conn:
+            self._answer_all(conn)
 
     def _answer_all(self, conn: socket.socket) -> None:
         """As the daemon does: one request after the other, until the client closes."""
@@ -220,3 +224,42 @@ def test_a_socket_in_a_folder_others_may_write_is_not_used(
     (tmp_path / "shared").chmod(0o777)
     assert run_plugin(tmp_path, daemon.path) == SILENT
     assert daemon.requests == []  # the call went to nobody
+
+
+TWO_COPIES = """
+import { MentedPlugin as User } from "./user/mented.mjs"
+import { MentedPlugin as Project } from "./project/mented.mjs"
+const copies = [await User({ directory: "/repo" }), await Project({ directory: "/repo" })]
+const requests = []
+for (let request = 0; request < 2; request++) {
+  const system = ["base"]
+  for (const hooks of copies) {
+    await hooks["experimental.chat.system.transform"]({ sessionID: "ses_1", model: {} }, { system })
+  }
+  requests.push(system)
+}
+console.log(JSON.stringify(requests))
+"""
+
+
+def test_the_users_and_a_projects_copy_of_the_plugin_add_the_pinned_rules_once(
+    tmp_path: Path, daemon_with: type[FakeDaemon]
+) -> None:
+    # `hooks install opencode` and `hooks install opencode --project .`: opencode loads both.
+    daemon = daemon_with(answers)
+    for copy in ("user", "project"):
+        (tmp_path / copy).mkdir()
+        (tmp_path / copy / "mented.mjs").write_text(plugin_source())
+    (tmp_path / "driver.mjs").write_text(TWO_COPIES)
+    assert NODE is not None
+    result = subprocess.run(
+        [NODE, "driver.mjs"],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "MENTED_SOCKET": str(daemon.path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [["base", "PINNED"], ["base", "PINNED"]]

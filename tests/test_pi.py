@@ -27,10 +27,10 @@ from mented.memory import PINNED_TAG, MemoryType
 from mented.protocol import PROTOCOL_VERSION, StatusReply
 from mented.sessions import SessionMemory
 from mented.store import Store
-from mented_client import extension_file
+from mented_client.agents import in_process as extension
+from mented_client.agents import in_process as extension_file
+from mented_client.agents.in_process import Found
 from mented_client.cli import main
-from mented_client.commands import extension
-from mented_client.extension_file import Found
 from tests.test_hooks import make_matcher
 
 PI = AGENTS["pi"]
@@ -252,6 +252,23 @@ def test_install_writes_the_extension_with_the_socket_and_round_trips(
     assert main(["hooks", "uninstall", "pi"]) == 0
     assert "Removed mented's extension" in capsys.readouterr().out
     assert not path.exists()
+
+
+def test_uninstall_takes_the_folders_the_install_created_and_only_those(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hooks", "install", "pi"]) == 0
+    assert main(["hooks", "uninstall", "pi"]) == 0
+    out = capsys.readouterr().out
+    assert "~/.pi/agent/extensions was left empty: removed too" in out
+    assert not (home / ".pi" / "agent").exists()
+    settings = home / ".pi" / "agent" / "settings.json"  # pi's own, beside the folder
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{}\n")
+    assert main(["hooks", "install", "pi"]) == 0
+    assert main(["uninstall", "pi"]) == 0
+    assert not (home / ".pi" / "agent" / "extensions").exists()
+    assert settings.read_text() == "{}\n"
 
 
 def test_install_follows_pi_coding_agent_dir(

@@ -26,7 +26,6 @@ import io
 import json
 import os
 import shlex
-import socket as socket_module
 import subprocess
 import sys
 import time
@@ -34,29 +33,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import msgspec
-
 from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
-from mented.agents.codex import TRUST_FIX
-from mented.agents.in_process import InProcessAgent
-from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
     FireRecord,
-    HookRequest,
     ListRequest,
     LogReply,
     LogRequest,
     MemoriesReply,
     StatusReply,
-    encode,
-    recv_frame,
 )
 from mented.words import counted
-from mented_client import plugin_files
-from mented_client.commands import extension, hooks, mcp
+from mented_client.agents import client_of
+from mented_client.agents.base import DEFAULT_TIMEOUT_S, HookCheck, hook_command, status_needs
+from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (
     START_TIMEOUT_S,
@@ -286,7 +278,7 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
     try:
         for name, agent in AGENTS.items():
             for event in agent.hook_events:
-                expected[name, event] = hooks.hook_command(agent, None, str(socket), event)
+                expected[name, event] = hook_command(agent, None, str(socket), event)
     except CommandError as exc:
         return {}, Check(
             "hooks",
@@ -299,7 +291,7 @@ def this_installation(socket: Path) -> tuple[dict[tuple[str, str], str], Check |
 def own_command(
     agent: Agent,
     settings: str,
-    hook: hooks.HookCheck,
+    hook: HookCheck,
     expected: dict[tuple[str, str], str],
     socket: Path,
 ) -> str | None:
@@ -315,13 +307,13 @@ def own_command(
     if Path(settings) != agent.settings_path() or not hook.interpreter:
         return None
     try:
-        chosen = hooks.hook_command(agent, hook.interpreter, str(socket), hook.event)
+        chosen = hook_command(agent, hook.interpreter, str(socket), hook.event)
     except CommandError:
         return None
     return chosen if hook.command == chosen else None
 
 
-def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Check:
+def not_this_installation(name: str, settings: str, hook: HookCheck) -> Check:
     """An entry that runs mented's shim but not with this installation's command line."""
     why = "not the command line this installation's `hooks install` writes"
     if not hook.guarded:
@@ -348,90 +340,18 @@ def not_this_installation(name: str, settings: str, hook: hooks.HookCheck) -> Ch
 
 def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[Check]:
     checks: list[Check] = []
-    commands: dict[str, tuple[Agent, str, object]] = {}
+    fires: list[tuple[Agent, str, float]] = []
     installed = False
-    needs = hooks.status_needs(str(target.socket))
+    needs = status_needs(str(target.socket))
     expected, unknown = this_installation(target.socket)
     if unknown is not None:
         checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
-        if isinstance(agent, InProcessAgent):  # a plugin file of ours: its own checks
-            found = extension.doctor_checks(agent, target.socket, status)
-            installed = installed or any(check.state in ("ok", "fail") for check in found)
-            checks.extend(found)
-            continue
-        places = hooks._places(agent, None, needs)  # noqa: SLF001 - the hooks verb's own lookup
-        if isinstance(agent, OpencodeAgent):
-            plugin = check_plugin(agent, places, target)
-            installed = installed or any(check.link.startswith("fire ") for check in plugin)
-            checks.extend(plugin)
-            continue
-        entries = [(place, hook) for place in places for hook in place.hooks]
-        errors = [place for place in places if place.error]
-        checks.extend(
-            Check(
-                f"hook {name}",
-                "fail",
-                f"{place.settings}: {place.error}",
-                fix=f"fix the file, then `mentectl hooks install {name}`",
-            )
-            for place in errors
-        )
-        if not entries and not errors:
-            checks.append(
-                Check(
-                    f"hook {name}",
-                    "skip",
-                    f"not installed for {agent.title}",
-                    fix=f"`mentectl setup {name}` if you use {agent.title}",
-                )
-            )
-        for place, hook in entries:
-            link = f"hook {name} {hook.event}"
-            installed = True
-            ours = own_command(agent, place.settings, hook, expected, target.socket)
-            if hook.problems:
-                checks.append(
-                    Check(
-                        link,
-                        "fail",
-                        f"{place.settings}: {'; '.join(hook.problems)}",
-                        fix=f"`mentectl hooks install {name}`",
-                    )
-                )
-            elif hook.trust_problem:
-                checks.append(
-                    Check(link, "fail", f"{place.settings}: {hook.trust_problem}", hook.trust_fix)
-                )
-            elif expected and ours is None:
-                checks.append(not_this_installation(name, place.settings, hook))
-            else:
-                trust = f" ({hook.trust})" if hook.trust else ""
-                checks.append(Check(link, "ok", f"installed in {place.settings}{trust}"))
-                # One sample fire per agent, with its tool event's command line: built
-                # here (`own_command`), never read from the file.
-                if ours is not None and (hook.event == agent.event_name or name not in commands):
-                    commands[name] = (agent, ours, hook.timeout)
-        checks.extend(
-            Check(
-                f"hook {name}",
-                "warn",
-                f"{place.settings}: {hooks.missing_problem(place.missing)}",
-                fix=f"`mentectl hooks install {name}` (it changes nothing else)",
-            )
-            for place in places
-            if place.missing
-        )
-        checks.extend(
-            Check(
-                f"hook {name}",
-                "warn",
-                f"{place.settings}: {hooks.gaps_problem(place.gaps)}",
-                fix=hooks.gaps_fix(agent, Path(place.settings)),
-            )
-            for place in places
-            if place.gaps
-        )
+        found = client_of(name).doctor(target, status, needs, expected)
+        installed = installed or found.installed
+        checks.extend(found.checks)
+        if found.fire is not None:
+            fires.append((agent, *found.fire))
     # A filtered install has one handler per condition: the same verdict, said once.
     checks = list({(c.link, c.state, c.detail, c.fix): c for c in checks}.values())
     if not installed and not any(check.state == "fail" for check in checks):
@@ -443,94 +363,9 @@ def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[C
                 fix="`mentectl setup claude-code` (or codex)",
             )
         )
-    for agent, command, timeout in commands.values():
-        seconds = agent.layout.timeout_seconds(timeout) or hooks.DEFAULT_TIMEOUT_S
+    for agent, command, seconds in fires:
         checks.append(check_fire(agent, command, seconds, target))
     return checks
-
-
-def check_plugin(
-    agent: OpencodeAgent, places: list[hooks.SettingsPlace], target: FireTarget
-) -> list[Check]:
-    """mented's plugin in the agent's folders: there, of this version, speaking the
-    daemon's protocol, and a sample call through the socket it names answered in time."""
-    link = f"hook {agent.name}"
-    install = f"`mentectl hooks install {agent.name}`"
-    checks = [
-        Check(link, "fail", place.error, fix=f"then {install}") for place in places if place.error
-    ]
-    found = [(place, hook) for place in places for hook in place.hooks]
-    if not found and not checks:
-        return [
-            Check(
-                link,
-                "skip",
-                f"not installed for {agent.title}",
-                fix=f"`mentectl setup {agent.name}` if you use {agent.title}",
-            )
-        ]
-    for place, hook in found:
-        protocol = plugin_files.inspect(Path(place.settings)).protocol
-        if target.protocol is not None and protocol != target.protocol:
-            checks.append(
-                Check(
-                    link,
-                    "fail",
-                    f"{place.settings}: the plugin speaks protocol {protocol}, the daemon "
-                    f"{target.protocol}, so the daemon may not read its calls",
-                    fix=f"{install} (then restart {agent.title}); or `mentectl restart` when "
-                    "the daemon is the older one",
-                )
-            )
-        elif hook.problems:
-            checks.append(Check(link, "fail", f"{place.settings}: {'; '.join(hook.problems)}"))
-        else:
-            checks.append(Check(link, "ok", f"plugin installed in {place.settings}"))
-        socket = Path(os.environ.get(paths.SOCKET_ENV) or hook.socket or target.socket)
-        checks.append(check_plugin_fire(agent, socket, target))
-    return checks
-
-
-def check_plugin_fire(agent: OpencodeAgent, socket: Path, target: FireTarget) -> Check:
-    """A sample `git commit` call sent as the plugin sends it, on the socket it names."""
-    link = f"fire {agent.name}"
-    if not target.daemon_up:
-        return Check(link, "warn", "not sent: the daemon is down", fix="see the daemon line above")
-    session = f"mented-doctor-{os.getpid()}-{time.time_ns()}"
-    event = agent.sample_event(SAMPLE_COMMAND, cwd=str(Path.cwd()), session=session)
-    request = HookRequest(
-        agent=agent.name, test=True, event=msgspec.Raw(event), deadline=time.time() + 2.0
-    )
-    started = time.perf_counter()
-    try:
-        with socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM) as sock:
-            sock.settimeout(2.0)
-            sock.connect(str(socket))
-            sock.sendall(encode(request))
-            answer = recv_frame(sock)
-    except (OSError, ValueError) as exc:
-        return Check(
-            link,
-            "fail",
-            f"the plugin's socket {socket} does not answer: {exc}",
-            fix=f"the plugin and mentectl must use the same socket: `mentectl hooks install "
-            f"{agent.name}` writes this one in",
-        )
-    took = f"{(time.perf_counter() - started) * 1000:.0f} ms"
-    if answer and not answer.startswith(b"{"):
-        return Check(
-            link, "fail", f"the daemon answered something that is not JSON: {answer[:200]!r}"
-        )
-    fire = _find_fire(socket, session)
-    rules = len(fire.rule_ids) if fire is not None else 0
-    what = (
-        f"{counted(rules, 'rule')} for {SAMPLE_ACTION} handed over"
-        if rules
-        else f"no rule for {SAMPLE_ACTION} yet"
-    )
-    return Check(
-        link, "ok", f"a sample `git commit` came back in {took}, no process started: {what}"
-    )
 
 
 def sample_event(session: str, cwd: Path, agent: Agent | None = None) -> bytes:
@@ -608,7 +443,7 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
             f"the hook returned in {took}, silent: the daemon is down",
             fix="see the daemon line above",
         )
-    fire = _find_fire(target.socket, session)
+    fire = find_fire(target.socket, session)
     if fire is None:
         return Check(
             link,
@@ -626,7 +461,8 @@ def check_fire(agent: Agent, command: str, timeout_s: float, target: FireTarget)
     return Check(link, "ok", f"a sample `git commit` came back in {took}: {what}")
 
 
-def _find_fire(socket: Path, session: str) -> FireRecord | None:
+def find_fire(socket: Path, session: str) -> FireRecord | None:
+    """The daemon's record of a test fire of `session`; None when it has none."""
     try:
         with Client(socket, connect_timeout=2.0, timeout=2.0) as client:
             reply = client.expect(LogRequest(n=50, session=session, include_tests=True), LogReply)
@@ -855,7 +691,7 @@ def setup_hook(args: argparse.Namespace) -> None:
             settings=None,
             project=None,
             python=None,
-            timeout=hooks.DEFAULT_TIMEOUT_S,
+            timeout=DEFAULT_TIMEOUT_S,
             json=False,
         )
     )
@@ -903,15 +739,12 @@ def run_setup(args: argparse.Namespace) -> int:
     return 0
 
 
-# The agents that run a hook only once the user has trusted it, and how (setup cannot).
-_TRUST_STEPS = {"codex": TRUST_FIX}
-
-
 def expected_next_step(agent: Agent, checks: list[Check]) -> str | None:
     """Right after setup, hooks the agent has not been told to trust yet are the next step
     (only the user can take it), not a broken link: those checks become warnings, and
     this says what to do. None when that is not all that fails."""
-    step = _TRUST_STEPS.get(agent.name)
+    # The agents that run a hook only once the user has trusted it say how (setup cannot).
+    step = client_of(agent.name).trust_step()
     failed = [check for check in checks if check.state == "fail"]
     if step is None or not failed:
         return None

@@ -27,19 +27,10 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented.agents.in_process import InProcessAgent
-from mented.agents.opencode import OpencodeAgent
-from mented_client import codex_trust, hook_files, plugin_files
-from mented_client.commands import extension, hooks, mcp
+from mented_client.agents import client_of
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import LOG_NAME, STOP_TIMEOUT_S, stop_detached
 from mented_client.files import display_path
-from mented_client.hook_settings import (
-    SettingsError,
-    find_entries,
-    read_project_settings,
-    read_settings,
-)
 from mented_client.service_manager import detect
 from mented_client.suggest import did_you_mean
 
@@ -90,24 +81,11 @@ class AgentUndone:
 
 def undo_agent(agent: Agent) -> AgentUndone:
     """Take the agent's user hook and MCP server out (each step even when the other fails)."""
+    client = client_of(agent.name)
     done = AgentUndone(agent.name)
-    if isinstance(agent, InProcessAgent):
-        return undo_in_process(agent, done)
-    places = [agent.settings_path()]
-    errors = []
-    # Codex keeps the user's trust in its hooks by their place in hooks.json: found first.
-    trusted = codex_trust.mented_state_keys() if agent.name == "codex" else set()
+    done.hook, errors = client.undo_user()
     try:
-        done.hook = hooks.uninstall_lines(agent, places, hooks.uninstall_hook(agent, places))
-    except CommandError as exc:
-        errors.append(f"hook: {exc}")
-    else:
-        try:
-            done.hook += codex_trust.forget_trust(trusted)
-        except CommandError as exc:
-            errors.append(f"Codex's trust entries: {exc}")
-    try:
-        done.mcp = mcp.uninstall_mcp(agent.name)
+        done.mcp = client.undo_mcp()
     except CommandError as exc:
         errors.append(f"MCP server: {exc}")
     done.error = "; ".join(errors) or None
@@ -115,63 +93,14 @@ def undo_agent(agent: Agent) -> AgentUndone:
     return done
 
 
-def undo_in_process(agent: InProcessAgent, done: AgentUndone) -> AgentUndone:
-    """`undo_agent` for an agent served by a plugin file of ours: that file goes."""
-    try:
-        done.hook = extension.uninstall_lines(agent)
-    except CommandError as exc:
-        done.error = f"extension: {exc}"
-    done.left = [str(path) for path in project_hooks(agent, Path.cwd())]
-    return done
-
-
 def project_hooks(agent: Agent, project: Path) -> list[Path]:
     """The agent's project settings files in `project` that hold mented's hook."""
-    if isinstance(agent, InProcessAgent):
-        return [file.path for file in extension.project_files(agent, project)]
-    found = []
-    for path in agent.project_install_paths(project):
-        if isinstance(agent, OpencodeAgent):  # mented's plugin file, not a settings entry
-            if plugin_files.inspect(path).ours:
-                found.append(path)
-            continue
-        try:
-            if agent.hook_file:  # Cline's hook file: ours or not
-                if hook_files.is_ours(hook_files.read_hook_file(path)):
-                    found.append(path)
-                continue
-            text = read_project_settings(path, project)
-            if text and text.strip() and find_entries(text, path, None, agent.layout):
-                found.append(path)
-        except SettingsError:
-            continue
-    return found
+    return client_of(agent.name).project_hooks(project)
 
 
 def still_set_up() -> list[str]:
     """The agents whose user files still hold mented's hook or MCP server."""
-    left = []
-    for name, agent in sorted(AGENTS.items()):
-        if isinstance(agent, InProcessAgent):
-            if extension.installed_for_user(agent):
-                left.append(name)
-            continue
-        path = agent.settings_path()
-        if isinstance(agent, OpencodeAgent):
-            if plugin_files.inspect(path).ours or mcp.mcp_registration(name).registered:
-                left.append(name)
-            continue
-        try:
-            if agent.hook_file:
-                hook = hook_files.is_ours(hook_files.read_hook_file(path))
-            else:
-                text = read_settings(path)
-                hook = bool(text and text.strip() and find_entries(text, path, None, agent.layout))
-        except SettingsError:
-            hook = False
-        if hook or mcp.mcp_registration(name).registered:
-            left.append(name)
-    return left
+    return [name for name in sorted(AGENTS) if client_of(name).set_up_for_user()]
 
 
 def stop_everything(socket: Path) -> list[str]:

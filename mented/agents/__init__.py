@@ -78,7 +78,26 @@ class _Adapters(Mapping[str, Agent]):
 
 AGENTS: Mapping[str, Agent] = _Adapters()
 
+
+def module_of(name: str) -> str:
+    """The name of the agent `name`'s adapter module (`mented.agents.<it>`); the client's
+    module for the agent (`mented_client.agents.<it>`) has the same.
+
+    Raises:
+        KeyError: mented serves no agent of that name.
+    """
+    return _MODULES[name]
+
+
 # The agent a command serves when none is named (`mentectl explain`, `mentectl mcp`).
 DEFAULT_AGENT = "claude-code"
 
-__all__ = ["AGENTS", "DEFAULT_AGENT", "Agent", "ContextEmptied", "SessionStarted", "ToolCall"]
+__all__ = [
+    "AGENTS",
+    "DEFAULT_AGENT",
+    "Agent",
+    "ContextEmptied",
+    "SessionStarted",
+    "ToolCall",
+    "module_of",
+]

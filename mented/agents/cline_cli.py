@@ -10,7 +10,7 @@ There is no settings file: a hook is an executable file named after its event
 (`PreToolUse`, optionally with an extension such as `.sh`) in
 `~/Documents/Cline/Hooks/` (global; `~/.cline/hooks/` is searched too) or a
 workspace's `.clinerules/hooks/` (or `.cline/hooks/`). Cline runs it with the
-interpreter its `#!` line names. mented writes one such file (mented_client.hook_files)
+interpreter its `#!` line names. mented writes one such file (mented_client.agents.hook_file)
 that runs the shim's command line exactly as the other agents' hooks do.
 
 stdin (`createPayloadBase` and `runToolCallStart`)::

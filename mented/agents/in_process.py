@@ -6,7 +6,7 @@ Some agents have no process hook but load plugins (pi's extensions): for them
 protocol on the socket itself. The adapter still decodes the events that file
 sends and renders what it reads back, as for any agent; what differs is only
 where the file goes, described here, and how mentectl installs it
-(`mented_client.extension_file`).
+(`mented_client.agents.in_process`).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ const MAX_REPLY = 1 << 20
 const MAX_SESSIONS = 256 // sessions whose pinned rules are kept, oldest dropped
 const IDLE_MS = 30000
 const EMPTY = Buffer.alloc(0)
+// Which copy of the plugin added the pinned rules to a request's system prompt (shared
+// by every copy opencode loaded in this process).
+const SYSTEM_OWNERS = Symbol.for("mented.plugin.system")
 
 function budgetMs(env) {
   const millis = Number.parseInt(env.MENTED_HOOK_BUDGET_MS ?? "", 10)
@@ -204,6 +207,7 @@ export const MentedPlugin = async (ctx) => {
   const pinned = new Map() // session -> the pinned rules' text ("" for none)
   const channel = new Channel()
   const exchange = (env, event) => channel.request(env, event)
+  const copy = Symbol("this copy of the plugin")
   return {
     "tool.execute.before": async (input, output) => {
       let stop = null
@@ -241,7 +245,12 @@ export const MentedPlugin = async (ctx) => {
           if (pinned.size > MAX_SESSIONS) pinned.delete(pinned.keys().next().value)
         }
         const rules = pinned.get(session)
-        if (rules) output.system.push(rules)
+        // opencode loads every plugin file it finds: a user's and a project's install of
+        // this plugin both run, on the same request. The first to add the rules to a
+        // request's system prompt is the one that does; another copy adds nothing there.
+        const owners = (globalThis[SYSTEM_OWNERS] ??= new WeakMap())
+        if (!owners.has(output.system)) owners.set(output.system, copy)
+        if (rules && owners.get(output.system) === copy) output.system.push(rules)
       } catch {}
     },
     event: async ({ event }) => {

@@ -319,7 +319,7 @@ class PreToolUseAgent:
             reaches the model (False for Cline, whose `cancel` ends the whole task):
             without it every rule goes as context, checks that fail are told, never stopped.
         hook_file: the hook is an executable file of its own at `settings_path` (Cline's
-            `PreToolUse`), written by `mented_client.hook_files`, not an entry in JSON.
+            `PreToolUse`), written by `mented_client.agents.hook_file`, not an entry in JSON.
         session_from_process: its events carry no session id (Kiro CLI): the daemon takes
             the agent's process that ran the hook as the session (`mented.process_session`).
         blocks_by_exit: a stop is exit status 2 with the reason on stderr (the shim's

@@ -1,4 +1,4 @@
-"""A hook that is a file of its own: Cline's executable `PreToolUse`.
+"""Agents whose hook is an executable file of its own: Cline's `PreToolUse`.
 
 Cline has no settings file for hooks: it runs every executable file named after
 the event in its hooks folders (mented.agents.cline_cli). So mented's hook is a
@@ -13,21 +13,27 @@ once the shim or interpreter is gone)::
 A file there that is not ours (no `MARKER` line) is the user's: an install
 refuses to touch it and says what to do, so an uninstall, which removes only a
 file of ours, leaves the folder as it was. A link or anything but a regular
-file is never followed, read or replaced.
+file is never followed, read or replaced. `HookFile` is `SettingsHooks` with
+that file in place of a settings file's entries.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mented.registration import HookNeeds
 from mented.untrusted import Refused, read_file
+from mented_client.agents.base import Removal, hook_command, install_report, settings_paths
+from mented_client.agents.settings_hooks import SettingsHooks, project_notes
+from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, remove_file
 from mented_client.hook_settings import MentedEntry, SettingsError
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    import argparse
 
     from mented.agents import Agent
 
@@ -136,5 +142,68 @@ def uninstall(path: Path, *, up_to: Path | None) -> tuple[bool, list[Path]]:
     return True, remove_file(path, up_to=up_to)
 
 
-def describe(path: Path) -> str:
-    return display_path(path)
+class HookFile(SettingsHooks):
+    """An agent whose hook is an executable file of mented's in its hooks folder."""
+
+    def install(self, args: argparse.Namespace) -> int:
+        agent = self.agent
+        if args.timeout < 1:
+            raise CommandError("--timeout must be at least 1 second", status=2)
+        path = settings_paths(agent, args)[0]
+        command = hook_command(agent, args.python, args.socket)
+        try:
+            written = install(agent, path, command)
+        except SettingsError as exc:
+            raise CommandError(str(exc)) from exc
+        except OSError as exc:
+            raise CommandError(f"{path}: cannot write it: {exc}") from exc
+        outcome = (
+            "unchanged" if not written.changed else "updated" if written.replaced else "installed"
+        )
+        notes = project_notes(agent, path) if args.project else []
+        if args.json:
+            print_json(
+                {
+                    **install_report(agent, path, outcome),
+                    "command": command,
+                    "registered_for": agent.registration_summary(HookNeeds()),
+                    "notes": notes,
+                }
+            )
+            return 0
+        where = display_path(path)
+        if outcome == "unchanged":
+            print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
+            return 0
+        verb = "Updated" if written.replaced else "Installed"
+        print(f"{verb} the mented hook for {agent.title}: {where}.")
+        print(f"  runs: {command}")
+        print(f"  for: {agent.registration_summary(HookNeeds())}")
+        for note in notes:
+            print(note)
+        return 0
+
+    def remove(
+        self,
+        path: Path,
+        *,
+        up_to: Path | None = None,
+        project: Path | None = None,  # noqa: ARG002 - a hook file is ours or not, wherever
+    ) -> Removal:
+        found, emptied = uninstall(path, up_to=up_to)
+        return Removal(int(found), deleted=found, directories=tuple(emptied))
+
+    def read(self, path: Path, project: Path | None) -> str | None:  # noqa: ARG002
+        try:
+            return read_hook_file(path)
+        except SettingsError:
+            return ""  # a link, a FIFO, ...: the user's, not mented's hook
+
+    def entries(self, text: str | None, path: Path) -> list[MentedEntry]:  # noqa: ARG002
+        return entries_in(self.agent, text)
+
+    def has_hook(self, path: Path, project: Path | None) -> bool:  # noqa: ARG002
+        try:
+            return is_ours(read_hook_file(path))
+        except SettingsError:
+            return False

@@ -1,0 +1,8 @@
+"""Augment Auggie: mented's hook entries in its settings file `settings.json` (`SettingsHooks`)."""
+
+from __future__ import annotations
+
+from mented.agents.augment_auggie import AGENT
+from mented_client.agents.settings_hooks import SettingsHooks
+
+CLIENT = SettingsHooks(AGENT)

@@ -1,0 +1,8 @@
+"""opencode: mented's plugin file, `plugins/mented.js` in its config folder (`PluginFile`)."""
+
+from __future__ import annotations
+
+from mented.agents.opencode import AGENT
+from mented_client.agents.in_process import PluginFile
+
+CLIENT = PluginFile(AGENT)
