@@ -28,7 +28,7 @@ See docs/protocol.md for an example of every message.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import msgspec
 
@@ -44,6 +44,11 @@ MAX_FRAME = 4 * 1024 * 1024
 HEADER = struct.Struct(">I")
 
 # --------------------------------------------------------------------- requests
+
+# A path a request names (a working directory, a project, a file): one with a NUL byte,
+# which no path can hold, is refused at decode as `bad_request`, before a system call
+# would fail on it deep inside a request's work.
+PathText = Annotated[str, msgspec.Meta(pattern=r"^[^\x00]*$")]
 
 
 class _Request(msgspec.Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True):
@@ -61,7 +66,7 @@ class StoreRequest(_Request, tag="store", kw_only=True):
     memory_type: MemoryType = MemoryType.SEMANTIC
     tags: list[str] = []
     agent: str | None = None
-    project: str | None = None
+    project: PathText | None = None
     checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
@@ -76,7 +81,7 @@ class RecallRequest(_Request, tag="recall_for_action", kw_only=True):
 
     action: str
     agent: str | None = None
-    cwd: str | None = None
+    cwd: PathText | None = None
     k: int = 6
 
 
@@ -89,7 +94,7 @@ class RecallFactsRequest(_Request, tag="recall", kw_only=True):
 
     query: str
     agent: str | None = None
-    cwd: str | None = None
+    cwd: PathText | None = None
     k: int | None = None
 
 
@@ -104,7 +109,7 @@ class SupersedeRequest(_Request, tag="supersede", kw_only=True):
     content: str
     tags: list[str] | None = None
     agent: str | None = None
-    project: str | None = None
+    project: PathText | None = None
     checks: list[str] | None = None  # the new version's checks; None: the old one's
 
 
@@ -130,7 +135,7 @@ class ListRequest(_Request, tag="list", kw_only=True):
 
     action: str | None = None
     agent: str | None = None
-    cwd: str | None = None
+    cwd: PathText | None = None
     tag: str | None = None
     memory_type: MemoryType | None = None
     rules_only: bool = False
@@ -169,7 +174,7 @@ class LogRequest(_Request, tag="log", kw_only=True):
     n: int = 20
     session: str | None = None
     agent: str | None = None
-    project: str | None = None
+    project: PathText | None = None
     action: str | None = None
     since: float | None = None
     include_tests: bool | None = None
@@ -195,7 +200,7 @@ class ImportRequest(_Request, tag="import", kw_only=True):
     copies the user's file there); `shown_as` names it in error messages.
     """
 
-    path: str
+    path: PathText
     shown_as: str | None = None
 
 
@@ -222,7 +227,7 @@ class TrustRequest(_Request, tag="trust", kw_only=True):
     file there changes (which needs trusting again). `dir` is absolute.
     """
 
-    dir: str
+    dir: PathText
 
 
 class ActionsRequest(_Request, tag="actions", kw_only=True):
@@ -242,7 +247,7 @@ class SubscribeRequest(_Request, tag="subscribe", kw_only=True):
     """
 
     kinds: list[EventKind] = msgspec.field(default_factory=lambda: list(EVENT_KINDS))
-    project: str | None = None
+    project: PathText | None = None
 
 
 class ReportRequest(_Request, tag="report", kw_only=True):
@@ -761,6 +766,10 @@ def decode_request(body: bytes) -> Request | ErrorReply:
             message = f"unknown request type ({text}); see docs/protocol.md for the types"
         elif "Expected `object`" in text and "at `" not in text:
             code, message = ErrorCode.BAD_FRAME, f"a request must be a JSON object: {text}"
+        elif text.startswith("Expected `str` matching regex") and " - at `" in text:
+            where = text.rpartition(" - at ")[2]  # the only pattern is PathText's
+            code = ErrorCode.BAD_REQUEST
+            message = f"invalid request: a path cannot hold a NUL byte (at {where})"
         else:
             code, message = ErrorCode.BAD_REQUEST, f"invalid request: {text}"
         return ErrorReply(code=code, message=message)

@@ -112,6 +112,26 @@ def test_bad_requests_get_typed_errors(body: bytes, code: str) -> None:
     assert reply.message
 
 
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (b'{"type": "list", "cwd": "/home/u/p\\u0000x"}', "`$.cwd`"),
+        (b'{"type": "recall", "query": "q", "cwd": "\\u0000"}', "`$.cwd`"),
+        (b'{"type": "trust", "dir": "/p\\u0000/.."}', "`$.dir`"),
+        (b'{"type": "import", "path": "/t/x\\u0000.jsonl"}', "`$.path`"),
+        (b'{"type": "store", "content": "c", "project": "/p\\u0000"}', "`$.project`"),
+        (b'{"type": "subscribe", "project": "/p\\u0000"}', "`$.project`"),
+    ],
+)
+def test_a_path_with_a_nul_byte_is_a_bad_request_naming_the_field(body: bytes, where: str) -> None:
+    # Before: it reached the store or a system call and came back as `internal`.
+    reply = decode_request(body)
+    assert isinstance(reply, ErrorReply)
+    assert reply.code == ErrorCode.BAD_REQUEST
+    assert reply.message == f"invalid request: a path cannot hold a NUL byte (at {where})"
+    assert not isinstance(decode_request(body.replace(b"\\u0000", b"")), ErrorReply)
+
+
 def test_unknown_fields_are_ignored_so_newer_clients_work() -> None:
     assert decode_request(b'{"type": "status", "from_the_future": true}') == StatusRequest()
 
