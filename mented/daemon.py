@@ -162,7 +162,7 @@ def _run(argv: Sequence[str] | None) -> int:
     # killed by it there, the daemon would stop with a hook half answered.
     stopped_early: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopped_early.append(signum))
-    first = _answer_first_hooks(args, inherited)
+    first = _answer_first_hooks(args, inherited, started_by)
     if first is not None and first.store.failure is not None:
         failure = first.store.failure
         first.close()
@@ -225,7 +225,7 @@ def _serve(server: Server) -> int:
 
 
 def _answer_first_hooks(
-    args: argparse.Namespace, inherited: socket.socket | None
+    args: argparse.Namespace, inherited: socket.socket | None, started_by: str
 ) -> first_answers.FirstAnswers | None:
     """Open what a hook needs and answer the hooks waiting, before trio is imported.
 
@@ -237,6 +237,7 @@ def _answer_first_hooks(
         data_dir=paths.data_dir(args.data_dir),
         config_path=paths.config_path(args.config),
         inherited_socket=inherited,
+        started_by=started_by,
     )
     if first is None:
         return None
