@@ -393,6 +393,9 @@ NOT_BEFORE_THE_FIRST_HOOK = (
     "importlib.resources",  # the built-in table is read from the action cache
     "difflib",  # suggestions for a misspelt name
     "ctypes",  # launchd's sockets
+    "tomllib",  # no config file, and the built-in table from the action cache
+    "mented.registration",  # installing hooks
+    "mented.git_commits",  # after a commit, with a check on it
 )
 
 

@@ -45,15 +45,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from mented import paths
-from mented.registration import (
-    HookNeeds,
-    glob_to_regex,
-    sample_name,
-    wildcard_matches,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+
+    from mented.registration import HookNeeds
 
 EVENT_NAME = "PreToolUse"
 # Sent after a tool ran (Claude Code, Codex): what the command did is checked there
@@ -571,11 +567,15 @@ class PreToolUseAgent:
 
     def mcp_tool_pattern(self, glob: str) -> str:
         """The agent's tool names for the MCP tools a SERVER/TOOL glob names, as a regex."""
+        from mented.registration import glob_to_regex  # noqa: PLC0415 - installing, not hooks
+
         server, _, tool = glob.partition("/")
         return f"{self.mcp_prefix}{glob_to_regex(server)}{self.mcp_separator}{glob_to_regex(tool)}"
 
     def mcp_tool_sample(self, glob: str) -> str:
         """One agent tool name the SERVER/TOOL glob names (to check a matcher with)."""
+        from mented.registration import sample_name  # noqa: PLC0415 - as mcp_tool_pattern
+
         server, _, tool = glob.partition("/")
         return f"{self.mcp_prefix}{sample_name(server)}{self.mcp_separator}{sample_name(tool)}"
 
@@ -679,6 +679,8 @@ class PreToolUseAgent:
         """Our groups under `PostToolUse`: the shell commands whose effect is checked
         once they ran (`needs.after`), filtered as before the command; None for `needs`:
         every shell command."""
+        from mented.registration import HookNeeds  # noqa: PLC0415 - as mcp_tool_pattern
+
         shell = None if needs is None else HookNeeds(commands=needs.after)
         return [
             {
@@ -748,6 +750,8 @@ class PreToolUseAgent:
             return False
         if not rest or command is None:
             return True
+        from mented.registration import wildcard_matches  # noqa: PLC0415 - as mcp_tool_pattern
+
         return wildcard_matches(rest.removesuffix(")"), command)
 
     @property
