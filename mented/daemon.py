@@ -173,8 +173,11 @@ def _run(argv: Sequence[str] | None) -> int:
     # A stop asked for before the trio server listens for signals (while it answers
     # the first hooks, or imports trio) is kept, and asked again once it listens:
     # killed by it there, the daemon would stop with a hook half answered.
+    # So is a SIGHUP (a reload, or the terminal gone): `status` is answered before trio
+    # too, so a client may take the daemon for ready and ask for a reload by signal.
     stopped_early: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, _frame: stopped_early.append(signum))
+    for kept in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(kept, lambda signum, _frame: stopped_early.append(signum))
     first = _answer_first_hooks(args, inherited, started_by)
     if first is not None and first.store.failure is not None:
         failure = first.store.failure
@@ -192,7 +195,8 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
-    """The trio server (trio imported now), which asks for a stop kept meanwhile once ready."""
+    """The trio server (trio imported now), which asks for a stop (or a reload) kept meanwhile
+    once ready."""
     import dataclasses  # noqa: PLC0415 - as trio
 
     from mented.server import Server  # noqa: PLC0415 - imports trio: after the first answers
@@ -202,8 +206,8 @@ def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
     def on_ready() -> None:
         if ready is not None:
             ready()
-        if stopped_early:
-            os.kill(os.getpid(), signal.SIGTERM)  # now to the server's own signal watch
+        for signum in dict.fromkeys(stopped_early):  # each once, in turn
+            os.kill(os.getpid(), signum)  # now to the server's own signal watch
 
     return Server(dataclasses.replace(options, on_ready=on_ready))
 

@@ -45,9 +45,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.actions import load_action_table
 from mented.agents import AGENTS, ToolCall
@@ -120,23 +121,20 @@ def hook_deadline(caller_deadline: float | None, received: float, budget_ms: int
     return time.monotonic() + left
 
 
-@dataclass
-class Handover:
+class Handover(msgspec.Struct):
     """A connection accepted before trio, for the trio server to serve on."""
 
     sock: socket.socket
     pending: bytes = b""  # read from it and not answered: the start of its next request
 
 
-@dataclass
-class _Waiting:
+class _Waiting(msgspec.Struct):
     sock: socket.socket
     give_up: float  # time.monotonic(): no complete frame by then, it is handed over
     data: bytes = b""
 
 
-@dataclass
-class FirstAnswers:
+class FirstAnswers(msgspec.Struct):
     """What answers a hook, opened without trio, and the connections it took."""
 
     lock: DataDirLock
@@ -157,11 +155,11 @@ class FirstAnswers:
     data_dir: Path
     config_path: Path | None
     started_by: str = "unknown"
-    started: float = field(default_factory=time.time)  # for `status`'s uptime
+    started: float = msgspec.field(default_factory=time.time)  # for `status`'s uptime
     syncer: GitSync | None = None  # made by the first `status` answered here
     answered: int = 0
-    latencies_us: list[float] = field(default_factory=list)
-    handed_over: list[Handover] = field(default_factory=list)
+    latencies_us: list[float] = msgspec.field(default_factory=list)
+    handed_over: list[Handover] = msgspec.field(default_factory=list)
 
     def take_connections(self) -> list[Handover]:
         """The connections for the trio server, once: it serves them from now on."""

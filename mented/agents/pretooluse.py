@@ -148,8 +148,7 @@ def text_of_answer(output: bytes) -> str | None:
     return text if isinstance(text, str) else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call the agent is about to make: one of a shell command, an MCP tool, a file edit."""
 
     command: str = ""  # a shell command line
@@ -178,8 +177,7 @@ class ToolCall:
         return f"{self.tool} {' '.join(self.edited)}"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionStarted:
+class SessionStarted(msgspec.Struct, frozen=True):
     """A session started (`source` "startup"), was resumed, or had its context emptied.
 
     Decoded for an agent that takes pinned rules at session start; `session` is
@@ -200,15 +198,13 @@ class SessionStarted:
         return self.source in CONTEXT_EMPTIED
 
 
-@dataclass(frozen=True, slots=True)
-class ContextEmptied:
+class ContextEmptied(msgspec.Struct, frozen=True):
     """The agent compacted or cleared the model's context in `session`."""
 
     session: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class SettingsLayout:
+class SettingsLayout(msgspec.Struct, frozen=True, kw_only=True):
     """How an agent's hook settings file holds our entry, for `mentectl hooks install`.
 
     Attributes:
@@ -234,7 +230,7 @@ class SettingsLayout:
     command_key: str = "command"
     timeout_key: str | None = "timeout"
     timeout_per_second: int = 1
-    top: Mapping[str, object] = field(default_factory=dict)
+    top: Mapping[str, object] = msgspec.field(default_factory=dict)
     enable: tuple[str, str] | None = None
     disabled: tuple[str, str, str] | None = None
     hooks_only: bool = False
@@ -250,8 +246,7 @@ class SettingsLayout:
         return value / self.timeout_per_second
 
 
-@dataclass(frozen=True, kw_only=True)
-class McpSettings:
+class McpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Where an agent keeps its user-scope MCP servers, for `mentectl mcp install`.
 
     Attributes:
@@ -274,7 +269,7 @@ class McpSettings:
     how: Literal["claude-cli", "codex-toml", "json", "none", "by-hand"] = "json"
     file_name: str
     beside_config_dir: bool = False
-    entry: Mapping[str, object] = field(default_factory=dict)
+    entry: Mapping[str, object] = msgspec.field(default_factory=dict)
     list_command: str | None = None
     note: str | None = None
 
@@ -814,8 +809,7 @@ STATUS_MESSAGES = {
 CONTEXT_RESET_MESSAGE = "mented: context reset, rules will be handed over again"
 
 
-@dataclass(frozen=True, slots=True)
-class InstalledEntry:
+class InstalledEntry(msgspec.Struct, frozen=True):
     """One of our entries as found in a settings file: `hooks.<event>[group].hooks[hook]`."""
 
     settings: Path
@@ -826,8 +820,7 @@ class InstalledEntry:
     matcher: str | None  # its group's matcher
 
 
-@dataclass(frozen=True, slots=True)
-class EntryTrust:
+class EntryTrust(msgspec.Struct, frozen=True):
     """Whether the agent will run an installed entry.
 
     Attributes:
