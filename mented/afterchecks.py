@@ -27,8 +27,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.checks import evaluate
 from mented.fields import commit_fields
@@ -51,23 +52,20 @@ AFTER_FIELDS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _RuleChecks:
+class _RuleChecks(msgspec.Struct, frozen=True):
     rule: Memory
     checks: tuple[Check, ...]
     counted: bool  # some other check of the rule was told before: counted as checked then
 
 
-@dataclass(frozen=True)
-class _Pending:
+class _Pending(msgspec.Struct, frozen=True):
     agent: str
     rules: tuple[_RuleChecks, ...]
     head_before: str | None
     expires: float
 
 
-@dataclass(frozen=True)
-class Made:
+class Made(msgspec.Struct, frozen=True):
     """What a command did, as read after it ran: its name for the model, and its fields."""
 
     what: str  # "the commit you just made (abc1234)"
