@@ -13,6 +13,7 @@ import functools
 import json
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -319,6 +320,47 @@ def test_a_socket_activated_daemon_answers_its_first_hook_before_importing_trio(
         if '"first_answers"' in line
     ]
     assert phase["answered"] >= 1  # before trio: the line is logged before it is imported
+
+
+def test_a_reload_signal_once_status_is_answered_reloads_rather_than_kills(
+    short_tmp: Path,
+) -> None:
+    """`status` is answered before trio: a client that takes that for ready and sends
+    SIGHUP (a reload, as systemd's ExecReload) must not kill the daemon still starting."""
+    seeded(short_tmp / "data")
+    socket_path = short_tmp / "managed.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_path))
+    listener.listen()
+    env = isolated_env(short_tmp) | {"LISTEN_FDS": "1"}
+    env["MENTED_DATA_DIR"] = str(short_tmp / "data")
+    argv = launch_with_fd3(listener, [PYTHON, "-m", "mented.daemon", "--log-level", "debug"])
+    with listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(TIMEOUT)
+        client.connect(str(socket_path))  # in the backlog: it starts the daemon
+        client.sendall(encode(StatusRequest()))
+        with (short_tmp / "daemon.log").open("ab") as log:
+            process = subprocess.Popen(
+                argv, pass_fds=[listener.fileno()], env=env, stdout=log, stderr=log
+            )
+        try:
+            status = reply_decoder.decode(recv_frame(client))
+            process.send_signal(signal.SIGHUP)  # before trio, most likely
+            client.sendall(encode(ListRequest()))  # the trio server's
+            listing = reply_decoder.decode(recv_frame(client))
+            assert process.poll() is None
+        finally:
+            process.terminate()
+            returncode = process.wait(timeout=TIMEOUT)
+    assert isinstance(status, StatusReply)
+    assert isinstance(listing, MemoriesReply)
+    assert returncode == 0
+    events = [
+        json.loads(line)["event"]
+        for line in (short_tmp / "daemon.log").read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert "reloaded" in events
 
 
 def test_nothing_is_answered_before_trio_when_the_config_is_invalid(short_tmp: Path) -> None:
