@@ -175,9 +175,7 @@ def open_directory(path: str | os.PathLike[str], *, dir_fd: int | None = None) -
         raise Refused(f"{name}: cannot open it: {exc.strerror or exc}") from None
 
 
-def list_names(
-    directory_fd: int, *, suffixes: Iterable[str] = (), limit: int = 1024
-) -> Listing:
+def list_names(directory_fd: int, *, suffixes: Iterable[str] = (), limit: int = 1024) -> Listing:
     """The regular files of an open directory whose names end with one of `suffixes`.
 
     Entries are checked without following links; a link (named with where it points),
