@@ -17,11 +17,18 @@ What this phase answers, and what it leaves alone:
   rules read by half the deadline, `HookHandler.answer_decoded`) and its rules:
   the deadline is the caller's (`hook_deadline`), an answer too late is empty,
   and what it hands over counts only once it was sent in time.
+- So are `mentectl explain`'s two questions, `status` (the daemon's config file,
+  for its table) and `recall_for_action` (the rules of an action found), with the
+  trio server's own replies (`mented.replies`): unless the config file changed
+  since it was read, the recall is a scan, or its projects are not read within
+  `PROJECT_READ_S` -- then the trio server answers.
+- An answered connection waits `NEXT_WAIT_S` for its next request (`explain`
+  asks the rules a few tens of ms after the table), answered here if it is one
+  of those, else the connection is handed over.
 - Everything else -- another request, a frame not complete within
   `FRAME_WAIT_S`, one larger than `READ_BYTES` or than `MAX_FRAME` -- is left
   to the trio server with the bytes read so far (`Handover.pending`), which
-  then applies its own bounds (frame size, request timeout, held bytes). So is
-  every answered connection: it may send another request.
+  then applies its own bounds (frame size, request timeout, held bytes).
 
 Nothing is lost or answered twice: a connection is either answered here once and
 handed over with what follows its frame, or handed over with everything read from
@@ -154,6 +161,7 @@ class FirstAnswers(msgspec.Struct):
     socket_path: Path
     data_dir: Path
     config_path: Path | None
+    socket_activated: bool = False  # listening on a socket the service manager handed over
     started_by: str = "unknown"
     started: float = msgspec.field(default_factory=time.time)  # for `status`'s uptime
     syncer: GitSync | None = None  # made by the first `status` answered here
@@ -373,7 +381,7 @@ class FirstAnswers(msgspec.Struct):
             socket_path=self.socket_path,
             data_dir=self.data_dir,
             config_path=self.config_path,
-            socket_activated=self.socket_identity is None,
+            socket_activated=self.socket_activated,
             started_by=self.started_by,
             started=self.started,
             requests=self.answered,
@@ -542,6 +550,7 @@ def open_first_answers(
         socket_path=socket_path,
         data_dir=data_dir,
         config_path=config_path,
+        socket_activated=inherited_socket is not None,
         started_by=started_by,
     )
 

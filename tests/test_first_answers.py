@@ -353,6 +353,9 @@ def test_a_reload_signal_once_status_is_answered_reloads_rather_than_kills(
             process.terminate()
             returncode = process.wait(timeout=TIMEOUT)
     assert isinstance(status, StatusReply)
+    assert status.socket_activated
+    assert status.socket == str(socket_path)
+    assert status.pid == process.pid
     assert isinstance(listing, MemoriesReply)
     assert returncode == 0
     events = [
@@ -496,6 +499,7 @@ def test_explains_questions_are_answered_before_trio(short_tmp: Path) -> None:
     assert isinstance(status, StatusReply)
     assert (status.memories, status.live_rules) == (1, 1)
     assert status.data_dir == str(short_tmp / "data")
+    assert not status.socket_activated  # it bound its own socket
     rules = reply_decoder.decode(found["answers"][1])
     assert isinstance(rules, MemoriesReply)
     assert [memory.content for memory in rules.memories] == [RULE]
