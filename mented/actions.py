@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -700,6 +699,7 @@ def _read_builtin() -> _BuiltinTable:
     """The built-in table, read and checked."""
     # Only when the table kept by `action_cache` is missing or stale: importlib.resources
     # (tempfile, shutil...) is a twentieth of what the first hook after a start waits for.
+    import tomllib  # noqa: PLC0415 - as importlib.resources
     from importlib import resources  # noqa: PLC0415
 
     text = resources.files("mented").joinpath(BUILTIN_FILE).read_text(encoding="utf-8")

@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mented import git_commits
+import msgspec
+
 from mented.checks import evaluate
 from mented.fields import commit_fields
 from mented.memory import short_handle
@@ -52,23 +52,20 @@ AFTER_FIELDS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _RuleChecks:
+class _RuleChecks(msgspec.Struct, frozen=True):
     rule: Memory
     checks: tuple[Check, ...]
     counted: bool  # some other check of the rule was told before: counted as checked then
 
 
-@dataclass(frozen=True)
-class _Pending:
+class _Pending(msgspec.Struct, frozen=True):
     agent: str
     rules: tuple[_RuleChecks, ...]
     head_before: str | None
     expires: float
 
 
-@dataclass(frozen=True)
-class Made:
+class Made(msgspec.Struct, frozen=True):
     """What a command did, as read after it ran: its name for the model, and its fields."""
 
     what: str  # "the commit you just made (abc1234)"
@@ -78,6 +75,8 @@ class Made:
 def commit_made(cwd: str | None, head_before: str | None) -> Made | None:
     """The commit a `git commit` just made in `cwd`; None when `HEAD` did not move (the
     command failed, nothing to commit) or the commit cannot be read."""
+    from mented import git_commits  # noqa: PLC0415 - after a commit only: not the first hook's
+
     commit = git_commits.head_commit(cwd)
     if commit is None or commit.oid == head_before:
         return None
@@ -113,7 +112,7 @@ class AfterChecks:
                 _RuleChecks(rule, tuple(checks.values()), rule.id in counted)
                 for rule, checks in unknown.values()
             ),
-            head_before=git_commits.head(call.cwd),
+            head_before=_head(call.cwd),
             expires=time.monotonic() + PENDING_TTL_S,
         )
         self._pending.move_to_end(key)
@@ -163,3 +162,10 @@ def _pending_key(agent: str, call: ToolCall) -> bytes:
     """The same command of the same session in the same place, before and after it ran."""
     text = f"{agent}\0{call.session}\0{call.cwd}\0{call.command}"
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _head(cwd: str | None) -> str | None:
+    """`HEAD`'s commit in `cwd` before the command runs (`git_commits.head`)."""
+    from mented import git_commits  # noqa: PLC0415 - as in `commit_made`
+
+    return git_commits.head(cwd)

@@ -32,12 +32,13 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
 
 # The regex parser `re.compile` uses, to look at a pattern's shape before compiling it.
 from re import _constants as _sre  # type: ignore[attr-defined]
 from re import _parser as _sre_parse  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from mented.fields import FIELDS, action_fields
 from mented.memory import (
@@ -81,8 +82,7 @@ _EMOJI = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(msgspec.Struct, frozen=True):
     """One parsed check: the field it tests, its kind and argument, and its text."""
 
     text: str
@@ -115,8 +115,7 @@ class Check:
         return self.text  # pragma: no cover - every kind is above
 
 
-@dataclass(slots=True)  # not frozen: made for every check of every command
-class Outcome:
+class Outcome(msgspec.Struct):  # not frozen: made for every check of every command
     """A check tested on one command's fields: passed (True), failed (False) or unknown (None).
 
     `said`: for a failure, what is wrong and what would pass ("the subject is 84

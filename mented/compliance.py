@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -85,8 +84,7 @@ class Event(msgspec.Struct, array_like=True, frozen=True):
     what: str
 
 
-@dataclass
-class Counts:
+class Counts(msgspec.Struct):
     """The counts of one rule (or agent) over a window."""
 
     handed: int = 0
@@ -119,14 +117,13 @@ class Counts:
         return None if decided == 0 else self.passed_first / decided
 
 
-@dataclass
-class Summary:
+class Summary(msgspec.Struct):
     """Counts per rule, per agent and in all, over the events since a time."""
 
     since: float
-    by_rule: dict[str, Counts] = field(default_factory=dict)
-    by_agent: dict[str, Counts] = field(default_factory=dict)
-    total: Counts = field(default_factory=Counts)
+    by_rule: dict[str, Counts] = msgspec.field(default_factory=dict)
+    by_agent: dict[str, Counts] = msgspec.field(default_factory=dict)
+    total: Counts = msgspec.field(default_factory=Counts)
 
 
 _encoder = msgspec.json.Encoder()
@@ -264,8 +261,7 @@ class ComplianceRecord:
 MAX_WATCHED = 4096  # sessions whose last stop waits for its next command
 
 
-@dataclass(frozen=True, slots=True)
-class _Stop:
+class _Stop(msgspec.Struct, frozen=True):
     call: bytes  # the stopped call's digest (`mented.hooks._call_digest`)
     actions: frozenset[str]
     rule_ids: tuple[str, ...]  # the rules without checks it handed over

@@ -64,7 +64,6 @@ a hook request this long after it received it (the shim has given up by then).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -221,6 +220,8 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
     Raises:
         ConfigError: not valid TOML (with line and column).
     """
+    import tomllib  # noqa: PLC0415 - only with a config file: not for the built-in settings
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import faulthandler
 import gc
 import os
@@ -24,11 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mented import __version__, first_answers, parser_tables, paths, service
+from mented import __version__, paths, service
 from mented.listener import DESCRIPTOR_RESERVE, MAX_CONNECTIONS
 from mented.log import configure_logging, log
 
 if TYPE_CHECKING:
+    from mented.first_answers import FirstAnswers
+
     # Imported once the first hooks are answered (`mented.first_answers`): trio takes
     # longer to import than a hook's whole budget on a busy machine.
     from mented.server import Server, ServerOptions
@@ -89,7 +90,7 @@ def options_from_args(
     args: argparse.Namespace,
     inherited: socket.socket | None = None,
     started_by: str = "unknown",
-    first: first_answers.FirstAnswers | None = None,
+    first: FirstAnswers | None = None,
 ) -> ServerOptions:
     from mented.server import ServerOptions  # noqa: PLC0415 - imports trio: see above
 
@@ -128,6 +129,12 @@ def _serving(socket_path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # No collection while starting: the modules, the action table and bashlex's tables
+    # are made to last, and the collector's passes over them (generation 2 among them)
+    # were a tenth of the first hook's time. Enabled again once the server runs,
+    # with what start-up made frozen out of its passes (`_serve`).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _run(argv)
     except KeyboardInterrupt:
@@ -135,11 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # closing): the process ends as asked, with a word rather than a traceback.
         print("mented: interrupted; stopped", file=sys.stderr)
         return 128 + signal.SIGINT
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
+    # What answers the first hooks, imported with the collector off (see `main`).
+    from mented import parser_tables  # noqa: PLC0415
+
     if parser_tables.BUILDS:  # at import, before logging was set up: said now
         log.info("parser_tables_built", why=parser_tables.problem)
     # A fatal signal (SIGBUS when the data file is cut short under the open store,
@@ -160,9 +173,12 @@ def _run(argv: Sequence[str] | None) -> int:
     # A stop asked for before the trio server listens for signals (while it answers
     # the first hooks, or imports trio) is kept, and asked again once it listens:
     # killed by it there, the daemon would stop with a hook half answered.
+    # So is a SIGHUP (a reload, or the terminal gone): `status` is answered before trio
+    # too, so a client may take the daemon for ready and ask for a reload by signal.
     stopped_early: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, _frame: stopped_early.append(signum))
-    first = _answer_first_hooks(args, inherited)
+    for kept in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(kept, lambda signum, _frame: stopped_early.append(signum))
+    first = _answer_first_hooks(args, inherited, started_by)
     if first is not None and first.store.failure is not None:
         failure = first.store.failure
         first.close()
@@ -179,7 +195,10 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
-    """The trio server (trio imported now), which asks for a stop kept meanwhile once ready."""
+    """The trio server (trio imported now), which asks for a stop (or a reload) kept meanwhile
+    once ready."""
+    import dataclasses  # noqa: PLC0415 - as trio
+
     from mented.server import Server  # noqa: PLC0415 - imports trio: after the first answers
 
     ready = options.on_ready
@@ -187,8 +206,8 @@ def _trio_server(options: ServerOptions, stopped_early: list[int]) -> Server:
     def on_ready() -> None:
         if ready is not None:
             ready()
-        if stopped_early:
-            os.kill(os.getpid(), signal.SIGTERM)  # now to the server's own signal watch
+        for signum in dict.fromkeys(stopped_early):  # each once, in turn
+            os.kill(os.getpid(), signum)  # now to the server's own signal watch
 
     return Server(dataclasses.replace(options, on_ready=on_ready))
 
@@ -210,6 +229,7 @@ def _serve(server: Server) -> int:
     # all on the event loop (41 to 126 ms a pass, issue 24; a hook under load waited
     # 170 ms for one). Cheap: no collection, the objects only change lists.
     gc.freeze()
+    gc.enable()  # off while starting (see `main`)
     try:
         trio.run(server.serve)
     finally:
@@ -225,18 +245,21 @@ def _serve(server: Server) -> int:
 
 
 def _answer_first_hooks(
-    args: argparse.Namespace, inherited: socket.socket | None
-) -> first_answers.FirstAnswers | None:
+    args: argparse.Namespace, inherited: socket.socket | None, started_by: str
+) -> FirstAnswers | None:
     """Open what a hook needs and answer the hooks waiting, before trio is imported.
 
     None when something is amiss: `Server.open` then opens everything itself and
     says what (mented.first_answers).
     """
+    from mented import first_answers  # noqa: PLC0415 - with the collector off (see `main`)
+
     first = first_answers.open_first_answers(
         socket_path=_socket_path(args, inherited),
         data_dir=paths.data_dir(args.data_dir),
         config_path=paths.config_path(args.config),
         inherited_socket=inherited,
+        started_by=started_by,
     )
     if first is None:
         return None

@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented import untrusted
 from mented.matcher.options import _read_option, _scan_options
@@ -116,13 +117,12 @@ _LONG_FLAGS: dict[str, dict[str, str]] = {
 }
 
 
-@dataclass(slots=True)
-class Fields:
+class Fields(msgspec.Struct):
     """The fields one command gives an action: known values, and why the others are not."""
 
     action: str
-    values: dict[str, FieldValue] = field(default_factory=dict)
-    unknown: dict[str, str] = field(default_factory=dict)
+    values: dict[str, FieldValue] = msgspec.field(default_factory=dict)
+    unknown: dict[str, str] = msgspec.field(default_factory=dict)
     from_file: bool = False  # a field was read from a file (it may change: not cached)
     # The fields asked for (None: all): the others are not worked out, and a file
     # only they would need is not read.
@@ -141,8 +141,7 @@ class Fields:
             self.unknown.setdefault(name, why)
 
 
-@dataclass(slots=True)  # made for every command checked: not frozen (slower to make)
-class _Parsed:
+class _Parsed(msgspec.Struct):  # made for every command checked: not frozen (slower to make)
     """The words after an action's subcommand: options (name, value) and positionals."""
 
     subcommand: tuple[str, ...]

@@ -17,11 +17,18 @@ What this phase answers, and what it leaves alone:
   rules read by half the deadline, `HookHandler.answer_decoded`) and its rules:
   the deadline is the caller's (`hook_deadline`), an answer too late is empty,
   and what it hands over counts only once it was sent in time.
+- So are `mentectl explain`'s two questions, `status` (the daemon's config file,
+  for its table) and `recall_for_action` (the rules of an action found), with the
+  trio server's own replies (`mented.replies`): unless the config file changed
+  since it was read, the recall is a scan, or its projects are not read within
+  `PROJECT_READ_S` -- then the trio server answers.
+- An answered connection waits `NEXT_WAIT_S` for its next request (`explain`
+  asks the rules a few tens of ms after the table), answered here if it is one
+  of those, else the connection is handed over.
 - Everything else -- another request, a frame not complete within
   `FRAME_WAIT_S`, one larger than `READ_BYTES` or than `MAX_FRAME` -- is left
   to the trio server with the bytes read so far (`Handover.pending`), which
-  then applies its own bounds (frame size, request timeout, held bytes). So is
-  every answered connection: it may send another request.
+  then applies its own bounds (frame size, request timeout, held bytes).
 
 Nothing is lost or answered twice: a connection is either answered here once and
 handed over with what follows its frame, or handed over with everything read from
@@ -45,8 +52,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.actions import load_action_table
 from mented.agents import AGENTS, ToolCall
@@ -67,17 +76,37 @@ from mented.protocol import (
     ErrorReply,
     FireRecord,
     HookRequest,
+    RecallRequest,
+    Reply,
+    StatusRequest,
     decode_request,
+    encode,
     frame,
+)
+from mented.replies import (
+    SCAN_ABOVE,
+    LoopFigures,
+    Served,
+    percentile,
+    problems_now,
+    recall_reply,
+    status_reply,
 )
 from mented.sessions import SessionMemory, SessionMemoryError
 from mented.store import Store, StoreError
 from mented.team import Project, ProjectRules, RuleLookup, read_project
 
+if TYPE_CHECKING:
+    from mented.sync import GitSync
+
 HOOK_PREFIX = b'{"type":"hook"'  # how the shim starts every envelope
 MAX_HOOK_WAIT_S = 10.0  # the longest a hook's caller says it waits (the shim's MAX_BUDGET_MS)
 READ_BYTES = 64 * 1024  # a hook's event is a few KiB; a larger frame is the trio server's
 FRAME_WAIT_S = 0.05  # the shim sends its request as it connects
+# An answered connection's next request: `mentectl explain` asks the rules for the
+# actions it found a few tens of ms after the daemon's table (`status`).
+NEXT_WAIT_S = 0.1
+PROJECT_READ_S = 0.1  # a `recall_for_action` whose projects take longer is the trio server's
 IDLE_S = 0.02  # no connection for this long: the trio server takes over
 PHASE_S = 1.0
 MAX_ANSWERS = 64
@@ -99,23 +128,20 @@ def hook_deadline(caller_deadline: float | None, received: float, budget_ms: int
     return time.monotonic() + left
 
 
-@dataclass
-class Handover:
+class Handover(msgspec.Struct):
     """A connection accepted before trio, for the trio server to serve on."""
 
     sock: socket.socket
     pending: bytes = b""  # read from it and not answered: the start of its next request
 
 
-@dataclass
-class _Waiting:
+class _Waiting(msgspec.Struct):
     sock: socket.socket
     give_up: float  # time.monotonic(): no complete frame by then, it is handed over
     data: bytes = b""
 
 
-@dataclass
-class FirstAnswers:
+class FirstAnswers(msgspec.Struct):
     """What answers a hook, opened without trio, and the connections it took."""
 
     lock: DataDirLock
@@ -132,9 +158,16 @@ class FirstAnswers:
     listen_sock: socket.socket
     socket_identity: tuple[int, int] | None  # of a socket we bound (None: inherited)
     relay: Relay
+    socket_path: Path
+    data_dir: Path
+    config_path: Path | None
+    socket_activated: bool = False  # listening on a socket the service manager handed over
+    started_by: str = "unknown"
+    started: float = msgspec.field(default_factory=time.time)  # for `status`'s uptime
+    syncer: GitSync | None = None  # made by the first `status` answered here
     answered: int = 0
-    latencies_us: list[float] = field(default_factory=list)
-    handed_over: list[Handover] = field(default_factory=list)
+    latencies_us: list[float] = msgspec.field(default_factory=list)
+    handed_over: list[Handover] = msgspec.field(default_factory=list)
 
     def take_connections(self) -> list[Handover]:
         """The connections for the trio server, once: it serves them from now on."""
@@ -160,6 +193,7 @@ class FirstAnswers:
         idle_s: float = IDLE_S,
         max_answers: int = MAX_ANSWERS,
         frame_wait_s: float = FRAME_WAIT_S,
+        next_wait_s: float = NEXT_WAIT_S,
     ) -> None:
         """Answer the hooks that arrive until the phase ends (see the module doc)."""
         started = time.monotonic()
@@ -189,7 +223,7 @@ class FirstAnswers:
                             # As many held as it may: the rest wait in the backlog.
                             accepting = False
                             poller.unregister(fd)
-                    elif not self._read(poller, waiting, waiting[fd], phase_end):
+                    elif not self._read(poller, waiting, waiting[fd], phase_end, next_wait_s):
                         return  # a request that only the trio server answers waits
                 if ready:
                     idle_until = time.monotonic() + idle_s
@@ -221,9 +255,14 @@ class FirstAnswers:
         return False
 
     def _read(
-        self, poller: select.poll, waiting: dict[int, _Waiting], conn: _Waiting, phase_end: float
+        self,
+        poller: select.poll,
+        waiting: dict[int, _Waiting],
+        conn: _Waiting,
+        phase_end: float,
+        next_wait_s: float,
     ) -> bool:
-        """Read what `conn` sent; answer a complete hook. False when the phase should end."""
+        """Read what `conn` sent; answer its complete requests. False when the phase should end."""
         try:
             chunk = conn.sock.recv(READ_BYTES - len(conn.data))
         except (BlockingIOError, InterruptedError):
@@ -236,31 +275,42 @@ class FirstAnswers:
             conn.sock.close()
             return True
         conn.data += chunk
-        if len(conn.data) < HEADER.size:
-            return True
-        (length,) = HEADER.unpack_from(conn.data)
-        end = HEADER.size + length
-        if length > MAX_FRAME or end > READ_BYTES:
-            self._hand_over(poller, waiting, conn)  # its answer (or refusal) is the server's
-            return True
-        if len(conn.data) < end:
-            return True
-        body = conn.data[HEADER.size : end]
-        if not body.startswith(HOOK_PREFIX):
-            self._hand_over(poller, waiting, conn)
-            return False
-        poller.unregister(conn.sock.fileno())
-        del waiting[conn.sock.fileno()]
-        rest = conn.data[end:]
-        try:
-            answered = self._answer(conn.sock, body, phase_end)
-        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the daemon
-            log.exception("connection_failed")
-            answered = False
-        if answered:
-            self.handed_over.append(Handover(conn.sock, rest))
-        else:
-            conn.sock.close()
+        return self._serve_frames(poller, waiting, conn, phase_end, next_wait_s)
+
+    def _serve_frames(
+        self,
+        poller: select.poll,
+        waiting: dict[int, _Waiting],
+        conn: _Waiting,
+        phase_end: float,
+        next_wait_s: float,
+    ) -> bool:
+        """Answer the complete requests `conn` sent, in turn, while they are ones this phase
+        answers; then it waits for its next one (`NEXT_WAIT_S`). False when the phase should
+        end: a request waits that only the trio server answers."""
+        while len(conn.data) >= HEADER.size:
+            (length,) = HEADER.unpack_from(conn.data)
+            end = HEADER.size + length
+            if length > MAX_FRAME or end > READ_BYTES:
+                self._hand_over(poller, waiting, conn)  # its answer (or refusal) is the server's
+                return True
+            if len(conn.data) < end:
+                return True
+            try:
+                answered = self._answer(conn.sock, conn.data[HEADER.size : end], phase_end)
+            except Exception:  # noqa: BLE001 - a bug must cost one connection, never the daemon
+                log.exception("connection_failed")
+                answered = False
+            if answered is None:  # nothing sent: the request, whole, is the trio server's
+                self._hand_over(poller, waiting, conn)
+                return False
+            if not answered:
+                poller.unregister(conn.sock.fileno())
+                del waiting[conn.sock.fileno()]
+                conn.sock.close()
+                return True
+            conn.data = conn.data[end:]
+            conn.give_up = time.monotonic() + next_wait_s
         return True
 
     def _hand_over(self, poller: select.poll, waiting: dict[int, _Waiting], conn: _Waiting) -> None:
@@ -268,18 +318,15 @@ class FirstAnswers:
         del waiting[conn.sock.fileno()]
         self.handed_over.append(Handover(conn.sock, conn.data))
 
-    def _answer(self, sock: socket.socket, body: bytes, phase_end: float) -> bool:
-        """Answer one hook request on `sock`; whether the connection may go on."""
+    def _answer(self, sock: socket.socket, body: bytes, phase_end: float) -> bool | None:
+        """Answer one request on `sock`: whether the connection may go on; None, with
+        nothing sent, for a request that only the trio server answers."""
         started = time.perf_counter()
         received = time.monotonic()
         request = decode_request(body)
         answer: HookAnswer | None = None
         deadline = received + MAX_HOOK_WAIT_S
-        if isinstance(request, ErrorReply):
-            # A hook envelope around stdin that was not JSON: answered with silence.
-            reply = frame(b"")
-        else:
-            assert isinstance(request, HookRequest)  # the only request with this prefix
+        if isinstance(request, HookRequest):
             deadline = hook_deadline(request.deadline, received, self.config.hook.budget_ms)
             answer = self._answer_hook(request, deadline, functools.partial(peer_pid, sock))
             if time.monotonic() >= deadline:
@@ -287,6 +334,14 @@ class FirstAnswers:
                 answer, reply = None, frame(b"")
             else:
                 reply = frame(answer.out)
+        elif isinstance(request, ErrorReply) and body.startswith(HOOK_PREFIX):
+            # A hook envelope around stdin that was not JSON: answered with silence.
+            reply = frame(b"")
+        else:
+            early = self._answer_early(request, min(phase_end, received + PROJECT_READ_S))
+            if early is None:
+                return None
+            reply = encode(early)
         self.answered += 1
         self.latencies_us.append((time.perf_counter() - started) * 1e6)
         sent = _send_all(sock, reply, min(deadline, phase_end))
@@ -296,6 +351,54 @@ class FirstAnswers:
             else:
                 answer.dropped()
         return sent
+
+    def _answer_early(self, request: object, until: float) -> Reply | None:
+        """The reply to the other requests answered here (`mentectl explain`'s: the daemon's
+        table, from `status`, and the rules of the actions it found), as the trio server
+        replies; None for every other one, or when the trio server should answer it: the
+        config file changed since it was read (`status` says whether it is valid), a
+        recall is a scan, or its projects are not read by `until`."""
+        if isinstance(request, StatusRequest):
+            if file_stamp(self.config_path) != self.config_stamp:
+                return None
+            return self._status()
+        if isinstance(request, RecallRequest) and request.k <= SCAN_ABOVE:
+            if not self._read_projects(request.cwd, until):
+                return None
+            return recall_reply(self.rules, self.store, request)
+        return None
+
+    def _status(self) -> Reply:
+        from mented.sync import GitSync  # noqa: PLC0415 - status only: not for the first hook
+
+        if self.syncer is None:
+            self.syncer = GitSync(
+                self.data_dir,
+                timeout_s=self.config.sync.timeout_s,
+                max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
+            )
+        served = Served(
+            socket_path=self.socket_path,
+            data_dir=self.data_dir,
+            config_path=self.config_path,
+            socket_activated=self.socket_activated,
+            started_by=self.started_by,
+            started=self.started,
+            requests=self.answered,
+            p50_us=percentile(self.latencies_us, 0.5),
+            p99_us=percentile(self.latencies_us, 0.99),
+        )
+        return status_reply(
+            served,
+            LoopFigures(),  # no event loop yet: nothing held it
+            config=self.config,
+            store=self.store,
+            hooks=self.hooks,
+            compliance=self.compliance,
+            syncer=self.syncer,
+            projects=self.projects,
+            problems=problems_now(self.problems, self.data_dir, None),
+        )
 
     def _answer_hook(
         self, request: HookRequest, deadline: float, peer: Callable[[], int | None] = no_peer
@@ -319,9 +422,10 @@ class FirstAnswers:
             request.agent, call, deadline=deadline, aliases=aliases, test=request.test
         )
 
-    def _read_projects(self, cwd: str | None, until: float) -> None:
+    def _read_projects(self, cwd: str | None, until: float) -> bool:
         """`ProjectReads.ready` with a thread: each project read waits until `until` at most;
-        one that takes longer is left to the trio server (which reads it again)."""
+        one that takes longer is left to the trio server (which reads it again). Whether
+        every one was read."""
         for root in self.projects.stale(cwd):
             read: list[Project] = []
             reader = threading.Thread(
@@ -333,8 +437,9 @@ class FirstAnswers:
             reader.start()
             reader.join(max(0.0, until - time.monotonic()))
             if not read:
-                return
+                return False
             self.projects.install(read[0])
+        return True
 
 
 class Relay:
@@ -389,6 +494,7 @@ def open_first_answers(
     data_dir: Path,
     config_path: Path | None,
     inherited_socket: socket.socket | None,
+    started_by: str = "unknown",
 ) -> FirstAnswers | None:
     """Open what answers a hook, as `Server.open` does; None when anything is amiss.
 
@@ -441,6 +547,11 @@ def open_first_answers(
         listen_sock=listen_sock,
         socket_identity=identity,
         relay=relay,
+        socket_path=socket_path,
+        data_dir=data_dir,
+        config_path=config_path,
+        socket_activated=inherited_socket is not None,
+        started_by=started_by,
     )
 
 

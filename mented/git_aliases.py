@@ -31,9 +31,10 @@ import os
 import shlex
 import stat
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.digest_cache import DigestCache
 
@@ -70,8 +71,7 @@ GIT_COMMANDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Aliases:
+class Aliases(msgspec.Struct, frozen=True):
     """Alias name (lower case, as git compares them) to its value, and a digest of them all."""
 
     table: Mapping[str, str]
@@ -86,8 +86,7 @@ class Aliases:
 NO_ALIASES = Aliases({})
 
 
-@dataclass(frozen=True)
-class Expansion:
+class Expansion(msgspec.Struct, frozen=True):
     """The words after `git` with the alias replaced, or the shell command it runs."""
 
     argv: list[str]
@@ -269,8 +268,7 @@ def _global_files() -> list[Path]:
     return files
 
 
-@dataclass(frozen=True)
-class Repository:
+class Repository(msgspec.Struct, frozen=True):
     """Where a directory's repository is: its work tree, git directory and common directory."""
 
     work_tree: Path

@@ -25,8 +25,9 @@ of at most `MAX_POINTER_CHARS` naming the actions and the handles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from mented.memory import ORIGIN_PROJECT, SHORT_HANDLE_LENGTH, short_handle
 
@@ -78,8 +79,7 @@ _MIN_RULE_CHARS = 80  # a rule is cut no shorter than this; below, it is left ou
 MAX_REPLACED_WORDS = 60  # of a replaced rule's text (mented.replaced cuts them so)
 
 
-@dataclass(frozen=True, slots=True)
-class Replaced:
+class Replaced(msgspec.Struct, frozen=True):
     """The rule a rule replaces, as the model is told: its handle, and its first words
     when the session was not handed it (at most `MAX_REPLACED_WORDS` characters)."""
 
@@ -93,8 +93,7 @@ class Replaced:
         return f"(replaces [{self.handle}]{said}) "
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(msgspec.Struct, frozen=True):
     """One action's rules to hand over, newest first.
 
     `replaced` maps a rule's id to the rule it replaces (`Replaced`), when there is
@@ -103,11 +102,10 @@ class Section:
 
     action: str
     rules: Sequence[Memory]
-    replaced: Mapping[str, Replaced] = field(default_factory=dict)
+    replaced: Mapping[str, Replaced] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Handover:
+class Handover(msgspec.Struct, frozen=True):
     """The text, and which rules went in it whole or cut (the rest were left out)."""
 
     text: str

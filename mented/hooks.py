@@ -63,7 +63,6 @@ and why; every field that comes from the event is cut to a bound here.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import time
@@ -820,7 +819,7 @@ def decode_event(agent: str, event: bytes) -> HookEvent | None:
         # No directory has such a path; walking up one (for its repository, its project
         # root, who may see what) costs its length squared: 60 KB of `/a/a/...` held the
         # event loop 2.8 s. Taken as the root: only rules for everywhere apply.
-        call = dataclasses.replace(call, cwd="/")
+        call = msgspec.structs.replace(call, cwd="/")
     return call
 
 

@@ -23,8 +23,9 @@ at most 85 for each rule that names the one it replaces (mented.replaced).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.memory import InvalidInputError, Memory, short_handle
 from mented.protocol import PinnedOverCap
@@ -52,8 +53,7 @@ LEFT_OUT = (
 _OTHER_AGENT = "\0another agent"  # a viewpoint standing for every agent no rule names
 
 
-@dataclass(frozen=True, slots=True)
-class PinnedHandover:
+class PinnedHandover(msgspec.Struct, frozen=True):
     """The words for a session start and the rules in them."""
 
     text: str

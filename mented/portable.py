@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -89,12 +88,11 @@ class Header(msgspec.Struct, kw_only=True, omit_defaults=True):
     written_by: str | None = None
 
 
-@dataclass
-class Records:
+class Records(msgspec.Struct):
     """What a file holds, checked: the memories and the forgets, in file order."""
 
-    memories: list[Memory] = field(default_factory=list)
-    forgotten: list[Forgotten] = field(default_factory=list)
+    memories: list[Memory] = msgspec.field(default_factory=list)
+    forgotten: list[Forgotten] = msgspec.field(default_factory=list)
 
 
 _encoder = msgspec.json.Encoder()
@@ -392,12 +390,11 @@ def import_file(store: Store, path: Path, *, shown_as: str | None = None) -> Imp
     return import_streamed(store, path, shown_as=shown_as).summary
 
 
-@dataclass
-class Imported:
+class Imported(msgspec.Struct):
     """What `import_streamed` did, and the actions its rules name (with their counts)."""
 
     summary: ImportSummary
-    actions: dict[str, int] = field(default_factory=dict)
+    actions: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 def import_streamed(

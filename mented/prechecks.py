@@ -32,8 +32,9 @@ import hashlib
 import itertools
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
 
 from mented.checks import (
     Check,
@@ -75,8 +76,7 @@ class Compliance(Protocol):
     def note_all(self, rule_ids: Iterable[str], agent: str, what: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     """A rule's check that one command failed."""
 
     action: str
@@ -84,23 +84,22 @@ class Failure:
     outcome: Outcome
 
 
-@dataclass
-class Verdict:
+class Verdict(msgspec.Struct):
     """What the checks of one command's rules found, and what follows.
 
     `answer` is None when nothing failed. `checked`: the rules with at least one
     check that could be told (passed or failed), by action.
     """
 
-    failures: list[Failure] = field(default_factory=list)
-    checked: dict[str, list[Memory]] = field(default_factory=dict)
+    failures: list[Failure] = msgspec.field(default_factory=list)
+    checked: dict[str, list[Memory]] = msgspec.field(default_factory=dict)
     answer: Answer | None = None
     stops_so_far: int = 0
     # For the record of whether rules are kept, once the answer is sent (`record`).
-    notes: list[tuple[list[str], str]] = field(default_factory=list)
+    notes: list[tuple[list[str], str]] = msgspec.field(default_factory=list)
     # The checks on a field the command does not carry (a message written in the
     # editor): what `mented.afterchecks` tests once the command ran.
-    unknown: list[tuple[str, Memory, Check]] = field(default_factory=list)
+    unknown: list[tuple[str, Memory, Check]] = msgspec.field(default_factory=list)
 
 
 # Per field: its name, the positions of the rules with a check on it, each distinct
@@ -108,8 +107,7 @@ class Verdict:
 _FieldPlan = tuple[str, tuple[int, ...], tuple[tuple[Check, tuple[int, ...]], ...], FieldChecks]
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(msgspec.Struct, frozen=True):
     """What a set of rules asks: per action and field, each distinct usable check once,
     with the positions (in `wanted`) of the rules that carry it. `fields`: the fields
     each action's checks read (no other is read from the command); `all_checked`: the

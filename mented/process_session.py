@@ -25,11 +25,12 @@ an hour, and at worst one more when the hour turns.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from mented.agents import AGENTS, ToolCall
 from mented.untrusted import Refused, read_file
@@ -48,8 +49,7 @@ FALLBACK_WINDOW_S = 3600
 _STARTTIME = 19  # field 22 of stat(5), counted from the state (field 3)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Stat:
+class _Stat(msgspec.Struct, frozen=True):
     comm: bytes
     ppid: int
     start: int
@@ -72,7 +72,7 @@ def with_process_session(
     adapter = AGENTS.get(agent)
     if adapter is None or not adapter.session_from_process:
         return call
-    return dataclasses.replace(call, session=process_session(peer(), call.cwd))
+    return msgspec.structs.replace(call, session=process_session(peer(), call.cwd))
 
 
 def process_session(

@@ -51,7 +51,6 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,16 +118,15 @@ class AuthoredRule(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     checks: list[str] = []  # checks on the action's fields (mented.checks)
 
 
-@dataclass
-class Project:
+class Project(msgspec.Struct):
     """One `.mented/` folder: its rules, their digest, and why it cannot be used (if so)."""
 
     root: str
     digest: str
-    rules: list[Memory] = field(default_factory=list)
+    rules: list[Memory] = msgspec.field(default_factory=list)
     problem: str | None = None  # why nothing is served (safe to print: controls escaped)
     stamp: Stamp = ()
-    files: dict[str, str] = field(default_factory=dict)  # rule id -> `.mented/NAME.jsonl`
+    files: dict[str, str] = msgspec.field(default_factory=dict)  # rule id -> `.mented/NAME.jsonl`
     size: int = 0  # bytes of rule files read
 
     def file_of(self, rule: Memory) -> str:

@@ -27,8 +27,9 @@ import os
 import re
 import stat
 import unicodedata
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -46,8 +47,7 @@ class Refused(Exception):  # noqa: N818 - "refused" is what the user is told
     """An untrusted file or directory that mented would not read, and why (for the user)."""
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(msgspec.Struct, frozen=True):
     """A directory's regular files (decoded names, sorted) and the entries refused."""
 
     names: list[str]

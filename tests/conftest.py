@@ -25,7 +25,7 @@ import pytest
 
 import mented
 import mented_client
-from mented.protocol import HEADER, StatusReply, StatusRequest
+from mented.protocol import HEADER, ActionsReply, ActionsRequest, StatusReply, StatusRequest
 from mented.sessions import SessionMemory
 from mented.store import Store
 from mented_client.cli import _verb_of
@@ -336,6 +336,9 @@ class DaemonProcess:
             try:
                 with self.client(timeout=1.0) as client:
                     status: StatusReply = client.expect(StatusRequest(), StatusReply)
+                    # `status` is answered before trio too (mented.first_answers): the
+                    # action list only by the trio server, serving (signals, the log).
+                    client.expect(ActionsRequest(), ActionsReply)
                     return status
             except (NotRunningError, ProtocolError):
                 if time.monotonic() > deadline:

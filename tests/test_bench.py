@@ -167,12 +167,14 @@ def check_startup(result: dict[str, Any], text: str) -> None:
         "ready",
         "first_hook",
         "first_hook_own_socket",
+        "explain",
         "mcp_initialize",
         "mcp_tools",
     }
     assert "## Start-up" in text
     assert "| first hook after a start (socket activation), full answer |" in text
     assert "| first hook after a start (own socket), full answer |" in text
+    assert "| `mentectl explain` on a stopped daemon (socket activation), rules shown |" in text
     assert {target["figure"] for target in result["targets"]} >= {
         "first hook after a start (socket activation)",
         "MCP server answers initialize",

@@ -13,6 +13,7 @@ import functools
 import json
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -34,6 +35,9 @@ from mented.protocol import (
     ErrorCode,
     ErrorReply,
     HookRequest,
+    ListRequest,
+    MemoriesReply,
+    RecallRequest,
     StatusReply,
     StatusRequest,
     encode,
@@ -49,7 +53,7 @@ from tests.test_service import launch_with_fd3
 RULE = "commit messages: one line, a conventional prefix"
 TIMEOUT = 30.0
 # Bounds that never end a test's phase before its answers: it ends by `max_answers`.
-UNHURRIED = {"phase_s": 120.0, "idle_s": 120.0, "frame_wait_s": 120.0}
+UNHURRIED = {"phase_s": 120.0, "idle_s": 120.0, "frame_wait_s": 120.0, "next_wait_s": 120.0}
 
 
 def seeded(data_dir: Path) -> Path:
@@ -248,19 +252,19 @@ def test_what_it_does_not_answer_waits_for_the_trio_server_with_its_bounds(
 
     def clients() -> None:
         with (
-            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as asks_status,
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lists,
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sends_half,
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as too_large,
         ):
-            for sock in (asks_status, sends_half, too_large):
+            for sock in (lists, sends_half, too_large):
                 sock.settimeout(TIMEOUT)
                 sock.connect(str(socket_path))
             sends_half.sendall(half)
             too_large.sendall(HEADER.pack(MAX_FRAME + 1) + b"{")
-            asks_status.sendall(encode(StatusRequest()))  # ends the phase: the server's
+            lists.sendall(encode(ListRequest()))  # ends the phase: the server's
             sent.wait(TIMEOUT)
             sends_half.sendall(request[len(half) :])  # the rest, to the trio server
-            results["status"] = reply_decoder.decode(recv_frame(asks_status))
+            results["listing"] = reply_decoder.decode(recv_frame(lists))
             results["hook"] = recv_frame(sends_half)
             results["too_large"] = reply_decoder.decode(recv_frame(too_large))
 
@@ -274,7 +278,9 @@ def test_what_it_does_not_answer_waits_for_the_trio_server_with_its_bounds(
         trio.run(serve_while, server, lambda: thread.join(TIMEOUT))
     finally:
         server.close()
-    assert isinstance(results["status"], StatusReply)
+    listing = results["listing"]
+    assert isinstance(listing, MemoriesReply)
+    assert [memory.content for memory in listing.memories] == [RULE]
     assert RULE.encode() in results["hook"]  # type: ignore[operator]
     too_large = results["too_large"]
     assert isinstance(too_large, ErrorReply)
@@ -316,6 +322,50 @@ def test_a_socket_activated_daemon_answers_its_first_hook_before_importing_trio(
     assert phase["answered"] >= 1  # before trio: the line is logged before it is imported
 
 
+def test_a_reload_signal_once_status_is_answered_reloads_rather_than_kills(
+    short_tmp: Path,
+) -> None:
+    """`status` is answered before trio: a client that takes that for ready and sends
+    SIGHUP (a reload, as systemd's ExecReload) must not kill the daemon still starting."""
+    seeded(short_tmp / "data")
+    socket_path = short_tmp / "managed.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_path))
+    listener.listen()
+    env = isolated_env(short_tmp) | {"LISTEN_FDS": "1"}
+    env["MENTED_DATA_DIR"] = str(short_tmp / "data")
+    argv = launch_with_fd3(listener, [PYTHON, "-m", "mented.daemon", "--log-level", "debug"])
+    with listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(TIMEOUT)
+        client.connect(str(socket_path))  # in the backlog: it starts the daemon
+        client.sendall(encode(StatusRequest()))
+        with (short_tmp / "daemon.log").open("ab") as log:
+            process = subprocess.Popen(
+                argv, pass_fds=[listener.fileno()], env=env, stdout=log, stderr=log
+            )
+        try:
+            status = reply_decoder.decode(recv_frame(client))
+            process.send_signal(signal.SIGHUP)  # before trio, most likely
+            client.sendall(encode(ListRequest()))  # the trio server's
+            listing = reply_decoder.decode(recv_frame(client))
+            assert process.poll() is None
+        finally:
+            process.terminate()
+            returncode = process.wait(timeout=TIMEOUT)
+    assert isinstance(status, StatusReply)
+    assert status.socket_activated
+    assert status.socket == str(socket_path)
+    assert status.pid == process.pid
+    assert isinstance(listing, MemoriesReply)
+    assert returncode == 0
+    events = [
+        json.loads(line)["event"]
+        for line in (short_tmp / "daemon.log").read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert "reloaded" in events
+
+
 def test_nothing_is_answered_before_trio_when_the_config_is_invalid(short_tmp: Path) -> None:
     config = short_tmp / "config.toml"
     config.write_text("[hook]\nk = 'many'\n")
@@ -352,7 +402,7 @@ import mented.daemon
 from mented.first_answers import open_first_answers
 from mented.protocol import recv_frame
 
-root, request = Path(sys.argv[1]), bytes.fromhex(sys.argv[2])
+root, requests = Path(sys.argv[1]), [bytes.fromhex(r) for r in sys.argv[2].split(",")]
 first = open_first_answers(
     socket_path=root / "run" / "s.sock", data_dir=root / "data", config_path=None,
     inherited_socket=None,
@@ -362,16 +412,20 @@ answers = []
 def client():
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(root / "run" / "s.sock"))
-        sock.sendall(request)
-        answers.append(recv_frame(sock))
+        for request in requests:
+            sock.sendall(request)
+            answers.append(recv_frame(sock).decode())
 
 thread = threading.Thread(target=client)
 thread.start()
-first.answer_waiting(max_answers=1, phase_s=120.0, idle_s=120.0, frame_wait_s=120.0)
+first.answer_waiting(
+    max_answers=len(requests), phase_s=120.0, idle_s=120.0, frame_wait_s=120.0,
+    next_wait_s=120.0,
+)
 imported = {name: name in sys.modules for name in sys.argv[3:]}
 thread.join()
 first.close()
-print(json.dumps({"answer": answers[0].decode(), "imported": imported}))
+print(json.dumps({"answers": answers, "answered": first.answered, "imported": imported}))
 """
 WARM_ACTION_CACHE = (
     "import mented.actions as a, mented.config as c; a.load_action_table(c.Config())"
@@ -384,14 +438,16 @@ NOT_BEFORE_THE_FIRST_HOOK = (
     "importlib.resources",  # the built-in table is read from the action cache
     "difflib",  # suggestions for a misspelt name
     "ctypes",  # launchd's sockets
+    "tomllib",  # no config file, and the built-in table from the action cache
+    "mented.registration",  # installing hooks
+    "mented.git_commits",  # after a commit, with a check on it
 )
 
 
-def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
-    short_tmp: Path,
-) -> None:
-    seeded(short_tmp / "data")
-    env = isolated_env(short_tmp)
+def imported_by_the_answers(root: Path, requests: list[bytes], modules: tuple[str, ...]) -> dict:
+    """A fresh interpreter answering `requests` (on one connection) before trio: the
+    answers, how many it answered, and which of `modules` it had imported by then."""
+    env = isolated_env(root)
     # As after an earlier start: the checked built-in table is in the user's cache.
     subprocess.run([PYTHON, "-c", WARM_ACTION_CACHE], env=env, cwd="/", timeout=120, check=True)
     result = subprocess.run(
@@ -399,9 +455,9 @@ def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
             PYTHON,
             "-c",
             FIRST_HOOK_IMPORTS,
-            str(short_tmp),
-            session()[0].hex(),
-            *NOT_BEFORE_THE_FIRST_HOOK,
+            str(root),
+            ",".join(request.hex() for request in requests),
+            *modules,
         ],
         env=env,
         cwd="/",
@@ -410,9 +466,128 @@ def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
         timeout=120,
         check=True,
     )
-    found = json.loads(result.stdout)
-    assert RULE in found["answer"]
+    found: dict = json.loads(result.stdout)
+    return found
+
+
+def test_the_first_hook_is_answered_before_trio_and_the_rest_is_imported(
+    short_tmp: Path,
+) -> None:
+    seeded(short_tmp / "data")
+    found = imported_by_the_answers(short_tmp, session()[:1], NOT_BEFORE_THE_FIRST_HOOK)
+    assert RULE in found["answers"][0]
     assert found["imported"] == dict.fromkeys(NOT_BEFORE_THE_FIRST_HOOK, False)
+
+
+# What `mentectl explain` asks a daemon: its table (`status`, for its config file),
+# then the rules of each action found, on one connection.
+def explains_asks(action: str = "git-commit", cwd: str = "/") -> list[bytes]:
+    return [
+        encode(StatusRequest()),
+        encode(RecallRequest(action=action, agent="claude-code", cwd=cwd, k=6)),
+    ]
+
+
+NOT_BEFORE_EXPLAIN = ("trio", "mented.server", "mented.events", "tantivy")
+
+
+def test_explains_questions_are_answered_before_trio(short_tmp: Path) -> None:
+    seeded(short_tmp / "data")
+    found = imported_by_the_answers(short_tmp, explains_asks(), NOT_BEFORE_EXPLAIN)
+    assert found["answered"] == 2
+    status = reply_decoder.decode(found["answers"][0])
+    assert isinstance(status, StatusReply)
+    assert (status.memories, status.live_rules) == (1, 1)
+    assert status.data_dir == str(short_tmp / "data")
+    assert not status.socket_activated  # it bound its own socket
+    rules = reply_decoder.decode(found["answers"][1])
+    assert isinstance(rules, MemoriesReply)
+    assert [memory.content for memory in rules.memories] == [RULE]
+    assert found["imported"] == dict.fromkeys(NOT_BEFORE_EXPLAIN, False)
+
+
+def explain_json(socket_path: Path, root: Path) -> dict:
+    """`mentectl explain --json` of a commit, as the user runs it, against `socket_path`."""
+    result = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "mented_client.cli",
+            "--socket",
+            str(socket_path),
+            "--json",
+            "explain",
+            "--cwd",
+            str(root),
+            "git commit -m x",
+        ],
+        env=isolated_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    document: dict = json.loads(result.stdout)
+    return document
+
+
+def test_explain_is_answered_the_same_before_trio_and_by_the_trio_server(
+    short_tmp: Path,
+) -> None:
+    seeded(short_tmp / "data")
+    socket_path = short_tmp / "run" / "s.sock"
+    first = opened(short_tmp)
+    early: list[dict] = []
+    explain = in_thread(lambda: early.append(explain_json(socket_path, short_tmp)))
+    first.answer_waiting(max_answers=2, **UNHURRIED)
+    explain.join(TIMEOUT)
+    assert first.answered == 2  # the table and the rules: both before trio
+    server = Server(server_options(short_tmp, first))
+    server.open()
+    late: list[dict] = []
+    try:
+        trio.run(serve_while, server, lambda: late.append(explain_json(socket_path, short_tmp)))
+    finally:
+        server.close()
+    assert early[0]["daemon"] is True
+    assert [rule["content"] for rule in early[0]["rules"]["git-commit"]] == [RULE]
+    assert early == late
+
+
+def test_a_request_after_an_answer_on_its_connection_goes_to_the_trio_server_whole(
+    short_tmp: Path,
+) -> None:
+    seeded(short_tmp / "data")
+    first = opened(short_tmp)
+    replies: list[object] = []
+    answered = threading.Event()
+
+    def client() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(TIMEOUT)
+            sock.connect(str(short_tmp / "run" / "s.sock"))
+            sock.sendall(encode(StatusRequest()))
+            replies.append(reply_decoder.decode(recv_frame(sock)))
+            answered.wait(TIMEOUT)
+            # A listing, then a status behind it in the same write: both the server's.
+            sock.sendall(encode(ListRequest()) + encode(StatusRequest()))
+            replies.append(reply_decoder.decode(recv_frame(sock)))
+            replies.append(reply_decoder.decode(recv_frame(sock)))
+
+    thread = in_thread(client)
+    first.answer_waiting(max_answers=2, **UNHURRIED)
+    assert first.answered == 1  # the listing ended the phase
+    answered.set()
+    server = Server(server_options(short_tmp, first))
+    server.open()
+    try:
+        trio.run(serve_while, server, lambda: thread.join(TIMEOUT))
+    finally:
+        server.close()
+    assert [type(reply) for reply in replies] == [StatusReply, MemoriesReply, StatusReply]
+    listing = replies[1]
+    assert isinstance(listing, MemoriesReply)
+    assert [memory.content for memory in listing.memories] == [RULE]
 
 
 def test_a_failing_answer_costs_its_connection_only(

@@ -12,6 +12,10 @@ from spawning the process:
   the first command after a start waits (its budget is 250 ms);
 - `first hook, own socket`: the same when the daemon binds its own socket (`mentectl
   start`, a terminal) and the hook connects as soon as it can;
+- `explain`: `mentectl explain` on a stopped daemon under socket activation: the
+  daemon is spawned once `mentectl explain` has connected (as the service manager
+  starts it), and the time is from that spawn until `explain` exited, having shown
+  the rules;
 - `MCP initialize` and `MCP tools/list`: until `mentectl mcp` has answered them.
 
 `python -m mented_client.bench startup` runs it alone; `mentectl bench` runs it too.
@@ -69,6 +73,7 @@ class StartupSection(msgspec.Struct, frozen=True, kw_only=True):
     mcp_initialize: Summary
     mcp_tools: Summary
     first_hook_own_socket: Summary | None = None  # None: a result from before this row
+    explain: Summary | None = None  # None: a result from before this row
 
 
 def bench_startup(rounds: int, root: Path, config: Path, progress: Progress) -> StartupSection:
@@ -88,6 +93,7 @@ def bench_startup(rounds: int, root: Path, config: Path, progress: Progress) -> 
         daemon.stop()
         samples["first_hook"].append(_first_hook(daemon, f"bench-{n}"))
         samples["first_hook_own_socket"].append(_first_hook_own_socket(daemon, f"own-{n}"))
+        samples["explain"].append(_explain(daemon))
         initialize, tools = _mcp(root, daemon.socket)
         samples["mcp_initialize"].append(initialize)
         samples["mcp_tools"].append(tools)
@@ -100,25 +106,36 @@ def _bare_trio() -> int:
     return time.perf_counter_ns() - started
 
 
-def _first_hook(daemon: Daemon, session: str) -> int:
-    """Spawn the daemon on a socket already listening; the ns until a hook's full answer."""
+def _listening(daemon: Daemon) -> socket.socket:
+    """The daemon's socket, listening, as a service manager holds it before a start."""
     daemon.socket.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(daemon.socket))
     listener.listen(64)
+    return listener
+
+
+def _spawn_activated(daemon: Daemon, listener: socket.socket) -> subprocess.Popen[bytes]:
+    """Spawn the daemon on `listener` as systemd hands it over (then closed here)."""
     fd = listener.fileno()
-    # As systemd hands it over: descriptor 3, LISTEN_PID the daemon's own (the shell's
-    # pid, which exec keeps).
+    # Descriptor 3, LISTEN_PID the daemon's own (the shell's pid, which exec keeps).
     moved = "" if fd == 3 else f"exec 3<&{fd} {fd}<&-; "
     script = f'{moved}LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"'
     argv = ["/bin/sh", "-c", script, "sh", *_daemon_argv(daemon)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MENTED_", "LISTEN_"))}
-    event = pretooluse_event('git commit -m "fix: x"', cwd=str(daemon.data_dir), session=session)
-    request = encode(HookRequest(agent="claude-code", event=msgspec.Raw(event)))
     with daemon.log_path.open("ab") as log:
-        started = time.perf_counter_ns()
         proc = subprocess.Popen(argv, pass_fds=(fd,), stdout=log, stderr=log, env=env)  # noqa: S603
     listener.close()
+    return proc
+
+
+def _first_hook(daemon: Daemon, session: str) -> int:
+    """Spawn the daemon on a socket already listening; the ns until a hook's full answer."""
+    listener = _listening(daemon)
+    event = pretooluse_event('git commit -m "fix: x"', cwd=str(daemon.data_dir), session=session)
+    request = encode(HookRequest(agent="claude-code", event=msgspec.Raw(event)))
+    started = time.perf_counter_ns()
+    proc = _spawn_activated(daemon, listener)
 
     def connect() -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -131,6 +148,35 @@ def _first_hook(daemon: Daemon, session: str) -> int:
         return sock
 
     return _first_answer(proc, connect, request, started)
+
+
+def _explain(daemon: Daemon) -> int:
+    """`mentectl explain` on a stopped daemon, socket activated once it connected; the ns
+    from the daemon's spawn until `explain` exited with the rules shown."""
+    listener = _listening(daemon)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MENTED_")}
+    argv = [sys.executable, "-m", "mented_client.cli", "--socket", str(daemon.socket)]
+    argv += ["explain", "--cwd", str(daemon.data_dir), 'git commit -m "fix: x"']
+    explain = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # noqa: S603
+    proc = None
+    try:
+        ready, _, _ = select.select([listener], [], [], _TIMEOUT_S)
+        if not ready:
+            raise BenchError("mentectl explain did not connect to the daemon's socket")
+        started = time.perf_counter_ns()
+        proc = _spawn_activated(daemon, listener)
+        out, err = explain.communicate(timeout=_TIMEOUT_S)
+        elapsed = time.perf_counter_ns() - started
+    finally:
+        listener.close()
+        if explain.poll() is None:
+            explain.kill()
+            explain.wait(timeout=_TIMEOUT_S)
+        if proc is not None:
+            _stop(proc)
+    if explain.returncode != 0 or RULE.encode() not in out:
+        raise BenchError(f"mentectl explain after a start showed no rules: {(out + err)[:300]!r}")
+    return elapsed
 
 
 def _first_hook_own_socket(daemon: Daemon, session: str) -> int:
@@ -267,6 +313,10 @@ def render(section: StartupSection) -> list[str]:
         ("daemon ready (own socket, `status` answered)", section.ready),
         ("first hook after a start (socket activation), full answer", section.first_hook),
         ("first hook after a start (own socket), full answer", section.first_hook_own_socket),
+        (
+            "`mentectl explain` on a stopped daemon (socket activation), rules shown",
+            section.explain,
+        ),
         ("MCP server: `initialize` answered", section.mcp_initialize),
         ("MCP server: `tools/list` answered", section.mcp_tools),
     ]

@@ -13,6 +13,7 @@ because the hook itself only ever answers one agent in one directory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -37,9 +38,11 @@ from mented_client.commands.output import (
     untrusted_note,
 )
 from mented_client.connection import Client, NotRunningError
-from mented_client.scope import agent_option, directory_option, table_in_force
+from mented_client.scope import agent_option, daemon_table, directory_option, table_in_force
 
 if TYPE_CHECKING:  # argparse's class is not subscriptable at run time
+    from collections.abc import Iterator
+
     from mented.config import Config
     from mented.matcher import Explanation, MatchedCommand, SimpleCommand
 
@@ -119,9 +122,29 @@ def _load(explicit: str | None) -> TableInForce:
     return load_table_in_force(paths.config_path(explicit))
 
 
-def _load_as_the_daemon(explicit: str | None, socket: str | None) -> TableInForce:
+def _load_as_the_daemon(explicit: str | None, daemon: Client | None) -> TableInForce:
     """`explicit`'s table, else the running daemon's (its config file's), else `_load`'s."""
-    return _load(explicit) if explicit else table_in_force(socket)
+    if explicit:
+        return _load(explicit)
+    if daemon is not None:
+        with contextlib.suppress(NotRunningError):  # gone meanwhile: the table here
+            return daemon_table(daemon)
+    return _load(None)
+
+
+@contextlib.contextmanager
+def _daemon(socket: str | None) -> Iterator[Client | None]:
+    """One connection to the running daemon for all `explain` asks it (its table, then the
+    rules): a daemon just started answers both before it imported trio (mented.first_answers),
+    and waits a little for the second on a connection it answered; None: no daemon."""
+    client = Client(socket, connect_timeout=CONNECT_TIMEOUT)
+    try:
+        client.connect()
+    except NotRunningError:
+        yield None
+        return
+    with client:
+        yield client
 
 
 def _usable(in_force: TableInForce) -> tuple[Config, ActionTable]:
@@ -147,7 +170,12 @@ def run_explain(args: argparse.Namespace) -> int:
             2,
         )
     command = sys.stdin.read() if words == ["-"] else " ".join(words)
-    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
+    with _daemon(args.socket) as daemon:
+        return _explain_command(args, command, daemon)
+
+
+def _explain_command(args: argparse.Namespace, command: str, daemon: Client | None) -> int:
+    config, table = _usable(_load_as_the_daemon(args.config, daemon))
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     aliases = GitAliases().for_directory(cwd) if "git" in command else NO_ALIASES
     # bashlex takes a quarter of a second to import: only `explain` pays for it.
@@ -155,7 +183,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
     matcher = Matcher(table)
     explanation = matcher.explain(command, aliases=aliases)
-    rules = _rules(args.socket, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
+    rules = _rules(daemon, explanation.actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     checked = fields_and_checks(
         table, matcher.matched_commands(command, aliases=aliases), rules, cwd
     )
@@ -261,7 +289,12 @@ def run_explain_tool(args: argparse.Namespace) -> int:
         raise CommandError("--path goes with --tool (e.g. --tool Edit --path db/x.sql)", 2)
     if args.shell_command:
         raise CommandError("give either a shell command or --tool, not both", 2)
-    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
+    with _daemon(args.socket) as daemon:
+        return _explain_tool(args, daemon)
+
+
+def _explain_tool(args: argparse.Namespace, daemon: Client | None) -> int:
+    config, table = _usable(_load_as_the_daemon(args.config, daemon))
     agent = AGENTS[args.agent]
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
     call = agent.decode(tool_event(agent, args.tool, args.path, cwd))
@@ -292,7 +325,7 @@ def run_explain_tool(args: argparse.Namespace) -> int:
     actions = tuple(dict.fromkeys(action for action, _ in found))
     if isinstance(call, ToolCall) and not found:
         lines.append("no action: no action names this tool call in `tools` or `paths`")
-    rules = _rules(args.socket, actions, agent=args.agent, cwd=cwd, k=config.hook.k)
+    rules = _rules(daemon, actions, agent=args.agent, cwd=cwd, k=config.hook.k)
     if args.json:
         print_json(
             {
@@ -323,21 +356,21 @@ class HookRules:
 
 
 def _rules(
-    socket: str | None, actions: tuple[str, ...], *, agent: str, cwd: str, k: int
+    daemon: Client | None, actions: tuple[str, ...], *, agent: str, cwd: str, k: int
 ) -> HookRules | None:
     """The rules the hook would hand `agent` in `cwd` for each action; None with no daemon."""
+    if daemon is None:
+        return None
     try:
-        with Client(socket, connect_timeout=CONNECT_TIMEOUT) as client:
-            client.connect()  # even with no action to ask about: is a daemon there?
-            by_action = {}
-            untrusted = None
-            for action in actions:
-                reply = client.expect(
-                    RecallRequest(action=action, agent=agent, cwd=cwd, k=k), MemoriesReply
-                )
-                by_action[action] = reply.memories
-                untrusted = reply.untrusted
-            return HookRules(by_action, untrusted)
+        by_action = {}
+        untrusted = None
+        for action in actions:
+            reply = daemon.expect(
+                RecallRequest(action=action, agent=agent, cwd=cwd, k=k), MemoriesReply
+            )
+            by_action[action] = reply.memories
+            untrusted = reply.untrusted
+        return HookRules(by_action, untrusted)
     except NotRunningError:
         return None
 
@@ -419,7 +452,8 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def run_actions(args: argparse.Namespace) -> int:
-    config, table = _usable(_load_as_the_daemon(args.config, args.socket))
+    in_force = _load(args.config) if args.config else table_in_force(args.socket)
+    config, table = _usable(in_force)
     if args.json:
         print_json(
             {

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +145,7 @@ class GeminiAgent(PreToolUseAgent):
         mcp = extra.mcp_context
         if mcp is None or not mcp.server_name or not mcp.tool_name:
             return None
-        return replace(call, mcp_tool=f"{mcp.server_name}/{mcp.tool_name}")
+        return msgspec.structs.replace(call, mcp_tool=f"{mcp.server_name}/{mcp.tool_name}")
 
     def _tool_call(self, tool: str, tool_input: msgspec.Raw) -> ToolCall | None:
         if tool.startswith(self.mcp_prefix):  # named by `decode`, from `mcp_context`

@@ -45,15 +45,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from mented import paths
-from mented.registration import (
-    HookNeeds,
-    glob_to_regex,
-    sample_name,
-    wildcard_matches,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+
+    from mented.registration import HookNeeds
 
 EVENT_NAME = "PreToolUse"
 # Sent after a tool ran (Claude Code, Codex): what the command did is checked there
@@ -152,8 +148,7 @@ def text_of_answer(output: bytes) -> str | None:
     return text if isinstance(text, str) else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call the agent is about to make: one of a shell command, an MCP tool, a file edit."""
 
     command: str = ""  # a shell command line
@@ -182,8 +177,7 @@ class ToolCall:
         return f"{self.tool} {' '.join(self.edited)}"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionStarted:
+class SessionStarted(msgspec.Struct, frozen=True):
     """A session started (`source` "startup"), was resumed, or had its context emptied.
 
     Decoded for an agent that takes pinned rules at session start; `session` is
@@ -204,15 +198,13 @@ class SessionStarted:
         return self.source in CONTEXT_EMPTIED
 
 
-@dataclass(frozen=True, slots=True)
-class ContextEmptied:
+class ContextEmptied(msgspec.Struct, frozen=True):
     """The agent compacted or cleared the model's context in `session`."""
 
     session: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class SettingsLayout:
+class SettingsLayout(msgspec.Struct, frozen=True, kw_only=True):
     """How an agent's hook settings file holds our entry, for `mentectl hooks install`.
 
     Attributes:
@@ -238,7 +230,7 @@ class SettingsLayout:
     command_key: str = "command"
     timeout_key: str | None = "timeout"
     timeout_per_second: int = 1
-    top: Mapping[str, object] = field(default_factory=dict)
+    top: Mapping[str, object] = msgspec.field(default_factory=dict)
     enable: tuple[str, str] | None = None
     disabled: tuple[str, str, str] | None = None
     hooks_only: bool = False
@@ -254,8 +246,7 @@ class SettingsLayout:
         return value / self.timeout_per_second
 
 
-@dataclass(frozen=True, kw_only=True)
-class McpSettings:
+class McpSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Where an agent keeps its user-scope MCP servers, for `mentectl mcp install`.
 
     Attributes:
@@ -278,7 +269,7 @@ class McpSettings:
     how: Literal["claude-cli", "codex-toml", "json", "none", "by-hand"] = "json"
     file_name: str
     beside_config_dir: bool = False
-    entry: Mapping[str, object] = field(default_factory=dict)
+    entry: Mapping[str, object] = msgspec.field(default_factory=dict)
     list_command: str | None = None
     note: str | None = None
 
@@ -571,11 +562,15 @@ class PreToolUseAgent:
 
     def mcp_tool_pattern(self, glob: str) -> str:
         """The agent's tool names for the MCP tools a SERVER/TOOL glob names, as a regex."""
+        from mented.registration import glob_to_regex  # noqa: PLC0415 - installing, not hooks
+
         server, _, tool = glob.partition("/")
         return f"{self.mcp_prefix}{glob_to_regex(server)}{self.mcp_separator}{glob_to_regex(tool)}"
 
     def mcp_tool_sample(self, glob: str) -> str:
         """One agent tool name the SERVER/TOOL glob names (to check a matcher with)."""
+        from mented.registration import sample_name  # noqa: PLC0415 - as mcp_tool_pattern
+
         server, _, tool = glob.partition("/")
         return f"{self.mcp_prefix}{sample_name(server)}{self.mcp_separator}{sample_name(tool)}"
 
@@ -679,6 +674,8 @@ class PreToolUseAgent:
         """Our groups under `PostToolUse`: the shell commands whose effect is checked
         once they ran (`needs.after`), filtered as before the command; None for `needs`:
         every shell command."""
+        from mented.registration import HookNeeds  # noqa: PLC0415 - as mcp_tool_pattern
+
         shell = None if needs is None else HookNeeds(commands=needs.after)
         return [
             {
@@ -748,6 +745,8 @@ class PreToolUseAgent:
             return False
         if not rest or command is None:
             return True
+        from mented.registration import wildcard_matches  # noqa: PLC0415 - as mcp_tool_pattern
+
         return wildcard_matches(rest.removesuffix(")"), command)
 
     @property
@@ -810,8 +809,7 @@ STATUS_MESSAGES = {
 CONTEXT_RESET_MESSAGE = "mented: context reset, rules will be handed over again"
 
 
-@dataclass(frozen=True, slots=True)
-class InstalledEntry:
+class InstalledEntry(msgspec.Struct, frozen=True):
     """One of our entries as found in a settings file: `hooks.<event>[group].hooks[hook]`."""
 
     settings: Path
@@ -822,8 +820,7 @@ class InstalledEntry:
     matcher: str | None  # its group's matcher
 
 
-@dataclass(frozen=True, slots=True)
-class EntryTrust:
+class EntryTrust(msgspec.Struct, frozen=True):
     """Whether the agent will run an installed entry.
 
     Attributes:

@@ -124,11 +124,12 @@ class _Lifecycle(_Transport):
         self._config_stamp = first.config_stamp
         self.problems, self.projects, self.rules = first.problems, first.projects, first.rules
         self.hooks, self.compliance = first.hooks, first.compliance
-        self.syncer = GitSync(
+        self.syncer = first.syncer or GitSync(
             opts.data_dir,
             timeout_s=self.config.sync.timeout_s,
             max_fetch_bytes=self.config.sync.max_fetch_mib << 20,
         )
+        self.stats.started = first.started  # `status`'s uptime: since the first answers'
         self.project_reads = ProjectReads(self.projects)
         self.activity = ActivityLog(opts.data_dir, self.config.activity)  # `mentectl log`
         first.relay.fires_to(self._fired)  # the first answers' fires recorded too

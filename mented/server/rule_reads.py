@@ -21,13 +21,12 @@ from mented.protocol import (
     Reply,
     UntrustedProject,
 )
+from mented.replies import SCAN_ABOVE, recall_reply, untrusted_reply
 from mented.server.bounds import _BUSY_SENDING
 from mented.server.travel import _Travel
 from mented.server.workers import _PROJECT_READ_S
 from mented.store import NotFoundError
 
-# Answers that may hold this many memories come from a scan run off the trio thread.
-_SCAN_ABOVE = 256
 _MEMORY_OVERHEAD = 150  # bytes a memory takes in a reply beyond its content, at least
 
 
@@ -58,18 +57,11 @@ class _RuleReads(_Travel):
     """The requests that read rules, and what they say of a project's."""
 
     async def _answer_recall(self, request: RecallRequest) -> MemoriesReply:
-        """The live rules for an action that the caller may see (`recall_for_action`)."""
-        action, agent, cwd, k = request.action, request.agent, request.cwd, request.k
-        await self.project_reads.ready(cwd, time.monotonic() + _PROJECT_READ_S)
-        recall = functools.partial(self.rules.recall_for_action, action, agent=agent, cwd=cwd, k=k)
+        """The live rules for an action that the caller may see (`recall_reply`)."""
+        await self.project_reads.ready(request.cwd, time.monotonic() + _PROJECT_READ_S)
+        recall = functools.partial(recall_reply, self.rules, self.store, request)
         # The hook's own recall asks for a few rules; many is a scan.
-        memories = await self._scan(recall) if k > _SCAN_ABOVE else recall()
-        synced = functools.partial(self.store.synced_among, memories)  # sync's rules
-        return MemoriesReply(
-            memories=memories,
-            untrusted=self._untrusted(cwd),
-            synced=await self._scan(synced) if k > _SCAN_ABOVE else synced(),
-        )
+        return await self._scan(recall) if request.k > SCAN_ABOVE else recall()
 
     def _answer_actions(self) -> ActionsReply:
         """The actions of the table in force, with their descriptions."""
@@ -144,9 +136,4 @@ class _RuleReads(_Travel):
 
     def _untrusted(self, cwd: str | None) -> UntrustedProject | None:
         """The project `cwd` is in, when its committed rules are not served (not trusted)."""
-        project = self.rules.untrusted_project(cwd)
-        if project is None:
-            return None
-        return UntrustedProject(
-            root=project.root, rules=len(project.rules), problem=project.problem
-        )
+        return untrusted_reply(self.rules, cwd)

@@ -21,6 +21,7 @@ from mented.lockfile import DataDirLock
 from mented.looplag import LoopLag
 from mented.matcher import Matcher
 from mented.problems import Problems
+from mented.replies import percentile
 from mented.server.bounds import HOOK_SHARE, _connection_limit, _HeldBytes
 from mented.server.options import ServerOptions
 from mented.sessions import SessionMemory
@@ -46,10 +47,7 @@ class _Stats:
     latencies_us: deque[float] = field(default_factory=lambda: deque(maxlen=_LATENCY_WINDOW))
 
     def percentile(self, fraction: float) -> float | None:
-        if not self.latencies_us:
-            return None
-        ordered = sorted(self.latencies_us)
-        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+        return percentile(self.latencies_us, fraction)
 
 
 class _State:
