@@ -45,6 +45,7 @@ and out (`with_mcp_server`, `without_mcp_server`).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -335,6 +336,15 @@ def command_argv(command: object) -> HookArgv | None:
     """
     if not isinstance(command, str):
         return None
+    read = _read_argv(command)
+    return None if read is None else HookArgv(list(read[0]), read[1])
+
+
+# Every handler of one install runs the same command line: a settings file with
+# hundreds of them asks for the same words hundreds of times (a few, kept).
+@functools.lru_cache(maxsize=16)
+def _read_argv(command: str) -> tuple[tuple[str, ...], bool] | None:
+    """`command_argv`'s words and guard, read once per command line."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -351,7 +361,7 @@ def command_argv(command: object) -> HookArgv | None:
         if token in _OPERATORS:
             break
         words.append(token)
-    return HookArgv(words, guarded) if words else None
+    return (tuple(words), guarded) if words else None
 
 
 def installed_shim() -> Path:
