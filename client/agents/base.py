@@ -8,8 +8,9 @@ class per kind of install:
 - `SettingsHooks` (`settings_hooks.py`): mented's entries in the agent's settings
   file (Claude Code, Codex, Gemini CLI, ...), and `HookFile` (`hook_file.py`): a hook
   that is an executable file of its own (Cline);
-- `PluginFile` and `InProcessPlugin` (`in_process.py`): a plugin file of mented's
-  that the agent runs in its own process (opencode and Kilo; pi).
+- `PluginFile` (`plugin_file.py`, opencode and Kilo) and `InProcessPlugin`
+  (`extension_file.py`, pi): a file of mented's that the agent runs in its own
+  process (what the two share: `in_process.py`).
 
 Each agent's module (`mented_client.agents.<agent>`) picks its kind and names what
 is its own (Codex's trust in its hooks). The places a hook was found are reported in
