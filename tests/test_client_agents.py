@@ -26,6 +26,7 @@ KINDS = {
     "in_process",
     "plugin_file",
     "extension_file",
+    "findings",
 }
 
 

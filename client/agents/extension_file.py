@@ -29,12 +29,8 @@ from mented import paths
 from mented.agents.in_process import InProcessAgent
 from mented.protocol import LogReply, LogRequest
 from mented.untrusted import Refused, owned_by_user, read_file, shown
-from mented_client.agents.base import (
-    ClientAgent,
-    DoctorFindings,
-    cleanup_root,
-    install_report,
-)
+from mented_client.agents.base import ClientAgent, cleanup_root, install_report
+from mented_client.agents.findings import DoctorFindings
 from mented_client.agents.in_process import not_installed, sample_event
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.connection import Client, DaemonError, NotRunningError, ProtocolError

@@ -32,15 +32,13 @@ from mented.protocol import HookRequest, encode, recv_frame
 from mented.untrusted import Refused, describe_kind, owned_by_user, read_file, shown
 from mented.words import counted
 from mented_client.agents.base import (
-    DoctorFindings,
-    HookCheck,
     PlacesAgent,
     Removal,
-    SettingsPlace,
     cleanup_root,
     install_report,
     settings_paths,
 )
+from mented_client.agents.findings import DoctorFindings, HookCheck, SettingsPlace
 from mented_client.agents.in_process import not_installed, sample_event
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, remove_file, write_atomically
