@@ -113,15 +113,24 @@ def command_argv(command: object) -> HookArgv | None:
     """
     if not isinstance(command, str):
         return None
-    read = _read_argv(command)
+    read = _kept_argv(command) if len(command) <= _KEPT_COMMAND_CHARS else _read_argv(command)
     return None if read is None else HookArgv(list(read[0]), read[1])
 
 
 # Every handler of one install runs the same command line: a settings file with
-# hundreds of them asks for the same words hundreds of times (a few, kept).
+# hundreds of them asks for the same words hundreds of times. A few lines of a
+# hook's length are kept (a project's file may hold longer ones: read each time).
+_KEPT_COMMAND_CHARS = 4096
+
+
 @functools.lru_cache(maxsize=16)
+def _kept_argv(command: str) -> tuple[tuple[str, ...], bool] | None:
+    """`_read_argv`, once per command line."""
+    return _read_argv(command)
+
+
 def _read_argv(command: str) -> tuple[tuple[str, ...], bool] | None:
-    """`command_argv`'s words and guard, read once per command line."""
+    """`command_argv`'s words and guard."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
