@@ -40,7 +40,7 @@ from mented_client.commands.output import CommandError
 from mented_client.files import display_path
 
 if TYPE_CHECKING:
-    from mented.agents.in_process import InProcessAgent
+    from mented.agents.in_process import ExtensionAgent
 
 DIGEST_PREFIX = "// mented-digest: sha256:"
 SOCKET_PLACEHOLDER = '"@MENTED_SOCKET@"'
@@ -70,13 +70,13 @@ class ExtensionFile:
     problem: str | None = None  # why it cannot be read (a link, a pipe, ...)
 
 
-def shipped_text(agent: InProcessAgent) -> str:
+def shipped_text(agent: ExtensionAgent) -> str:
     """The extension as shipped in this package."""
     resource = importlib.resources.files("mented_client") / agent.extension_resource
     return resource.read_text(encoding="utf-8")
 
 
-def installed_text(agent: InProcessAgent, socket: str | None) -> str:
+def installed_text(agent: ExtensionAgent, socket: str | None) -> str:
     """The file `hooks install` writes: the shipped text, the socket, then our digest line."""
     fallback = str(paths.socket_path(socket).absolute())
     body = shipped_text(agent).replace(SOCKET_PLACEHOLDER, json.dumps(fallback), 1)
@@ -157,7 +157,7 @@ def _linked_directory(path: Path, top: Path) -> Path | None:
     return None
 
 
-def refusal(agent: InProcessAgent, file: ExtensionFile, verb: str) -> str:
+def refusal(agent: ExtensionAgent, file: ExtensionFile, verb: str) -> str:
     """Why `verb` leaves the file at `file.path` alone, and what the user can do."""
     where = shown(display_path(file.path))
     if file.problem:
@@ -174,7 +174,7 @@ def refusal(agent: InProcessAgent, file: ExtensionFile, verb: str) -> str:
     )
 
 
-def install(agent: InProcessAgent, path: Path, socket: str | None, top: Path) -> str:
+def install(agent: ExtensionAgent, path: Path, socket: str | None, top: Path) -> str:
     """Write the extension at `path`; "installed", "updated" or "unchanged".
 
     `top`: the highest directory mented may find as it is (the agent's config
@@ -219,7 +219,7 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
-def uninstall(agent: InProcessAgent, path: Path) -> tuple[bool, str]:
+def uninstall(agent: ExtensionAgent, path: Path) -> tuple[bool, str]:
     """Remove the extension at `path` if it is the one mented wrote, unchanged.
 
     Returns whether it was removed, and what was done, for people.

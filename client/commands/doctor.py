@@ -40,7 +40,7 @@ from mented import __version__, paths
 from mented.actions import load_table_in_force
 from mented.agents import AGENTS, Agent
 from mented.agents.codex import TRUST_FIX
-from mented.agents.in_process import InProcessAgent
+from mented.agents.in_process import ExtensionAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import pretooluse_event
 from mented.protocol import (
@@ -355,7 +355,7 @@ def check_hooks(target: FireTarget, status: StatusReply | None = None) -> list[C
     if unknown is not None:
         checks.append(unknown)
     for name, agent in sorted(AGENTS.items()):
-        if isinstance(agent, InProcessAgent):  # a plugin file of ours: its own checks
+        if isinstance(agent, ExtensionAgent):  # a plugin file of ours: its own checks
             found = extension.doctor_checks(agent, target.socket, status)
             installed = installed or any(check.state in ("ok", "fail") for check in found)
             checks.extend(found)

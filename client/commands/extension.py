@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.agents.in_process import InProcessAgent
+from mented.agents.in_process import ExtensionAgent
 from mented.protocol import LogReply, LogRequest, StatusReply
 from mented_client import extension_file
 from mented_client.commands.output import CommandError, escape_controls, print_json
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 SAMPLE_COMMAND = 'git commit -m "mented doctor: sample commit"'
 
 
-def place_of(agent: InProcessAgent, args: argparse.Namespace) -> tuple[Path, Path]:
+def place_of(agent: ExtensionAgent, args: argparse.Namespace) -> tuple[Path, Path]:
     """The extension file a verb works on, and the top folder found as it is."""
     if getattr(args, "settings", None):
         path = Path(args.settings).expanduser().absolute()
@@ -41,7 +41,7 @@ def place_of(agent: InProcessAgent, args: argparse.Namespace) -> tuple[Path, Pat
     return agent.settings_path(), agent.config_dir()
 
 
-def run_install(agent: InProcessAgent, args: argparse.Namespace) -> int:
+def run_install(agent: ExtensionAgent, args: argparse.Namespace) -> int:
     path, top = place_of(agent, args)
     outcome = extension_file.install(agent, path, args.socket, top)
     socket = str(paths.socket_path(args.socket).absolute())
@@ -69,7 +69,7 @@ def run_install(agent: InProcessAgent, args: argparse.Namespace) -> int:
     return 0
 
 
-def agent_coverage(agent: InProcessAgent) -> str:
+def agent_coverage(agent: ExtensionAgent) -> str:
     """The tool calls the extension hands to mented, in a few words."""
     return (
         f"every {'/'.join(sorted(agent.shell_tools))} command and file write "
@@ -77,7 +77,7 @@ def agent_coverage(agent: InProcessAgent) -> str:
     )
 
 
-def run_uninstall(agent: InProcessAgent, args: argparse.Namespace) -> int:
+def run_uninstall(agent: ExtensionAgent, args: argparse.Namespace) -> int:
     path, _ = place_of(agent, args)
     removed, said = extension_file.uninstall(agent, path)
     if args.json:
@@ -87,23 +87,23 @@ def run_uninstall(agent: InProcessAgent, args: argparse.Namespace) -> int:
     return 0
 
 
-def uninstall_lines(agent: InProcessAgent) -> list[str]:
+def uninstall_lines(agent: ExtensionAgent) -> list[str]:
     """`mentectl uninstall pi`: the user's extension out, if it is mented's."""
     return [extension_file.uninstall(agent, agent.settings_path())[1]]
 
 
-def installed_for_user(agent: InProcessAgent) -> bool:
+def installed_for_user(agent: ExtensionAgent) -> bool:
     """Whether the user's plugin folder holds mented's extension."""
     return extension_file.inspect(agent.settings_path()).found is Found.OURS
 
 
-def project_files(agent: InProcessAgent, project: Path) -> list[ExtensionFile]:
+def project_files(agent: ExtensionAgent, project: Path) -> list[ExtensionFile]:
     """mented's extension in `project`, if it is there (`uninstall` names it, and leaves it)."""
     file = extension_file.inspect(agent.project_settings_path(project))
     return [file] if file.found is Found.OURS else []
 
 
-def places(agent: InProcessAgent, extra: str | None = None) -> list[ExtensionFile]:
+def places(agent: ExtensionAgent, extra: str | None = None) -> list[ExtensionFile]:
     """The user's extension file, the project's here (when there is one) and `extra`."""
     found = [extension_file.inspect(agent.settings_path())]
     project = extension_file.inspect(agent.project_settings_path(Path.cwd()))
@@ -114,7 +114,7 @@ def places(agent: InProcessAgent, extra: str | None = None) -> list[ExtensionFil
     return found
 
 
-def status_problem(agent: InProcessAgent, file: ExtensionFile) -> str | None:
+def status_problem(agent: ExtensionAgent, file: ExtensionFile) -> str | None:
     """What keeps this file from handing rules over, for `hooks status`."""
     if file.found is Found.OURS:
         return None
@@ -123,7 +123,7 @@ def status_problem(agent: InProcessAgent, file: ExtensionFile) -> str | None:
     return extension_file.refusal(agent, file, "mentectl")
 
 
-def status_json(agent: InProcessAgent, extra: str | None) -> list[dict[str, object]]:
+def status_json(agent: ExtensionAgent, extra: str | None) -> list[dict[str, object]]:
     return [
         {
             "settings": str(file.path),
@@ -137,7 +137,7 @@ def status_json(agent: InProcessAgent, extra: str | None) -> list[dict[str, obje
     ]
 
 
-def print_status(agent: InProcessAgent, extra: str | None) -> bool:
+def print_status(agent: ExtensionAgent, extra: str | None) -> bool:
     """`hooks status` lines for the agent; whether something is broken."""
     print(f"{agent.name} ({agent.title})")
     broken = False
@@ -155,7 +155,7 @@ def print_status(agent: InProcessAgent, extra: str | None) -> bool:
     return broken
 
 
-def doctor_checks(agent: InProcessAgent, socket: Path, status: StatusReply | None) -> list[Check]:
+def doctor_checks(agent: ExtensionAgent, socket: Path, status: StatusReply | None) -> list[Check]:
     """`doctor`'s lines for the agent's extension: installed, its protocol the daemon's, a
     sample event answered."""
     from mented_client.commands.doctor import Check  # noqa: PLC0415 - doctor imports this module
@@ -208,7 +208,7 @@ def doctor_checks(agent: InProcessAgent, socket: Path, status: StatusReply | Non
     return checks
 
 
-def fire(agent: InProcessAgent, socket: Path) -> Check:
+def fire(agent: ExtensionAgent, socket: Path) -> Check:
     """A sample commit event, as the extension sends it, marked as a test fire."""
     from mented_client.commands.doctor import Check  # noqa: PLC0415 - doctor imports this module
 
@@ -230,7 +230,7 @@ def fire(agent: InProcessAgent, socket: Path) -> Check:
     return Check(link, "ok", f"a sample `git commit` event was answered in {took:.1f} ms")
 
 
-def refuse_command(agent: InProcessAgent) -> CommandError:
+def refuse_command(agent: ExtensionAgent) -> CommandError:
     """`hooks command` has nothing to print for an agent without a hook command line."""
     return CommandError(
         f"{agent.title} runs mented in its own process: there is no hook command line. "

@@ -38,7 +38,7 @@ import msgspec
 from mented import paths
 from mented.actions import TableInForce
 from mented.agents import AGENTS, Agent
-from mented.agents.in_process import InProcessAgent
+from mented.agents.in_process import ExtensionAgent
 from mented.agents.opencode import OpencodeAgent
 from mented.agents.pretooluse import (
     EVENT_NAME,
@@ -320,7 +320,7 @@ def run_install(args: argparse.Namespace) -> int:
         from mented_client.commands import plugin_install  # noqa: PLC0415 - it imports this
 
         return plugin_install.run_install(args, agent)
-    if isinstance(agent, InProcessAgent):  # a plugin file of ours, no settings entry
+    if isinstance(agent, ExtensionAgent):  # a plugin file of ours, no settings entry
         return extension.run_install(agent, args)
     if args.timeout < 1:
         raise CommandError("--timeout must be at least 1 second", status=2)
@@ -590,7 +590,7 @@ def remove_from(
 
 def run_uninstall(args: argparse.Namespace) -> int:
     agent = AGENTS[args.agent]
-    if isinstance(agent, InProcessAgent):
+    if isinstance(agent, ExtensionAgent):
         return extension.run_uninstall(agent, args)
     places = settings_paths(agent, args)
     project = getattr(args, "project", None)
@@ -900,7 +900,7 @@ def registration_warnings(
     needs = hook_needs(in_force.table, user_git_aliases(), only=actions)
     warnings = []
     for _, agent in sorted(AGENTS.items()):
-        if isinstance(agent, InProcessAgent):  # it hands over every call: no gaps
+        if isinstance(agent, ExtensionAgent):  # it hands over every call: no gaps
             continue
         for place in _places(agent, None, needs):
             if place.gaps:
@@ -918,7 +918,7 @@ def status_needs(socket: str | None) -> HookNeeds | None:
 
 def run_status(args: argparse.Namespace) -> int:
     chosen = [args.agent] if getattr(args, "agent", None) else sorted(AGENTS)
-    in_process = {name: a for name in chosen if isinstance(a := AGENTS[name], InProcessAgent)}
+    in_process = {name: a for name in chosen if isinstance(a := AGENTS[name], ExtensionAgent)}
     needs = status_needs(args.socket)
     report = {
         name: _places(AGENTS[name], args.settings, needs)
@@ -989,7 +989,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"`mentectl hooks install {agent.name}` writes",
             status=2,
         )
-    if isinstance(agent, InProcessAgent):
+    if isinstance(agent, ExtensionAgent):
         raise extension.refuse_command(agent)
     command = hook_command(agent, args.python, args.socket)
     if args.json:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mented import paths
 from mented.agents import AGENTS, Agent
-from mented.agents.in_process import InProcessAgent
+from mented.agents.in_process import ExtensionAgent
 from mented.agents.opencode import OpencodeAgent
 from mented_client import codex_trust, hook_files, plugin_files
 from mented_client.commands import extension, hooks, mcp
@@ -91,7 +91,7 @@ class AgentUndone:
 def undo_agent(agent: Agent) -> AgentUndone:
     """Take the agent's user hook and MCP server out (each step even when the other fails)."""
     done = AgentUndone(agent.name)
-    if isinstance(agent, InProcessAgent):
+    if isinstance(agent, ExtensionAgent):
         return undo_in_process(agent, done)
     places = [agent.settings_path()]
     errors = []
@@ -115,7 +115,7 @@ def undo_agent(agent: Agent) -> AgentUndone:
     return done
 
 
-def undo_in_process(agent: InProcessAgent, done: AgentUndone) -> AgentUndone:
+def undo_in_process(agent: ExtensionAgent, done: AgentUndone) -> AgentUndone:
     """`undo_agent` for an agent served by a plugin file of ours: that file goes."""
     try:
         done.hook = extension.uninstall_lines(agent)
@@ -127,7 +127,7 @@ def undo_in_process(agent: InProcessAgent, done: AgentUndone) -> AgentUndone:
 
 def project_hooks(agent: Agent, project: Path) -> list[Path]:
     """The agent's project settings files in `project` that hold mented's hook."""
-    if isinstance(agent, InProcessAgent):
+    if isinstance(agent, ExtensionAgent):
         return [file.path for file in extension.project_files(agent, project)]
     found = []
     for path in agent.project_install_paths(project):
@@ -152,7 +152,7 @@ def still_set_up() -> list[str]:
     """The agents whose user files still hold mented's hook or MCP server."""
     left = []
     for name, agent in sorted(AGENTS.items()):
-        if isinstance(agent, InProcessAgent):
+        if isinstance(agent, ExtensionAgent):
             if extension.installed_for_user(agent):
                 left.append(name)
             continue
