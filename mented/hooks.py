@@ -75,7 +75,6 @@ import msgspec
 
 from mented.afterchecks import AfterChecks
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
-from mented.agents.pretooluse import text_of_answer
 from mented.compliance import RetryWatch
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
@@ -369,7 +368,7 @@ class HookHandler:
         else:
             out, fire = self._deliver(adapter, call, visible, answer)
         if call.ran and (note := self.afterchecks.after(adapter, call, self.prechecks.compliance)):
-            said = text_of_answer(out) if out else None
+            said = adapter.answer_text(out) if out else None
             out = adapter.render_after(f"{note}\n\n{said}" if said else note)
         out = self._with_untrusted_notice(adapter, call, out, answer)
         if out:

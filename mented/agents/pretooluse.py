@@ -484,6 +484,11 @@ class PreToolUseAgent:
             }
         )
 
+    def answer_text(self, answer: bytes) -> str | None:
+        """The text an answer of `render_*` hands the model (a stop's reason or the
+        context); None when it is neither."""
+        return text_of_answer(answer)
+
     @property
     def checks_only_after(self) -> bool:
         """Whether the event after a tool ran is installed for the checks alone (no rules
