@@ -77,7 +77,7 @@ from mented.afterchecks import AfterChecks
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
 from mented.compliance import RetryWatch
 from mented.edits import EditMatcher
-from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
+from mented.git_aliases import NO_ALIASES, RECHECK_S, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.matcher import MAX_COMMAND_CHARS
@@ -207,7 +207,8 @@ class HookHandler:
         self._chars_total = 0
         self._noticed: OrderedDict[bytes, None] = OrderedDict()  # (agent, session, project)
         self._failures_logged: set[str] = set()
-        self._git_aliases = GitAliases()
+        # Their files' stamps checked at most once per `RECHECK_S` per directory.
+        self._git_aliases = GitAliases(recheck_s=RECHECK_S)
         # Rules' checks, tested before the command (`mented.prechecks`).
         self.prechecks = PreChecks(matcher, config)
         self.retries = RetryWatch()  # after a stop, whether the retry was another command
@@ -218,7 +219,8 @@ class HookHandler:
         """The user's git aliases where `call` runs, for a command that may run git.
 
         Read from the git config files and cached by their times (`git_aliases`):
-        a command that cannot run git costs nothing, one that can a few `stat`s.
+        a command that cannot run git costs nothing, one that can a few `stat`s, or
+        none within `RECHECK_S` of the last look in its directory.
         """
         if not call.command or "git" not in call.command:
             return NO_ALIASES

@@ -7,7 +7,9 @@ for git-commit), then times, interleaved in one loop, the plugin's
 and the shim spawned as the agents spawn it (the real interpreter, `-I -S`), on the
 same events: a command that names no action (`ls -la`) and a `git commit` whose rule
 the session was handed already (the daemon answers nothing before the tool: the usual
-case). Prints a Markdown table; p50 and p99 over the rounds.
+case). Prints a Markdown table; p50 and p99 over the rounds. Last, the daemon's own
+share: the same events through `HookHandler.handle` in this process, no socket (a
+store of its own with the same rule, the same folder), at the same pause.
 
 `MENTED_BENCH_BASELINE=FILE` (an earlier `opencode_plugin.js`, e.g. from `git show
 main:mented/agents/opencode_plugin.js`) times that plugin too, in the same runtime
@@ -34,8 +36,14 @@ from pathlib import Path
 
 import msgspec
 
+from mented.actions import load_action_table
 from mented.agents.opencode import BEFORE_TOOL, plugin_source, tool_event
+from mented.config import Config
+from mented.hooks import HookHandler
+from mented.matcher import Matcher
 from mented.protocol import HookRequest, StoredReply, StoreRequest, encode, recv_frame
+from mented.sessions import SessionMemory
+from mented.store import Store
 from mented_client.bench.processes import Daemon
 from mented_client.bench.timing import Summary, summarize
 from mented_client.connection import Client
@@ -153,6 +161,33 @@ def _floor_times(socket_path: Path, folder: Path, rounds: int) -> dict[str, list
     return times
 
 
+def _handler_times(folder: Path, rounds: int) -> dict[str, list[int]]:
+    """The same events through the daemon's handler in this process: its share of a call."""
+    store = Store(folder / "handler-data", sync=False)
+    sessions = SessionMemory(folder / "handler-sessions", ttl_s=3600)
+    try:
+        store.store("commit messages: single line", tags=["trigger:git-commit"])
+        config = Config()
+        hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+        commit = COMMANDS["commit, rule handed"]
+        # The session is handed the commit's rule once (a stop), before timing.
+        hooks.handle("opencode", tool_event(commit, cwd=str(folder), session=SESSION))
+        times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
+        call = 0
+        for _ in range(rounds):
+            for command in COMMANDS.values():
+                call += 1
+                event = tool_event(command, cwd=str(folder), session=SESSION, call_id=f"in_{call}")
+                time.sleep(_pause_s())
+                started = time.perf_counter_ns()
+                hooks.handle("opencode", event)
+                times[command].append(time.perf_counter_ns() - started)
+        return times
+    finally:
+        sessions.close()
+        store.close()
+
+
 def _label(runtime: list[str]) -> str:
     """How a runtime is named in the table: opencode's Bun, or the program's name."""
     if any(part.startswith("BUN_BE_BUN=") for part in runtime):
@@ -211,6 +246,14 @@ def main(argv: list[str]) -> int:
                 COMMANDS, _floor_times(daemon.socket, root, rounds).values(), strict=True
             ):
                 print(_row(f"floor: the request from Python, {command_name}", summarize(samples)))
+            for command_name, samples in zip(
+                COMMANDS, _handler_times(root, rounds).values(), strict=True
+            ):
+                summary = summarize(samples)
+                print(
+                    f"| the daemon's handler in-process, {command_name} | "
+                    f"{summary.p50_us / 1000:.3f} ms | {summary.p99_us / 1000:.3f} ms |"
+                )
         finally:
             daemon.stop()
     return 0

@@ -28,7 +28,6 @@ How mentectl installs the file differs: opencode's is package data of
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -146,8 +145,7 @@ class InProcessAgent(PreToolUseAgent, ABC):
             return None
         if call is None:
             return None
-        return dataclasses.replace(
-            call,
+        return call.placed(
             tool=decoded.tool,
             cwd=call.cwd or cwd,
             session=session,
