@@ -13,10 +13,10 @@ from mented.actions import load_action_table
 from mented.agents.opencode import tool_event
 from mented.config import Config
 from mented.git_aliases import GitAliases
-from mented.hooks import HookHandler
 from mented.matcher import Matcher
 from mented.sessions import SessionMemory
 from mented.store import Store
+from tests.test_more_agents import handler
 
 
 @pytest.fixture(scope="module")
@@ -199,28 +199,24 @@ def test_the_hooks_lookup_takes_its_answer_for_the_bound_then_sees_a_change(
 
 
 def test_a_new_alias_in_the_gitconfig_stops_the_first_hook_after_the_bound(
-    git_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    git_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    sessions: SessionMemory,
 ) -> None:
     clock = _Clock()
     monkeypatch.setattr(git_aliases, "_now", clock)
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    store = Store(tmp_path / "data", sync=False)
-    sessions = SessionMemory(tmp_path / "sessions", ttl_s=3600)
-    try:
-        store.store("commit messages: single line", tags=["trigger:git-commit"])
-        config = Config()
-        hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+    store.store("commit messages: single line", tags=["trigger:git-commit"])
+    hooks = handler(store, sessions)
 
-        def commit_via(alias: str, call: str) -> bytes:
-            event = tool_event(f"git {alias} -m x", cwd=str(repo), session="s", call_id=call)
-            return hooks.handle("opencode", event)
+    def commit_via(alias: str, call: str) -> bytes:
+        event = tool_event(f"git {alias} -m x", cwd=str(repo), session="s", call_id=call)
+        return hooks.handle("opencode", event)
 
-        assert commit_via("sv", "c1") == b""  # no such alias: no commit
-        (git_home / ".gitconfig").write_text("[alias]\n\tsv = commit\n")
-        clock.now += git_aliases.RECHECK_S
-        stop = commit_via("sv", "c2")
-        assert b"commit messages: single line" in stop
-    finally:
-        sessions.close()
-        store.close()
+    assert commit_via("sv", "c1") == b""  # no such alias: no commit
+    (git_home / ".gitconfig").write_text("[alias]\n\tsv = commit\n")
+    clock.now += git_aliases.RECHECK_S
+    assert b"commit messages: single line" in commit_via("sv", "c2")
