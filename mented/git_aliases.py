@@ -21,7 +21,10 @@ own state), so aliases defined only there are not seen.
 Each file is read at most `MAX_CONFIG_BYTES`, includes at most `MAX_INCLUDE_DEPTH`
 deep. The answer for a directory is cached and kept while every file it came
 from (and every file that could appear, such as a repository's config) has the
-same modification time and size: one `stat` per file on a cache hit.
+same modification time and size: one `stat` per file on a cache hit. The daemon's
+hook handler checks those at most once per `RECHECK_S` per directory (`recheck_s`):
+a tool call's second event (opencode's after the tool ran) and a quick next command
+take the answer as it was; a config file changed is seen by the first hook after that.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import shlex
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +50,9 @@ MAX_INCLUDE_DEPTH = 4
 # Directories whose answers are kept (an agent works in a handful).
 MAX_CACHED_DIRECTORIES = 256
 MAX_CACHED_BYTES = 4 << 20  # what those answers hold together (paths, aliases)
+# How long the hook handler takes a directory's answer without a `stat` of its files:
+# well under a model's turn, longer than most commands between a call's two events.
+RECHECK_S = 0.5
 # `git a` where `a = b`, `b = c`, ...: git follows chains too, and stops at a loop.
 MAX_ALIAS_CHAIN = 8
 # How far up from the working directory a repository is looked for, from how long a path.
@@ -245,6 +252,10 @@ def _read(path: Path) -> str | None:
     return data.decode("utf-8", "replace")
 
 
+# The clock of `recheck_s` (a name of its own, for the tests).
+_now = time.monotonic
+
+
 def _stamp(path: str | Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)  # noqa: PTH116 - checked per hook: a str path, no Path method
@@ -359,30 +370,49 @@ def _git_dir(dot_git: Path) -> Path | None:
     return None
 
 
-class GitAliases:
-    """The git aliases in force per working directory, cached by the files' times and sizes."""
+class _Cached(msgspec.Struct):
+    """A directory's aliases, the stamps of the files they depend on, and when those
+    were last found the same (`time.monotonic`)."""
 
-    def __init__(self) -> None:
+    stamps: tuple[tuple[str, tuple[int, int] | None], ...]
+    aliases: Aliases
+    checked: float
+
+
+class GitAliases:
+    """The git aliases in force per working directory, cached by the files' times and sizes.
+
+    `recheck_s`: how long an answer is taken without a `stat` of its files (0: at every
+    lookup, for a one-off such as `mentectl explain`; the hook handler: `RECHECK_S`).
+    """
+
+    def __init__(self, *, recheck_s: float = 0.0) -> None:
         # The watched paths as strings: checked at each hook, a `stat` is faster on one.
         # By the directory's digest (an event's, up to 4 KiB), bounded in bytes too.
-        self._cache: DigestCache[tuple[tuple[tuple[str, tuple[int, int] | None], ...], Aliases]]
+        self._cache: DigestCache[_Cached]
         self._cache = DigestCache(max_entries=MAX_CACHED_DIRECTORIES, max_bytes=MAX_CACHED_BYTES)
         self._lock = threading.Lock()
+        self.recheck_s = recheck_s
 
     def for_directory(self, directory: str | None) -> Aliases:
         """The aliases git would use for a command run in `directory` (None: the global ones)."""
         key = directory or ""
+        now = _now()
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None and all(_stamp(path) == stamp for path, stamp in cached[0]):
-            return cached[1]
+        if cached is not None:
+            if now - cached.checked < self.recheck_s:
+                return cached.aliases
+            if all(_stamp(path) == stamp for path, stamp in cached.stamps):
+                cached.checked = now
+                return cached.aliases
         aliases, watched = self._load(directory)
         stamps = tuple((os.fspath(path), _stamp(path)) for path in watched)
         weight = sum(len(path) for path, _ in stamps) + sum(
             len(name) + len(value) for name, value in aliases.table.items()
         )
         with self._lock:
-            self._cache.put(key, (stamps, aliases), weight)
+            self._cache.put(key, _Cached(stamps, aliases, now), weight)
         return aliases
 
     def _load(self, directory: str | None) -> tuple[Aliases, list[Path]]:

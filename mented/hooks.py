@@ -74,10 +74,9 @@ import msgspec
 
 from mented.afterchecks import AfterChecks
 from mented.agents import AGENTS, ContextEmptied, SessionStarted, ToolCall
-from mented.agents.pretooluse import text_of_answer
 from mented.compliance import RetryWatch
 from mented.edits import EditMatcher
-from mented.git_aliases import NO_ALIASES, Aliases, GitAliases
+from mented.git_aliases import NO_ALIASES, RECHECK_S, Aliases, GitAliases
 from mented.handover import Handover, Section, render_pointer, render_rules
 from mented.log import log
 from mented.matcher import MAX_COMMAND_CHARS
@@ -207,7 +206,8 @@ class HookHandler:
         self._chars_total = 0
         self._noticed: OrderedDict[bytes, None] = OrderedDict()  # (agent, session, project)
         self._failures_logged: set[str] = set()
-        self._git_aliases = GitAliases()
+        # Their files' stamps checked at most once per `RECHECK_S` per directory.
+        self._git_aliases = GitAliases(recheck_s=RECHECK_S)
         # Rules' checks, tested before the command (`mented.prechecks`).
         self.prechecks = PreChecks(matcher, config)
         self.retries = RetryWatch()  # after a stop, whether the retry was another command
@@ -218,7 +218,8 @@ class HookHandler:
         """The user's git aliases where `call` runs, for a command that may run git.
 
         Read from the git config files and cached by their times (`git_aliases`):
-        a command that cannot run git costs nothing, one that can a few `stat`s.
+        a command that cannot run git costs nothing, one that can a few `stat`s, or
+        none within `RECHECK_S` of the last look in its directory.
         """
         if not call.command or "git" not in call.command:
             return NO_ALIASES
@@ -368,7 +369,7 @@ class HookHandler:
         else:
             out, fire = self._deliver(adapter, call, visible, answer)
         if call.ran and (note := self.afterchecks.after(adapter, call, self.prechecks.compliance)):
-            said = text_of_answer(out) if out else None
+            said = adapter.answer_text(out) if out else None
             out = adapter.render_after(f"{note}\n\n{said}" if said else note)
         out = self._with_untrusted_notice(adapter, call, out, answer)
         if out:

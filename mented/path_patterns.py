@@ -16,8 +16,9 @@ them against it): a pattern without a slash but at its end matches at any depth;
 one with a slash elsewhere is anchored at the root; a trailing `/` takes
 directories only; `**` as a whole segment is any number of directories; a
 pattern that matches a directory matches everything inside it; `!` negates, and
-the last pattern that matches decides (but a directory pattern's exclusion does
-not undo a file pattern's match, as in pathspec).
+the last pattern that matches decides, but a pattern that takes the path only
+through a directory above it (a directory pattern, or `a` for `a/b`) never undoes
+one that takes the path itself, whether it includes or excludes (pathspec 1.x).
 
 Bounds: a pattern of more than `MAX_PATTERN_CHARS` characters or
 `MAX_PATTERN_SEGMENTS` segments is refused at load; a path longer than
@@ -216,9 +217,9 @@ class PathSpec:
             return False
         matched, priority = False, 0
         for pattern in self.patterns:
-            # As `GitIgnoreSpec`: a match through a directory (rank 1) does not undo a
-            # match of the path itself (2), unless it includes.
+            # As `GitIgnoreSpec` (pathspec 1.x): a match through a directory (rank 1)
+            # never undoes a match of the path itself (2); among equals the last decides.
             rank = pattern.rank(parts)
-            if rank and ((pattern.include and rank == 1) or rank >= priority):
+            if rank and rank >= priority:
                 matched, priority = pattern.include, rank
         return matched

@@ -328,3 +328,26 @@ def test_the_report_shows_what_failed_after_the_fact(tmp_path: Path) -> None:
     )
     record.close()
     assert ComplianceRecord(tmp_path).summary().total.failed_after == 1  # kept across a restart
+
+
+@pytest.mark.parametrize("agent", ["opencode", "pi"])
+def test_an_in_process_plugin_gets_the_note_and_the_rule_it_was_handed(
+    store: Store, sessions: SessionMemory, tmp_path: Path, agent: str
+) -> None:
+    """The note after a commit comes with the rule the plugin's after-tool answer
+    carries, read in the plugin's own answer shape, not dropped for it."""
+    store.store(RULE, tags=["trigger:git-commit"], checks=CHECKS)
+    hooks, _ = handler(store, sessions)
+    repo = repository(tmp_path / "repo")
+    adapter = AGENTS[agent]
+    # No session id: nothing can be stopped, so the rule goes after the tool ran, in full.
+    no_session = adapter.sample_event(EDITOR_COMMIT, cwd=str(repo), session="")
+    assert hooks.handle(agent, no_session) == b""
+    git_commit(repo, "Fixed the login bug 🎉\n", "--allow-empty")
+    ran = json.loads(no_session)
+    ran["hook_event_name" if agent == "opencode" else "event"] = adapter.after_event
+    out = hooks.handle(agent, json.dumps(ran).encode())
+    text = adapter.answer_text(out)
+    assert text is not None
+    assert text.startswith("mented: the commit you just made")
+    assert RULE in text.split("\n\n", 1)[1]

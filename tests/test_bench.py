@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from mented_client.bench import plugin
 from mented_client.commands.bench import KEPT_MARK
 from tests.conftest import isolated_env
 
@@ -197,3 +200,12 @@ def check_loop_lag(result: dict[str, Any], text: str) -> None:
     assert "## Loop lag under attack" in text
     assert "| reindex | `reindex` of 200 facts, 3 `recall`s |" in text
     assert "event loop held, slow clients" in {target["figure"] for target in result["targets"]}
+
+
+def test_the_plugin_benchmarks_handler_rows_time_each_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MENTED_BENCH_PAUSE_MS", "0")
+    times = plugin._handler_times(tmp_path, 3)
+    assert list(times) == list(plugin.COMMANDS.values())
+    assert all(len(samples) == 3 and min(samples) > 0 for samples in times.values())

@@ -10,9 +10,13 @@ import pytest
 
 from mented import git_aliases
 from mented.actions import load_action_table
+from mented.agents.opencode import tool_event
 from mented.config import Config
 from mented.git_aliases import GitAliases
 from mented.matcher import Matcher
+from mented.sessions import SessionMemory
+from mented.store import Store
+from tests.test_more_agents import handler
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +147,76 @@ def test_git_alias_lookup_never_blocks_nor_fails_on_odd_places(
     assert lookup.for_directory(str(repo)).table["ci"] == "commit -v"
     assert lookup.for_directory("/" + "s" * 100_000).table["ci"] == "commit -v"
     assert lookup.for_directory("/tmp/a\0b").table["ci"] == "commit -v"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_hooks_lookup_takes_its_answer_for_the_bound_then_sees_a_change(
+    git_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(git_aliases, "_now", clock)
+    stats: list[str] = []
+    real_stamp = git_aliases._stamp
+
+    def counting(path: str | Path) -> tuple[int, int] | None:
+        stats.append(str(path))
+        return real_stamp(path)
+
+    monkeypatch.setattr(git_aliases, "_stamp", counting)
+    lookup = GitAliases(recheck_s=git_aliases.RECHECK_S)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    assert lookup.for_directory(str(repo)).table["ci"] == "commit -v"
+    stats.clear()
+    (git_home / ".gitconfig").write_text("[alias]\n\tci = status\n")
+    clock.now += git_aliases.RECHECK_S / 2
+    # Within the bound (a call's second event): the answer as it was, no stat at all.
+    assert lookup.for_directory(str(repo)).table["ci"] == "commit -v"
+    assert stats == []
+    clock.now += git_aliases.RECHECK_S / 2
+    assert lookup.for_directory(str(repo)).table["ci"] == "status"
+    # A look that finds every file the same starts the bound again.
+    stats.clear()
+    clock.now += git_aliases.RECHECK_S
+    assert lookup.for_directory(str(repo)).table["ci"] == "status"
+    looked = len(stats)
+    assert looked > 0
+    clock.now += git_aliases.RECHECK_S / 2
+    assert lookup.for_directory(str(repo)).table["ci"] == "status"
+    assert len(stats) == looked
+    # Another directory has a bound of its own.
+    other = tmp_path / "other"
+    other.mkdir()
+    (git_home / ".gitconfig").write_text("[alias]\n\tci = commit\n")
+    assert lookup.for_directory(str(other)).table["ci"] == "commit"
+
+
+def test_a_new_alias_in_the_gitconfig_stops_the_first_hook_after_the_bound(
+    git_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    sessions: SessionMemory,
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(git_aliases, "_now", clock)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    store.store("commit messages: single line", tags=["trigger:git-commit"])
+    hooks = handler(store, sessions)
+
+    def commit_via(alias: str, call: str) -> bytes:
+        event = tool_event(f"git {alias} -m x", cwd=str(repo), session="s", call_id=call)
+        return hooks.handle("opencode", event)
+
+    assert commit_via("sv", "c1") == b""  # no such alias: no commit
+    (git_home / ".gitconfig").write_text("[alias]\n\tsv = commit\n")
+    clock.now += git_aliases.RECHECK_S
+    assert b"commit messages: single line" in commit_via("sv", "c2")

@@ -68,6 +68,8 @@ def test_a_negated_pattern_after_another_matches_as_pathspec_does(
 )
 @example(lines=["!a", "a"], path="a")  # an including pattern after an excluding one wins
 @example(lines=["a/", "!a", "a/"], path="a/b")
+@example(lines=["a", "a/", "!a/"], path="a/a")  # a directory's match never undoes the file's
+@example(lines=["!a", "a/"], path="a/a")
 def test_patterns_in_any_order_and_negation_match_as_pathspec_does(
     lines: list[str], path: str
 ) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mented.memory import Memory, MemoryType
-from mented.store import Store, StoreItem, visible_to
+from mented.store import Store, StoreItem, visibility, visible_to
 from tests.store_helpers import T0, contents, rule
 
 # -------------------------------------------------------------- visibility
@@ -75,6 +75,54 @@ def test_a_project_rule_is_seen_through_a_link_to_its_directory(
     assert contents(store.recall_for_action("git-commit", cwd=str(link / "src"))) == ["app only"]
     assert contents(store.list(cwd=str(link))) == ["app only"]
     assert store.recall_for_action("git-commit", cwd=str(tmp_path / "real")) == []
+
+
+def test_a_link_pointed_elsewhere_is_followed_at_the_next_lookup(
+    store: Store, tmp_path: Path
+) -> None:
+    # Resolved paths are kept between lookups (`_Resolved`): a link that now leads to
+    # another project, or a directory made anew behind it, must not keep the old answer.
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(one)
+    store.store("one only", tags=["trigger:git-commit"], project=str(one))
+    store.store("two only", tags=["trigger:git-commit"], project=str(two))
+    assert contents(store.recall_for_action("git-commit", cwd=str(link))) == ["one only"]
+    assert contents(store.recall_for_action("git-commit", cwd=str(link))) == ["one only"]
+
+    link.unlink()
+    link.symlink_to(two)
+    assert contents(store.recall_for_action("git-commit", cwd=str(link))) == ["two only"]
+
+    # The directory itself moved, and a link left where it was: its new place is seen
+    # (as well as the rules stored with the old path, seen from it as given).
+    assert contents(store.recall_for_action("git-commit", cwd=str(two))) == ["two only"]
+    two.rename(tmp_path / "three")
+    two.symlink_to(tmp_path / "three")
+    store.store("three only", tags=["trigger:git-commit"], project=str(tmp_path / "three"))
+    seen = contents(store.recall_for_action("git-commit", cwd=str(two)))
+    assert sorted(seen) == ["three only", "two only"]
+    # A path that is no directory (yet) is resolved each time, never kept.
+    missing = tmp_path / "later"
+    assert store.recall_for_action("git-commit", cwd=str(missing)) == []
+    missing.symlink_to(one)
+    assert contents(store.recall_for_action("git-commit", cwd=str(missing))) == ["one only"]
+
+
+def test_resolved_directories_are_bounded_by_digest_and_bytes(tmp_path: Path) -> None:
+    # Keyed by what the agent sent: 300 working directories of 3,000 characters stay
+    # within the bound in bytes (under the one in number).
+    resolved = visibility._Resolved()
+    deep = tmp_path.joinpath(*[str(n % 10) * 250 for n in range(12)])
+    deep.mkdir(parents=True)
+    for n in range(300):
+        place = deep / f"{n:04d}"
+        place.mkdir()
+        assert resolved.real(str(place)) == str(place.resolve())
+    assert 0 < len(resolved._cache) < resolved.MAX_ENTRIES  # the bytes bound, first
+    assert resolved._cache.bytes <= resolved.MAX_BYTES
 
 
 def test_visible_to_is_one_predicate_over_both_scopes() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mented import paths
-from mented.agents.in_process import InProcessAgent
+from mented.agents.in_process import ExtensionAgent
 from mented.protocol import LogReply, LogRequest
 from mented.untrusted import Refused, owned_by_user, read_file, shown
 from mented_client.agents.base import ClientAgent, cleanup_root, install_report
@@ -71,13 +71,13 @@ class ExtensionFile:
     problem: str | None = None  # why it cannot be read (a link, a pipe, ...)
 
 
-def shipped_text(agent: InProcessAgent) -> str:
+def shipped_text(agent: ExtensionAgent) -> str:
     """The extension as shipped in this package."""
     resource = importlib.resources.files("mented_client") / agent.extension_resource
     return resource.read_text(encoding="utf-8")
 
 
-def installed_text(agent: InProcessAgent, socket: str | None) -> str:
+def installed_text(agent: ExtensionAgent, socket: str | None) -> str:
     """The file `hooks install` writes: the shipped text, the socket, then our digest line."""
     fallback = str(paths.socket_path(socket).absolute())
     body = shipped_text(agent).replace(SOCKET_PLACEHOLDER, json.dumps(fallback), 1)
@@ -158,7 +158,7 @@ def _linked_directory(path: Path, top: Path) -> Path | None:
     return None
 
 
-def refusal(agent: InProcessAgent, file: ExtensionFile, verb: str) -> str:
+def refusal(agent: ExtensionAgent, file: ExtensionFile, verb: str) -> str:
     """Why `verb` leaves the file at `file.path` alone, and what the user can do."""
     where = shown(display_path(file.path))
     if file.problem:
@@ -175,7 +175,7 @@ def refusal(agent: InProcessAgent, file: ExtensionFile, verb: str) -> str:
     )
 
 
-def write_extension(agent: InProcessAgent, path: Path, socket: str | None, top: Path) -> str:
+def write_extension(agent: ExtensionAgent, path: Path, socket: str | None, top: Path) -> str:
     """Write the extension at `path`: "installed", "updated" or "unchanged".
 
     `top`: the highest directory mented may find as it is (the agent's config
@@ -221,7 +221,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def remove_extension(
-    agent: InProcessAgent, path: Path, *, up_to: Path | None
+    agent: ExtensionAgent, path: Path, *, up_to: Path | None
 ) -> tuple[bool, list[Path], str]:
     """Remove the extension at `path` if it is the one mented wrote, unchanged, and the
     folders that leaves empty up to `up_to` (the plugin folder the install created).
@@ -256,9 +256,9 @@ class InProcessPlugin(ClientAgent):
     folder.
     """
 
-    agent: InProcessAgent
+    agent: ExtensionAgent
 
-    def __init__(self, agent: InProcessAgent) -> None:
+    def __init__(self, agent: ExtensionAgent) -> None:
         super().__init__(agent)
 
     def place_of(self, args: argparse.Namespace) -> tuple[Path, Path]:
@@ -399,7 +399,7 @@ class InProcessPlugin(ClientAgent):
         return DoctorFindings(checks, installed=any(c.state in ("ok", "fail") for c in checks))
 
 
-def agent_coverage(agent: InProcessAgent) -> str:
+def agent_coverage(agent: ExtensionAgent) -> str:
     """The tool calls the extension hands to mented, in a few words."""
     return (
         f"every {'/'.join(sorted(agent.shell_tools))} command and file write "
@@ -407,7 +407,7 @@ def agent_coverage(agent: InProcessAgent) -> str:
     )
 
 
-def status_problem(agent: InProcessAgent, file: ExtensionFile) -> str | None:
+def status_problem(agent: ExtensionAgent, file: ExtensionFile) -> str | None:
     """What keeps this file from handing rules over, for `hooks status`."""
     if file.found is Found.OURS:
         return None
@@ -416,7 +416,7 @@ def status_problem(agent: InProcessAgent, file: ExtensionFile) -> str | None:
     return refusal(agent, file, "mentectl")
 
 
-def extension_files(agent: InProcessAgent, extra: str | None = None) -> list[ExtensionFile]:
+def extension_files(agent: ExtensionAgent, extra: str | None = None) -> list[ExtensionFile]:
     """The user's extension file, the project's here (when there is one) and `extra`."""
     found = [inspect_extension(agent.settings_path())]
     project = inspect_extension(agent.project_settings_path(Path.cwd()))
@@ -427,7 +427,7 @@ def extension_files(agent: InProcessAgent, extra: str | None = None) -> list[Ext
     return found
 
 
-def doctor_checks(agent: InProcessAgent, socket: Path, status: StatusReply | None) -> list[Check]:
+def doctor_checks(agent: ExtensionAgent, socket: Path, status: StatusReply | None) -> list[Check]:
     """`doctor`'s lines for the agent's extension: installed, its protocol the daemon's, a
     sample event answered."""
     from mented_client.commands.doctor import Check  # noqa: PLC0415 - doctor imports this
@@ -473,7 +473,7 @@ def doctor_checks(agent: InProcessAgent, socket: Path, status: StatusReply | Non
     return checks
 
 
-def fire(agent: InProcessAgent, socket: Path) -> Check:
+def fire(agent: ExtensionAgent, socket: Path) -> Check:
     """A sample commit event, as the extension sends it, marked as a test fire."""
     from mented_client.commands.doctor import Check  # noqa: PLC0415 - doctor imports this
 

@@ -7,7 +7,9 @@ for git-commit), then times, interleaved in one loop, the plugin's
 and the shim spawned as the agents spawn it (the real interpreter, `-I -S`), on the
 same events: a command that names no action (`ls -la`) and a `git commit` whose rule
 the session was handed already (the daemon answers nothing before the tool: the usual
-case). Prints a Markdown table; p50 and p99 over the rounds.
+case). Prints a Markdown table; p50 and p99 over the rounds. Last, the daemon's own
+share: the same events through `HookHandler.handle` in this process, no socket (a
+store of its own with the same rule, the same folder), at the same pause.
 
 `MENTED_BENCH_BASELINE=FILE` (an earlier `opencode_plugin.js`, e.g. from `git show
 main:mented/agents/opencode_plugin.js`) times that plugin too, in the same runtime
@@ -22,6 +24,7 @@ would also pay for the one before it (`0` times them so).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -30,17 +33,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from mented.agents.opencode import BEFORE_TOOL, plugin_source, tool_event
+from mented.actions import load_action_table
+from mented.agents.opencode import plugin_source, tool_event
+from mented.config import Config
+from mented.hooks import HookHandler
+from mented.matcher import Matcher
 from mented.protocol import HookRequest, StoredReply, StoreRequest, encode, recv_frame
+from mented.sessions import SessionMemory
+from mented.store import Store
 from mented_client.bench.processes import Daemon
 from mented_client.bench.timing import Summary, summarize
 from mented_client.connection import Client
 from mented_client.hook_settings import installed_shim, real_interpreter
 
+Times = dict[str, list[int]]  # per command, the ns of each call
 ROUNDS = 400
 PAUSE_MS = 20  # between two calls: a model turn is far longer
 SESSION = "ses_bench"
@@ -115,42 +126,59 @@ def _pause_s() -> float:
     return float(os.environ.get("MENTED_BENCH_PAUSE_MS") or PAUSE_MS) / 1000
 
 
-def _shim_times(socket: Path, folder: Path, rounds: int) -> dict[str, list[int]]:
+def _timed(folder: Path, rounds: int, prefix: str, call: Callable[[bytes], object]) -> Times:
+    """Per command, the ns of each `call(event)`, on the plugin's events, a pause apart."""
+    times: Times = {command: [] for command in COMMANDS.values()}
+    calls = 0
+    for _ in range(rounds):
+        for command in COMMANDS.values():
+            calls += 1
+            call_id = f"{prefix}{calls}"
+            event = tool_event(command, cwd=str(folder), session=SESSION, call_id=call_id)
+            time.sleep(_pause_s())
+            started = time.perf_counter_ns()
+            call(event)
+            times[command].append(time.perf_counter_ns() - started)
+    return times
+
+
+def _shim_times(socket: Path, folder: Path, rounds: int) -> Times:
     argv = [str(real_interpreter()), "-I", "-S", str(installed_shim()), "opencode", str(socket)]
-    times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
-    call = 0
-    for _ in range(rounds):
-        for command in COMMANDS.values():
-            call += 1
-            event = tool_event(
-                command, cwd=str(folder), session=SESSION, call_id=f"shim_{call}", event=BEFORE_TOOL
-            )
-            time.sleep(_pause_s())
-            started = time.perf_counter_ns()
-            subprocess.run(argv, input=event, capture_output=True, check=False)  # noqa: S603
-            times[command].append(time.perf_counter_ns() - started)
-    return times
+
+    def spawn(event: bytes) -> None:
+        subprocess.run(argv, input=event, capture_output=True, check=False)  # noqa: S603
+
+    return _timed(folder, rounds, "shim_", spawn)
 
 
-def _floor_times(socket_path: Path, folder: Path, rounds: int) -> dict[str, list[int]]:
+def _floor_times(socket_path: Path, folder: Path, rounds: int) -> Times:
     """The same request from Python on a fresh connection: the daemon's part, the floor."""
-    times: dict[str, list[int]] = {command: [] for command in COMMANDS.values()}
-    call = 0
-    for _ in range(rounds):
-        for command in COMMANDS.values():
-            call += 1
-            event = tool_event(command, cwd=str(folder), session=SESSION, call_id=f"raw_{call}")
-            request = HookRequest(
-                agent="opencode", event=msgspec.Raw(event), deadline=time.time() + 5
-            )
-            time.sleep(_pause_s())
-            started = time.perf_counter_ns()
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.connect(str(socket_path))
-                sock.sendall(encode(request))
-                recv_frame(sock)
-            times[command].append(time.perf_counter_ns() - started)
-    return times
+
+    def ask(event: bytes) -> None:
+        request = HookRequest(agent="opencode", event=msgspec.Raw(event), deadline=time.time() + 5)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(socket_path))
+            sock.sendall(encode(request))
+            recv_frame(sock)
+
+    return _timed(folder, rounds, "raw_", ask)
+
+
+def _handler_times(folder: Path, rounds: int) -> Times:
+    """The same events through the daemon's handler in this process: its share of a call."""
+    store = Store(folder / "handler-data", sync=False)
+    sessions = SessionMemory(folder / "handler-sessions", ttl_s=3600)
+    try:
+        store.store("commit messages: single line", tags=["trigger:git-commit"])
+        config = Config()
+        hooks = HookHandler(store, Matcher(load_action_table(config)), config, sessions)
+        commit = COMMANDS["commit, rule handed"]
+        # The session is handed the commit's rule once (a stop), before timing.
+        hooks.handle("opencode", tool_event(commit, cwd=str(folder), session=SESSION))
+        return _timed(folder, rounds, "in_", functools.partial(hooks.handle, "opencode"))
+    finally:
+        sessions.close()
+        store.close()
 
 
 def _label(runtime: list[str]) -> str:
@@ -211,6 +239,14 @@ def main(argv: list[str]) -> int:
                 COMMANDS, _floor_times(daemon.socket, root, rounds).values(), strict=True
             ):
                 print(_row(f"floor: the request from Python, {command_name}", summarize(samples)))
+            for command_name, samples in zip(
+                COMMANDS, _handler_times(root, rounds).values(), strict=True
+            ):
+                summary = summarize(samples)
+                print(
+                    f"| the daemon's handler in-process, {command_name} | "
+                    f"{summary.p50_us / 1000:.3f} ms | {summary.p99_us / 1000:.3f} ms |"
+                )
         finally:
             daemon.stop()
     return 0

@@ -12,9 +12,9 @@ tool. Crush, Factory Droid and Augment Auggie read Claude Code's answers with
 their own tools and files; Cline CLI runs a hook file and takes context only;
 Kiro CLI's events have no session (its process is taken as one) and it takes a
 stop alone, by exit status;
-opencode loads mented's own plugin, which sends events of its own shape
-(`opencode.py`), and Kilo Code CLI the same plugin (`kilo.py`); pi runs an
-extension of mented's in its own process (`in_process.py`). `AGENTS` maps the names
+opencode loads mented's own plugin (`opencode.py`), Kilo Code CLI the same plugin
+(`kilo.py`) and pi an extension of mented's (`pi.py`), each in the agent's own
+process: their events and answers share one shape (`in_process.py`). `AGENTS` maps the names
 used on the shim's command line (and in rule scopes) to the adapters; `DEFAULT_AGENT`
 is the one assumed where none is named.
 """

@@ -56,19 +56,13 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
 
 import msgspec
 
 from mented import paths
-from mented.agents.pretooluse import (
-    ContextEmptied,
-    McpSettings,
-    PreToolUseAgent,
-    SessionStarted,
-    SettingsLayout,
-    ToolCall,
-    patched_files,
-)
+from mented.agents.in_process import SESSION_SOURCE, InProcessAgent, PluginAnswers, PluginEvent
+from mented.agents.pretooluse import McpSettings, SettingsLayout, ToolCall, patched_files
 
 BEFORE_TOOL = "tool.execute.before"
 AFTER_TOOL = "tool.execute.after"
@@ -93,16 +87,11 @@ class _Args(msgspec.Struct):
     patchText: str | None = None  # noqa: N815 - apply_patch
 
 
-class _Event(msgspec.Struct):
-    hook_event_name: str | None = None
-    session_id: str | None = None
-    call_id: str | None = None
-    cwd: str | None = None
-    tool: str | None = None
+class _Event(PluginEvent):
+    event: str | None = msgspec.field(default=None, name="hook_event_name")
     args: msgspec.Raw = msgspec.Raw(b"null")
 
 
-_decoder = msgspec.json.Decoder(_Event)
 _args_decoder = msgspec.json.Decoder(_Args | None)
 _encoder = msgspec.json.Encoder()
 
@@ -112,14 +101,8 @@ def plugin_source() -> str:
     return resources.files("mented.agents").joinpath(PLUGIN_SOURCE).read_text(encoding="utf-8")
 
 
-def plugin_protocol(text: str) -> int | None:
-    """The protocol version a plugin file says it speaks; None when it says none."""
-    match = _VERSION_LINE.search(text)
-    return int(match.group(1)) if match else None
-
-
 @dataclass(frozen=True, kw_only=True)
-class OpencodeAgent(PreToolUseAgent):
+class OpencodeAgent(InProcessAgent):
     """An agent that loads mented's plugin: its events and answers are the plugin's.
 
     `settings_name` and `project_settings_file` name the plugin file (in the user
@@ -131,45 +114,19 @@ class OpencodeAgent(PreToolUseAgent):
     config_root_name: str = "opencode"
     # The documents' name of the folder the plugin goes in, for messages.
     plugin_folder: str = "plugins"
+    event_decoder: ClassVar[msgspec.json.Decoder[_Event]] = msgspec.json.Decoder(_Event)
 
     # ------------------------------------------------------------ event and output
 
-    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
-        try:
-            decoded = _decoder.decode(event)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-        session = decoded.session_id or None
-        cwd = decoded.cwd or None
-        name = decoded.hook_event_name
-        if name == SESSION_START:
-            # Each start of the plugin meets the session afresh, and the system
-            # prompt is not kept: every pinned rule goes again.
-            return SessionStarted(session=session, cwd=cwd, source="startup", pinned_dropped=True)
-        if name == COMPACTED:
-            return ContextEmptied(session=session) if session else None
-        if name not in (BEFORE_TOOL, AFTER_TOOL) or not decoded.tool:
-            return None
-        try:
-            args = _args_decoder.decode(decoded.args)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-        call = self._call_of(decoded.tool, args or _Args())
-        if call is None:
-            return None
-        workdir = args.workdir if args is not None and call.command else None
-        if workdir and not workdir.startswith("/") and cwd:
+    def call_of(self, event: _Event, cwd: str | None) -> ToolCall | None:
+        args = _args_decoder.decode(event.args) or _Args()
+        call = self._call_of(event.tool or "", args)
+        if call is None or not call.command or not args.workdir:
+            return call
+        workdir = args.workdir
+        if not workdir.startswith("/") and cwd:
             workdir = f"{cwd.rstrip('/')}/{workdir}"
-        return ToolCall(
-            command=call.command,
-            mcp_tool=call.mcp_tool,
-            edited=call.edited,
-            tool=decoded.tool,
-            cwd=workdir or cwd,
-            session=session,
-            tool_use_id=decoded.call_id or None,
-            ran=name == AFTER_TOOL,
-        )
+        return ToolCall(command=call.command, cwd=workdir)
 
     def _call_of(self, tool: str, args: _Args) -> ToolCall | None:
         if tool in self.shell_tools:
@@ -183,26 +140,6 @@ class OpencodeAgent(PreToolUseAgent):
         server, _, name = tool.partition(self.mcp_separator)
         if server and name:
             return ToolCall(mcp_tool=f"{server}/{name}")
-        return None
-
-    def takes_context(self, call: ToolCall) -> bool:
-        """Only text added to a tool's output after it ran reaches the model."""
-        return call.ran
-
-    def render_deny(self, reason: str) -> bytes:
-        return _encoder.encode({"stop": reason})
-
-    def render_context(self, text: str) -> bytes:
-        return _encoder.encode({"context": text})
-
-    def render_after(self, text: str) -> bytes:
-        return _encoder.encode({"context": text})
-
-    def render_session_context(self, text: str) -> bytes:
-        return _encoder.encode({"system": text})
-
-    def with_notice(self, answer: bytes, notice: str) -> bytes | None:  # noqa: ARG002
-        """None: the plugin shows nothing to the user."""
         return None
 
     def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
@@ -271,6 +208,19 @@ AGENT = OpencodeAgent(
     event_name=BEFORE_TOOL,
     after_event=AFTER_TOOL,
     post_tool_event=AFTER_TOOL,
+    context_emptied_events=frozenset({COMPACTED}),
     pinned_rules=True,
+    # Each start of the plugin meets the session afresh, and the system prompt is
+    # not kept: every pinned rule goes again.
+    session_start_event=SESSION_START,
+    pinned_dropped_sources=frozenset({SESSION_SOURCE}),
+    answers=PluginAnswers(stop="stop", context="context", session="system"),
+    plugin_protocol=PLUGIN_PROTOCOL,
+    protocol_line=_VERSION_LINE,
     layout=SettingsLayout(nested=False, timeout_key=None),
 )
+
+
+def plugin_protocol(text: str) -> int | None:
+    """The protocol version a plugin file says it speaks; None when it says none."""
+    return AGENT.protocol_of(text)

@@ -37,14 +37,16 @@ Never an approval: there is no answer that lets a tool run that would not have.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import msgspec
 
 from mented import paths
-from mented.agents.in_process import InProcessAgent
-from mented.agents.pretooluse import ContextEmptied, McpSettings, SessionStarted, ToolCall
+from mented.agents.in_process import ExtensionAgent, PluginAnswers, PluginEvent
+from mented.agents.pretooluse import McpSettings, ToolCall
 
 TOOL_CALL = "tool_call"
 TOOL_RESULT = "tool_result"
@@ -52,8 +54,9 @@ BEFORE_AGENT_START = "before_agent_start"
 SESSION_COMPACT = "session_compact"
 SHELL_TOOL = "bash"
 EDIT_TOOLS = frozenset({"edit", "write"})
-# A session's pinned rules go with its first prompt; pi sends no source of its own.
-SESSION_SOURCE = "startup"
+# The version of the shapes above the extension speaks, in a line of its own.
+EXTENSION_PROTOCOL = 1
+_VERSION_LINE = re.compile(r"^export const MENTED_PROTOCOL_VERSION = (\d+);$", re.MULTILINE)
 
 
 class _PiInput(msgspec.Struct):
@@ -61,71 +64,34 @@ class _PiInput(msgspec.Struct):
     path: str | None = None
 
 
-class _PiEvent(msgspec.Struct):
-    event: str | None = None
-    session_id: str | None = None
-    cwd: str | None = None
-    tool_name: str | None = None
-    tool_call_id: str | None = None
+class _PiEvent(PluginEvent):
+    tool: str | None = msgspec.field(default=None, name="tool_name")
+    call_id: str | None = msgspec.field(default=None, name="tool_call_id")
     input: _PiInput | None = None
 
 
-_decoder = msgspec.json.Decoder(_PiEvent)
 _encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, kw_only=True)
-class PiAgent(InProcessAgent):
+class PiAgent(ExtensionAgent):
     """pi: its extension's events, a stop before a tool, context after it."""
+
+    event_decoder: ClassVar[msgspec.json.Decoder[_PiEvent]] = msgspec.json.Decoder(_PiEvent)
 
     def config_dir(self) -> Path:
         """`$PI_CODING_AGENT_DIR`, else `~/.pi/agent` (pi's `getAgentDir`, config.js)."""
         override = self.config_dir_override()
         return override or paths.home() / ".pi" / "agent"
 
-    def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
-        try:
-            decoded = _decoder.decode(event)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    def call_of(self, event: _PiEvent, cwd: str | None) -> ToolCall | None:  # noqa: ARG002 - pi's commands run in the session's directory
+        if event.input is None:
             return None
-        session = decoded.session_id or None
-        cwd = decoded.cwd or None
-        if decoded.event == BEFORE_AGENT_START:
-            return SessionStarted(session=session, cwd=cwd, source=SESSION_SOURCE)
-        if decoded.event == SESSION_COMPACT:
-            return ContextEmptied(session=session) if session else None
-        if decoded.event not in (TOOL_CALL, TOOL_RESULT) or decoded.input is None:
-            return None
-        tool = decoded.tool_name or ""
-        command = decoded.input.command if tool == SHELL_TOOL else None
-        path = decoded.input.path if tool in EDIT_TOOLS else None
+        command = event.input.command if event.tool in self.shell_tools else None
+        path = event.input.path if event.tool in self.edit_tools else None
         if not (command and command.strip()) and not path:
             return None
-        return ToolCall(
-            command=command or "",
-            edited=(path,) if path else (),
-            tool=tool,
-            cwd=cwd,
-            session=session,
-            tool_use_id=decoded.tool_call_id or None,
-            ran=decoded.event == TOOL_RESULT,
-        )
-
-    def takes_context(self, call: ToolCall) -> bool:
-        """Only a `tool_result` answer's context reaches the model."""
-        return call.ran
-
-    def render_context(self, text: str) -> bytes:
-        return _encoder.encode({"additionalContext": text})
-
-    def render_after(self, text: str) -> bytes:
-        return self.render_context(text)
-
-    def render_session_context(self, text: str) -> bytes:
-        return self.render_context(text)
-
-    def render_deny(self, reason: str) -> bytes:
-        return _encoder.encode({"block": True, "reason": reason})
+        return ToolCall(command=command or "", edited=(path,) if path else ())
 
     def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
         return pi_event(TOOL_CALL, session=session, cwd=cwd, command=command)
@@ -149,18 +115,6 @@ def pi_event(  # noqa: PLR0913 - the fields of an event, all optional but its na
     return _encoder.encode({key: value for key, value in document.items() if value is not None})
 
 
-def text_of_answer(output: bytes) -> str | None:
-    """The text of an answer of ours to the extension: a stop's reason or the context."""
-    try:
-        answer = msgspec.json.decode(output)
-    except msgspec.DecodeError:
-        return None
-    if not isinstance(answer, dict):
-        return None
-    text = answer.get("reason") if answer.get("block") is True else answer.get("additionalContext")
-    return text if isinstance(text, str) else None
-
-
 AGENT = PiAgent(
     name="pi",
     title="pi",
@@ -170,12 +124,25 @@ AGENT = PiAgent(
     project_settings_file=".pi/extensions/mented.ts",
     shell_tools=frozenset({SHELL_TOOL}),
     edit_tools=EDIT_TOOLS,
+    event_name=TOOL_CALL,
     after_event=TOOL_RESULT,
     post_tool_event=TOOL_RESULT,
+    context_emptied_events=frozenset({SESSION_COMPACT}),
     pinned_rules=True,
+    session_start_event=BEFORE_AGENT_START,
+    answers=PluginAnswers(
+        stop="reason",
+        context="additionalContext",
+        session="additionalContext",
+        stop_marks={"block": True},
+    ),
+    plugin_protocol=EXTENSION_PROTOCOL,
+    protocol_line=_VERSION_LINE,
     extension_resource="pi_extension.ts",
     extension_name="mented.ts",
     extensions_dir="extensions",
     project_extensions_dir=".pi/extensions",
     mcp=McpSettings(how="none", file_name="", note="pi has no MCP support of its own"),
 )
+# The text of an answer of ours to the extension: a stop's reason or the context.
+text_of_answer = AGENT.answers.text_of

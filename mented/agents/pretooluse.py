@@ -162,6 +162,28 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     # longer be stopped, only followed by context.
     ran: bool = False
 
+    def placed(
+        self,
+        *,
+        tool: str,
+        cwd: str | None,
+        session: str | None,
+        tool_use_id: str | None,
+        ran: bool,
+    ) -> ToolCall:
+        """What this call does (its command, MCP tool, files), with where and when its
+        event says it runs (a few times faster than `dataclasses.replace`)."""
+        return ToolCall(
+            command=self.command,
+            mcp_tool=self.mcp_tool,
+            edited=self.edited,
+            tool=tool,
+            cwd=cwd,
+            session=session,
+            tool_use_id=tool_use_id,
+            ran=ran,
+        )
+
     def kind_in_words(self) -> str:
         """What the call is, as the words for the model say it."""
         if self.command:
@@ -423,10 +445,7 @@ class PreToolUseAgent:
             return None
         if call is None:
             return None
-        return ToolCall(
-            command=call.command,
-            mcp_tool=call.mcp_tool,
-            edited=call.edited,
+        return call.placed(
             tool=tool,
             cwd=decoded.cwd or None,
             session=decoded.session_id or None,
@@ -474,6 +493,11 @@ class PreToolUseAgent:
                 }
             }
         )
+
+    def answer_text(self, answer: bytes) -> str | None:
+        """The text an answer of `render_*` hands the model (a stop's reason or the
+        context); None when it is neither."""
+        return text_of_answer(answer)
 
     @property
     def checks_only_after(self) -> bool:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import TYPE_CHECKING
 
+from mented.digest_cache import DigestCache
 from mented.store.validation import MAX_PROJECT_LENGTH
 
 if TYPE_CHECKING:
@@ -30,7 +33,7 @@ def _places(cwd: str | None) -> tuple[str, ...] | None:
     Project directories are stored resolved (`mentectl rule add --project` through
     a link stores its target), so a command run through the link sees them; rules
     stored before that, with the link's path, are still seen from the link. Done
-    once per lookup: a few `lstat` calls.
+    once per lookup, from `_resolved` while the directory is the one resolved.
     """
     if cwd is None:
         return None
@@ -39,8 +42,58 @@ def _places(cwd: str | None) -> tuple[str, ...] | None:
         # No directory has such a path (the kernel refuses it), and `realpath` of one
         # costs its length squared: 5 minutes for a megabyte of `/a/a/...`.
         return (lexical,)
-    real = os.path.realpath(lexical)
+    real = _resolved.real(lexical)
     return (lexical,) if real == lexical else (lexical, real)
+
+
+class _Resolved:
+    """`os.path.realpath` of the working directories seen lately, by digest.
+
+    A hook resolves its `cwd` for each rule lookup, and an agent works in a handful
+    of directories: `realpath` is a `lstat` and a join per component (a tenth of a
+    commit's hook). A directory's answer is kept while `stat` of the path finds the
+    same directory (device, inode, and change time: a directory renamed, or one
+    made anew where a link now leads, has another) and for at most `MAX_AGE_S`;
+    a path that does not stat (gone, or not a directory yet) is resolved each time.
+    """
+
+    MAX_ENTRIES = 256
+    MAX_BYTES = 1 << 20  # the paths together: each at most MAX_PROJECT_LENGTH
+    MAX_AGE_S = 10.0
+
+    def __init__(self) -> None:
+        self._cache: DigestCache[tuple[str, tuple[int, int, int], float]]
+        self._cache = DigestCache(max_entries=self.MAX_ENTRIES, max_bytes=self.MAX_BYTES)
+        self._lock = threading.Lock()  # lookups run in the daemon's worker threads too
+
+    def real(self, lexical: str) -> str:
+        """`os.path.realpath(lexical)`, from the cache while it still holds."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(lexical)
+        if cached is not None and now - cached[2] < self.MAX_AGE_S:
+            found = _directory(lexical)
+            if found is not None and found == cached[1]:
+                return cached[0]
+        real = os.path.realpath(lexical)
+        # The directory `real` names itself (no link on the way): the stamp is of it.
+        stamp = _directory(real)
+        if stamp is not None:
+            with self._lock:
+                self._cache.put(lexical, (real, stamp, now), len(lexical) + len(real))
+        return real
+
+
+def _directory(path: str) -> tuple[int, int, int] | None:
+    """Which directory `path` leads to: its device, inode and change time; None when none."""
+    try:
+        info = os.stat(path)  # noqa: PTH116 - per lookup: a str path, no Path object
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino, info.st_ctime_ns
+
+
+_resolved = _Resolved()
 
 
 def _sees_from(memory: Memory, agent: str | None, places: tuple[str, ...] | None) -> bool:
