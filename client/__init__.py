@@ -10,7 +10,7 @@ General layout, lowest first (imports point up this list, never down it):
 - `errors.py`          `CommandError`: a failure `mentectl` shows as it is.
 - `files.py`           writing the user's files (agent settings, Codex's config,
                        service units): atomically, through a symlink, with a backup.
-- `hook_settings.py`   the hook's command line and our entry in an agent's JSON
+- `hook_settings/`     the hook's command line and our entry in an agent's JSON
                        settings, spliced in without rewriting the rest.
 - `service_files.py`   the systemd units and the launchd plist, rendered.
 - `scope.py`           checks on what a rule names (agent, project directory), and

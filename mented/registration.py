@@ -66,11 +66,11 @@ class HookNeeds:
         already catches (`*npm*i*` catches every line `*npm*install*` does).
         """
         patterns = list(dict.fromkeys("*" + "*".join(words) + "*" for words in self.commands))
-        kept: list[str] = []
+        kept = _KeptPatterns()
         for pattern in sorted(patterns, key=lambda p: (len(p), p)):
-            if not any(_subsumes(other, pattern) for other in kept):
-                kept.append(pattern)
-        return sorted(kept)
+            if not any(_subsumes(other, pattern) for other in kept.candidates(pattern)):
+                kept.add(pattern)
+        return sorted(kept.patterns)
 
     def programs(self) -> list[str]:
         """The programs whose commands can perform an action, sorted."""
@@ -154,6 +154,37 @@ def _word_sequences(shape: Shape) -> list[tuple[str, ...]]:
     return sequences
 
 
+class _KeptPatterns:
+    """The `*a*b*` patterns kept so far, by their last literal part.
+
+    A pattern can subsume `specific` only when each of its parts, the last one
+    too, stands inside one of `specific`'s parts: the candidates are found by
+    looking up the pieces of `specific`'s parts, not by trying every pattern kept
+    (hundreds with many git aliases).
+    """
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+        self._by_last: dict[str, list[str]] = {}
+        self._bare: list[str] = []  # no literal part: they take every text
+
+    def add(self, pattern: str) -> None:
+        self.patterns.append(pattern)
+        parts = [part for part in pattern.split("*") if part]
+        (self._by_last.setdefault(parts[-1], []) if parts else self._bare).append(pattern)
+
+    def candidates(self, specific: str) -> list[str]:
+        """The kept patterns that may subsume `specific` (all those that do, and others)."""
+        parts = [part for part in specific.split("*") if part]
+        if sum(len(part) * (len(part) + 1) // 2 for part in parts) > len(self.patterns):
+            return self.patterns  # looking up every piece would cost more
+        found = list(self._bare)
+        pieces = {p[i:j] for p in parts for i in range(len(p)) for j in range(i + 1, len(p) + 1)}
+        for piece in pieces:
+            found.extend(self._by_last.get(piece, ()))
+        return found
+
+
 def _subsumes(general: str, specific: str) -> bool:
     """Whether every text `specific` matches is matched by `general` (both `*a*b*` patterns).
 
@@ -185,8 +216,12 @@ def wildcard_matches(pattern: str, text: str) -> bool:
     How Claude Code reads the inside of `Bash(...)` in a hook's `if`, for
     checking an installed condition against the table.
     """
-    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(regex, text, re.DOTALL) is not None
+    return wildcard_regex(pattern).fullmatch(text) is not None
+
+
+def wildcard_regex(pattern: str) -> re.Pattern[str]:
+    """`pattern` (`*` any text, newlines too) as a regular expression, for `fullmatch`."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
 
 
 def glob_to_regex(glob: str) -> str:

@@ -9,15 +9,25 @@ import pytest
 from mented.agents import AGENTS, module_of
 from mented_client.agents import client_of
 from mented_client.agents.base import ClientAgent
+from mented_client.agents.extension_file import InProcessPlugin
 from mented_client.agents.hook_file import HookFile
-from mented_client.agents.in_process import InProcessPlugin, PluginFile
+from mented_client.agents.plugin_file import PluginFile
 from mented_client.agents.settings_hooks import SettingsHooks
 from mented_client.cli import main
 from mented_client.commands.output import CommandError
 
 CLIENT_DIR = Path(__file__).parent.parent / "client" / "agents"
 # The modules of the package that serve no one agent: the kinds of install and their base.
-KINDS = {"__init__", "base", "settings_hooks", "hook_file", "in_process"}
+KINDS = {
+    "__init__",
+    "base",
+    "settings_hooks",
+    "hook_file",
+    "in_process",
+    "plugin_file",
+    "extension_file",
+    "findings",
+}
 
 
 def test_every_agent_has_exactly_one_client_module_and_no_module_serves_none() -> None:

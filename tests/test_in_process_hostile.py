@@ -17,7 +17,7 @@ import pytest
 
 from mented.agents.opencode import plugin_source
 from mented.agents.pi import AGENT as PI
-from mented_client.agents import in_process
+from mented_client.agents import extension_file
 from mented_client.cli import main
 from tests.test_opencode import home  # noqa: F401 - the fixture: HOME, XDG_CONFIG_HOME, socket
 
@@ -67,7 +67,7 @@ def anyones_file(agent: str) -> Callable[[Path], Callable[[], bool]]:
     """mented's own text, in a file anyone may write: someone else's to change."""
 
     def make(path: Path) -> Callable[[], bool]:
-        text = in_process.installed_text(PI, None) if agent == "pi" else OURS[agent]()
+        text = extension_file.installed_text(PI, None) if agent == "pi" else OURS[agent]()
         path.write_text(text)
         path.chmod(0o666)
         return lambda: path.read_text() == text and path.stat().st_mode & 0o777 == 0o666

@@ -309,18 +309,18 @@ def test_a_project_install_stays_in_the_project(
 def test_doctor_fails_a_plugin_that_speaks_another_protocol_than_the_daemon(
     home: Path, tmp_path: Path
 ) -> None:
-    from mented_client.agents import client_of, in_process
+    from mented_client.agents import client_of, plugin_file
     from mented_client.commands import doctor
 
     assert mentectl("hooks", "install", "opencode") == 0
     places = client_of("opencode").places(None)  # type: ignore[attr-defined]
     socket = tmp_path / "run" / "mented.sock"
-    same = in_process.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 1))  # type: ignore[arg-type]
+    same = plugin_file.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 1))  # type: ignore[arg-type]
     assert [(check.link, check.state) for check in same] == [
         ("hook opencode", "ok"),
         ("fire opencode", "warn"),  # the daemon is down: nothing sent
     ]
-    newer = in_process.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 2))  # type: ignore[arg-type]
+    newer = plugin_file.check_plugin(OPENCODE, places, doctor.FireTarget(socket, False, 250, 2))  # type: ignore[arg-type]
     assert newer[0].state == "fail"
     assert "the plugin speaks protocol 1, the daemon 2" in newer[0].detail
     assert "mentectl hooks install opencode" in (newer[0].fix or "")

@@ -27,9 +27,9 @@ from mented.memory import PINNED_TAG, MemoryType
 from mented.protocol import PROTOCOL_VERSION, StatusReply
 from mented.sessions import SessionMemory
 from mented.store import Store
-from mented_client.agents import in_process as extension
-from mented_client.agents import in_process as extension_file
-from mented_client.agents.in_process import Found
+from mented_client.agents import extension_file
+from mented_client.agents import extension_file as extension
+from mented_client.agents.extension_file import Found
 from mented_client.cli import main
 from tests.test_hooks import make_matcher
 

@@ -160,6 +160,40 @@ def test_a_filter_without_a_program_is_a_gap() -> None:
     assert agent.registration_gaps(only_git, needs) == ["shell commands (kubectl apply)"]
 
 
+def test_hundreds_of_git_aliases_are_each_registered_and_a_missing_one_is_a_gap() -> None:
+    # One condition per alias: `hooks status` checks each command against hundreds of
+    # entries. `*git*zq*` also takes `git xzqy`, which gets no condition of its own.
+    agent = AGENTS["claude-code"]
+    aliases = [f"al{i}x" for i in range(300)] + ["zq", "xzqy"]
+    needs = hook_needs(load_action_table(Config()), aliases)
+    patterns = needs.command_patterns()
+    assert {"*git*al0x*", "*git*al299x*", "*git*zq*"} <= set(patterns)
+    assert "*git*xzqy*" not in patterns
+    assert "*git*al1x*" in patterns  # not taken by `*git*al11x*` nor taking it
+    entries = installed("claude-code", agent.hook_groups("CMD", 5, needs)["PreToolUse"])
+    assert len(entries) > 300
+    assert agent.registration_gaps(entries, needs) == []
+    without_one = [entry for entry in entries if entry.handler.get("if") != "Bash(*git*al7x*)"]
+    assert agent.registration_gaps(without_one, needs) == ["shell commands (git al7x)"]
+    without_zq = [entry for entry in entries if entry.handler.get("if") != "Bash(*git*zq*)"]
+    assert agent.registration_gaps(without_zq, needs) == ["shell commands (git xzqy, git zq)"]
+
+
+def test_kiro_reads_no_condition_a_shell_matcher_covers_every_command() -> None:
+    agent = AGENTS["kiro-cli"]
+    needs = HookNeeds(commands=(("git", "commit"), ("kubectl", "apply")), edits=True)
+    entries = [
+        InstalledEntry(Path("/s"), "preToolUse", i, -1, entry, entry["matcher"])
+        for i, entry in enumerate(agent.hook_groups("CMD", 5, needs)["preToolUse"])
+    ]
+    assert agent.registration_gaps(entries, needs) == []
+    shell = min(agent.shell_tools)
+    no_shell = [entry for entry in entries if entry.matcher != shell]
+    assert agent.registration_gaps(no_shell, needs) == [
+        "shell commands (git commit, kubectl apply)"
+    ]
+
+
 # --------------------------------------------------------------- Codex's apply_patch
 
 

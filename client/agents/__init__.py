@@ -3,8 +3,9 @@
 `client_of(name)` is the agent's `ClientAgent` (`base.py`), one module per agent
 (`mented_client.agents.<agent>`, named as its adapter in `mented.agents`), each
 choosing its kind of install: entries in a settings file (`settings_hooks.py`), a
-hook file of its own (`hook_file.py`), or a plugin file in the agent's own process
-(`in_process.py`). The commands ask it and never branch on an agent's name.
+hook file of its own (`hook_file.py`), or a file run in the agent's own process
+(`plugin_file.py`, `extension_file.py`; what they share: `in_process.py`). The
+commands ask it and never branch on an agent's name.
 """
 
 from __future__ import annotations

@@ -8,13 +8,15 @@ class per kind of install:
 - `SettingsHooks` (`settings_hooks.py`): mented's entries in the agent's settings
   file (Claude Code, Codex, Gemini CLI, ...), and `HookFile` (`hook_file.py`): a hook
   that is an executable file of its own (Cline);
-- `PluginFile` and `InProcessPlugin` (`in_process.py`): a plugin file of mented's
-  that the agent runs in its own process (opencode and Kilo; pi).
+- `PluginFile` (`plugin_file.py`, opencode and Kilo) and `InProcessPlugin`
+  (`extension_file.py`, pi): a file of mented's that the agent runs in its own
+  process (what the two share: `in_process.py`).
 
 Each agent's module (`mented_client.agents.<agent>`) picks its kind and names what
 is its own (Codex's trust in its hooks). The places a hook was found are reported in
-the shapes below (`SettingsPlace`, `HookCheck`), so that `hooks status` and `doctor`
-read every kind alike; an agent whose files say more (pi's extension) has its own.
+the shapes of `findings.py` (`SettingsPlace`, `HookCheck`), so that `hooks status`
+and `doctor` read every kind alike; an agent whose files say more (pi's extension)
+has its own.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ import abc
 import argparse
 import json
 import os
-import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,17 @@ from mented import paths
 from mented.agents.pretooluse import EVENT_NAME, SESSION_START
 from mented.git_aliases import GitAliases
 from mented.registration import HookNeeds, hook_needs
-from mented_client.commands.output import CommandError, escape_controls, print_json
+from mented_client.agents.findings import (
+    DoctorFindings,
+    SettingsPlace,
+    gaps_fix,
+    gaps_problem,
+    print_places,
+)
+from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path
 from mented_client.hook_settings import (
-    MentedEntry,
     SettingsError,
-    command_argv,
     guarded_command,
     installed_shim,
     is_native_executable,
@@ -49,50 +55,8 @@ from mented_client.scope import table_in_force
 if TYPE_CHECKING:
     from mented.agents import Agent
     from mented.protocol import StatusReply
-    from mented_client.commands.doctor import Check, FireTarget
+    from mented_client.commands.doctor import FireTarget
     from mented_client.commands.mcp import Writer
-
-
-@dataclass
-class HookCheck:
-    """One installed entry and whether it can still run."""
-
-    command: str
-    timeout: object
-    interpreter: str | None
-    shim: str | None
-    socket: str | None  # the shim's fallback when the agent's environment names none
-    problems: list[str]  # fixed by installing again
-    event: str = EVENT_NAME
-    trust: str | None = None  # the agent's own verdict, where it has one (Codex)
-    trust_problem: str | None = None  # why the agent will not run it
-    trust_fix: str | None = None  # the step that makes it run
-    # The line exits 0 once the shim or interpreter is gone (`guarded_command`); older
-    # installs' did not (exit 2: the agent blocked every command).
-    guarded: bool = True
-
-
-@dataclass
-class SettingsPlace:
-    """One settings file and the mented entries in it."""
-
-    settings: str
-    exists: bool
-    hooks: list[HookCheck] = field(default_factory=list)
-    error: str | None = None
-    missing: list[str] = field(default_factory=list)  # events without our entry (older install)
-    # The tool calls the action table names that no installed entry runs for.
-    gaps: list[str] = field(default_factory=list)
-
-    @property
-    def broken(self) -> bool:
-        """Whether something here keeps rules from reaching the agent."""
-        return (
-            self.error is not None
-            or bool(self.missing)
-            or bool(self.gaps)
-            or any(hook.problems or hook.trust_problem for hook in self.hooks)
-        )
 
 
 @dataclass(frozen=True)
@@ -109,17 +73,6 @@ class Removal:
         if self.deleted:
             return f"{self.removed} mented hook {entries} removed; it held nothing else and is gone"
         return f"{self.removed} mented hook {entries} removed, nothing else changed"
-
-
-@dataclass
-class DoctorFindings:
-    """`doctor`'s lines for one agent, whether a hook of it is installed, and the command
-    line to test-fire (built by this installation, never read from a file) with its
-    time limit in seconds."""
-
-    checks: list[Check] = field(default_factory=list)
-    installed: bool = False
-    fire: tuple[str, float] | None = None
 
 
 def install_report(agent: Agent, path: Path, outcome: str, **more: object) -> dict[str, object]:
@@ -494,104 +447,7 @@ def cleanup_root(agent: Agent, path: Path, project: Path | None = None) -> Path 
     return None
 
 
-def missing_problem(events: list[str]) -> str:
-    """What a settings file without our entry for `events` lacks (an older install)."""
-    what = {
-        SESSION_START: "so pinned rules are not handed over at session start, nor rules "
-        "again after the context is compacted or cleared"
-    }
-    return "; ".join(
-        f"no {event} entry" + (f", {what[event]}" if event in what else "") for event in events
-    )
-
-
-def check_entry(entry: MentedEntry) -> HookCheck:
-    """Whether the interpreter and the shim an entry runs still exist."""
-    run = command_argv(entry.command)
-    argv = run.argv if run is not None else []
-    interpreter = Path(argv[0]) if argv else None
-    at = next((i for i, arg in enumerate(argv) if Path(arg).name == "shim.py"), None)
-    shim = None if at is None else Path(argv[at])
-    # After the shim: the agent's name, then the fallback socket (older installs had none).
-    socket = argv[at + 2] if at is not None and len(argv) > at + 2 else None
-    problems = []
-    if interpreter is None or not interpreter.exists():
-        problems.append(f"interpreter {interpreter} is missing: reinstall the hook")
-    elif not is_native_executable(interpreter.resolve()):
-        problems.append(f"interpreter {interpreter} is a script (slow): reinstall the hook")
-    if shim is None or not shim.is_file():
-        problems.append(f"shim {shim} is missing: reinstall the hook")
-    return HookCheck(
-        command=entry.command,
-        timeout=entry.timeout,
-        interpreter=str(interpreter) if interpreter else None,
-        shim=str(shim) if shim else None,
-        socket=socket,
-        problems=problems,
-        guarded=run is not None and run.guarded,
-    )
-
-
-def gaps_problem(gaps: list[str]) -> str:
-    """What a registration that misses these tool calls means."""
-    return "the hook is not registered for " + "; ".join(gaps) + ", which the action table names"
-
-
-def gaps_fix(agent: Agent, where: Path) -> str:
-    """The step that registers the hook for what the table names, in that settings file."""
-    user = where == agent.settings_path()
-    option = "" if user else f" --settings {shlex.quote(str(where))}"
-    fix = f"`mentectl hooks install {agent.name}{option}` again"
-    if agent.entry_trust is not None:
-        fix += ", then trust the changed entries in the agent (see its note)"
-    return fix
-
-
 def status_needs(socket: str | None) -> HookNeeds | None:
     """The tool calls the table in force needs, to check registrations by; None: unusable."""
     _, table, problem = table_in_force(socket)
     return None if problem else hook_needs(table, user_git_aliases())
-
-
-# ------------------------------------------------------------------ status
-
-
-def print_places(agent: Agent, places: list[SettingsPlace]) -> None:
-    """`hooks status` lines for an agent's settings files."""
-    name = agent.name
-    print(f"{name} ({agent.title})")
-    for place in places:
-        where = escape_controls(display_path(Path(place.settings)), keep_lines=False)
-        if place.error:
-            print(f"  {where}: {escape_controls(place.error)}")
-        elif not place.hooks:
-            print(f"  {where}: not installed" + ("" if place.exists else " (no such file)"))
-        shown: set[tuple[str, str | None]] = set()
-        # One line per event and verdict: a filtered install has a handler per condition.
-        lines: dict[str, int] = {}
-        for hook in place.hooks:
-            problems = [*hook.problems]
-            if hook.trust_problem:
-                problems.append(f"{hook.trust_problem}; to fix: {hook.trust_fix}")
-            trust = f" ({hook.trust})" if hook.trust and not hook.trust_problem else ""
-            said = escape_controls("; ".join(problems), keep_lines=False) or "ok"
-            line = f"  {where}: {hook.event} installed{trust}, {said}"
-            lines[line] = lines.get(line, 0) + 1
-        for line, count in lines.items():
-            print(line + (f" ({count} handlers)" if count > 1 else ""))
-        for hook in place.hooks:
-            if (hook.command, hook.socket) in shown:
-                continue
-            shown.add((hook.command, hook.socket))
-            print(f"    runs: {escape_controls(hook.command, keep_lines=False)}")
-            fallback = hook.socket or "the agent's $MENTED_SOCKET, else the default"
-            print(f"    socket: {escape_controls(fallback, keep_lines=False)}")
-        if place.missing:
-            print(
-                f"  {where}: {missing_problem(place.missing)} (an older install): "
-                f"run `mentectl hooks install {name}` again"
-            )
-        if place.gaps:
-            fix = gaps_fix(agent, Path(place.settings))
-            said = escape_controls(gaps_problem(place.gaps), keep_lines=False)
-            print(f"  {where}: {said}: run {fix}")

@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from mented.agents.opencode import AGENT
-from mented_client.agents.in_process import PluginFile
+from mented_client.agents.plugin_file import PluginFile
 
 CLIENT = PluginFile(AGENT)

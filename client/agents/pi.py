@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from mented.agents.pi import AGENT
-from mented_client.agents.in_process import InProcessPlugin
+from mented_client.agents.extension_file import InProcessPlugin
 
 CLIENT = InProcessPlugin(AGENT)

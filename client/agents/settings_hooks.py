@@ -26,20 +26,22 @@ from mented.agents.pretooluse import (
 from mented_client import added_settings
 from mented_client.agents.base import (
     DEFAULT_TIMEOUT_S,
-    DoctorFindings,
-    HookCheck,
     PlacesAgent,
     Removal,
-    SettingsPlace,
-    check_entry,
     cleanup_root,
-    gaps_fix,
-    gaps_problem,
     hook_command,
     install_report,
-    missing_problem,
     needs_in_force,
     settings_paths,
+)
+from mented_client.agents.findings import (
+    DoctorFindings,
+    HookCheck,
+    SettingsPlace,
+    check_entry,
+    gaps_fix,
+    gaps_problem,
+    missing_problem,
 )
 from mented_client.commands.output import CommandError, print_json
 from mented_client.files import display_path, write_atomically

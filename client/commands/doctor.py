@@ -47,7 +47,8 @@ from mented.protocol import (
 )
 from mented.words import counted
 from mented_client.agents import client_of
-from mented_client.agents.base import DEFAULT_TIMEOUT_S, HookCheck, hook_command, status_needs
+from mented_client.agents.base import DEFAULT_TIMEOUT_S, hook_command, status_needs
+from mented_client.agents.findings import HookCheck
 from mented_client.commands import hooks, mcp
 from mented_client.commands.output import CommandError, escape_controls, print_json
 from mented_client.commands.service import (

@@ -59,6 +59,8 @@ from mented.agents.pretooluse import (
 from mented.registration import sample_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mented.agents.pretooluse import InstalledEntry
     from mented.registration import HookNeeds
 
@@ -181,6 +183,12 @@ class KiroAgent(PreToolUseAgent):
     def mcp_tool_sample(self, glob: str) -> str:
         server, _, tool = glob.partition("/")
         return f"@{sample_name(server)}/{sample_name(tool)}"
+
+    def _shell_cover(self, entries: list[InstalledEntry]) -> Callable[[tuple[str, ...]], bool]:
+        """Kiro reads no condition: a shell command is covered when the shell tool is."""
+        shell = min(self.shell_tools)
+        runs = any(self._entry_runs(entry, shell, None) for entry in entries)
+        return lambda _words: runs
 
     def _entry_runs(self, entry: InstalledEntry, tool: str, command: str | None) -> bool:  # noqa: ARG002
         """As Kiro matches (`hook_matches_tool`): none or `*` takes all, else exact or a glob."""

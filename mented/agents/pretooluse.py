@@ -730,12 +730,8 @@ class PreToolUseAgent:
         """
         entries = [entry for entry in installed if entry.event == self.event_name]
         gaps = []
-        shell = min(self.shell_tools)
-        missing_commands = [
-            " ".join(words)
-            for words in needs.commands
-            if not any(self._entry_runs(entry, shell, " ".join(words)) for entry in entries)
-        ]
+        runs_shell = self._shell_cover(entries)
+        missing_commands = [" ".join(words) for words in needs.commands if not runs_shell(words)]
         if missing_commands:
             gaps.append(f"shell commands ({', '.join(missing_commands)})")
         if needs.edits:
@@ -754,6 +750,42 @@ class PreToolUseAgent:
             )
         )
         return gaps
+
+    def _shell_cover(self, entries: list[InstalledEntry]) -> Callable[[tuple[str, ...]], bool]:
+        """Whether some entry runs for a shell command holding these words, as
+        `_entry_runs` for each entry, with each entry read once (not once per command).
+
+        A command is first looked up among the conditions by its own pattern
+        (`*git*commit*` for `git commit`, which matches it): a settings file with
+        hundreds of conditions is not searched through for each command.
+        """
+        from mented.registration import wildcard_regex  # noqa: PLC0415 - as mcp_tool_pattern
+
+        shell = min(self.shell_tools)
+        patterns: dict[str, None] = {}
+        for entry in entries:
+            if not matcher_takes(entry.matcher, shell):
+                continue
+            condition = entry.handler.get("if")
+            if not isinstance(condition, str) or not condition.strip():
+                return lambda _words: True
+            if self.shell_condition is None:
+                return lambda _words: True  # the agent does not read conditions
+            name, _, rest = condition.strip().partition("(")
+            if name != shell:
+                continue
+            if not rest:
+                return lambda _words: True
+            patterns[rest.removesuffix(")")] = None
+        regexes = [wildcard_regex(pattern) for pattern in patterns]
+
+        def runs(words: tuple[str, ...]) -> bool:
+            if "*" + "*".join(words) + "*" in patterns:
+                return True
+            command = " ".join(words)
+            return any(regex.fullmatch(command) for regex in regexes)
+
+        return runs
 
     def _entry_runs(self, entry: InstalledEntry, tool: str, command: str | None) -> bool:
         """Whether the agent runs `entry` for a call of `tool` (with this shell command)."""
