@@ -272,8 +272,9 @@ def test_the_warm_path_costs_a_few_stat_calls(
     inside = str(repo / "src")
     projects.recall_for_action("git-commit", agent=None, cwd=inside, k=6)  # cold
     calls: list[str] = []
-    real_stat, real_listdir = os.stat, os.listdir
+    real_stat, real_lstat, real_listdir = os.stat, os.lstat, os.listdir
     monkeypatch.setattr(os, "stat", lambda *a, **k: calls.append("stat") or real_stat(*a, **k))
+    monkeypatch.setattr(os, "lstat", lambda *a, **k: calls.append("lstat") or real_lstat(*a, **k))
     monkeypatch.setattr(
         os, "listdir", lambda *a, **k: calls.append("listdir") or real_listdir(*a, **k)
     )
@@ -281,7 +282,10 @@ def test_the_warm_path_costs_a_few_stat_calls(
     rules = projects.recall_for_action("git-commit", agent=None, cwd=inside, k=6)
 
     assert texts(rules) == ["conventional prefix, imperative mood"]
-    assert calls == ["stat", "stat"]  # the folder and its one file; no listing, no parsing
+    # The working directory (its resolved path is kept while it stats the same: no
+    # `realpath`, which is a `lstat` per component), the folder and its one file; no
+    # listing, no parsing.
+    assert calls == ["stat", "stat", "stat"]
 
 
 # ------------------------------------------------------------- the daemon
