@@ -26,7 +26,7 @@ from typing import Any
 
 from mented.agents import AGENTS
 from mented.agents.codex import config_toml_path, entry_state_keys, user_hooks_path
-from mented_client.agents.codex import table_span
+from mented_client.agents.codex import parse_config, table_span
 from mented_client.errors import CommandError
 from mented_client.files import display_path, remove_file, write_atomically
 from mented_client.hook_settings import SettingsError, find_entries, read_settings
@@ -64,7 +64,7 @@ def without_trust(text: str, keys: set[str], path: Path | str) -> tuple[str, int
             a table of its own (an inline table, dotted keys), or the edit would change
             anything else: the file is left as it is.
     """
-    doc = _parse(text, path)
+    doc = parse_config(text, path)
     ours = {key for key in _states(doc) if key.strip() in keys}
     if not ours:
         return text, 0
@@ -80,7 +80,7 @@ def without_trust(text: str, keys: set[str], path: Path | str) -> tuple[str, int
     for start, end in sorted(spans, reverse=True):
         new = new[:start] + new[end:]
     expected = _pruned(doc, ours)
-    if len(spans) != len(ours) or _pruned(_parse(new, path), set()) != expected:
+    if len(spans) != len(ours) or _pruned(parse_config(new, path), set()) != expected:
         named = ", ".join(sorted(ours))
         raise CommandError(
             f"cannot take Codex's trust for mented's hooks ({named}) out of {path} line by "
@@ -121,15 +121,6 @@ def forget_trust(keys: set[str]) -> list[str]:
         f"  {display_path(directory)} was left empty: removed too" for directory in directories
     )
     return lines
-
-
-def _parse(text: str, path: Path | str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CommandError(
-            f"{path} is not valid TOML ({exc}); fix it first, then run this again"
-        ) from exc
 
 
 def _states(doc: dict[str, Any]) -> dict[str, Any]:

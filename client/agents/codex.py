@@ -100,7 +100,8 @@ def codex_table(command: list[str]) -> str:
     return f"[mcp_servers.{SERVER_NAME}]\ncommand = {toml_string(command[0])}\nargs = [{args}]\n"
 
 
-def _parse(text: str, path: Path | str) -> dict[str, Any]:
+def parse_config(text: str, path: Path | str) -> dict[str, Any]:
+    """Codex's config.toml as a table, or the error that says to fix it first."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -159,7 +160,7 @@ def with_codex_server(text: str, command: list[str], path: Path | str = "config.
         CommandError: the file is not TOML, or our entry is written in a form
             (inline table, dotted keys) that cannot be replaced line by line.
     """
-    doc = _parse(text, path)
+    doc = parse_config(text, path)
     entry = _our_entry(doc)
     if entry is not None and entry_command(entry) == command:
         return text
@@ -183,7 +184,7 @@ def with_codex_server(text: str, command: list[str], path: Path | str = "config.
 
 def without_codex_server(text: str, path: Path | str = "config.toml") -> str:
     """`text` without our table (and the blank line set before it when it was appended)."""
-    doc = _parse(text, path)
+    doc = parse_config(text, path)
     if _our_entry(doc) is None:
         return text
     span = _table_span(text)
@@ -196,7 +197,7 @@ def without_codex_server(text: str, path: Path | str = "config.toml") -> str:
     if not text[end:].strip() and text[:start].endswith("\n\n"):
         start -= 1  # the blank line `with_codex_server` put before an appended table
     new = text[:start] + text[end:]
-    if _other_settings(doc) != _other_settings(_parse(new, path)):
+    if _other_settings(doc) != _other_settings(parse_config(new, path)):
         raise CommandError(
             f"removing [mcp_servers.{SERVER_NAME}] from {path} would change other settings; "
             "remove it by hand"
@@ -246,7 +247,7 @@ def _read_codex(path: Path) -> str:
 def codex_registration(agent: Agent) -> Registration:
     path = agent.mcp_config_path()
     try:
-        doc = _parse(_read_codex(path), path)
+        doc = parse_config(_read_codex(path), path)
     except CommandError as exc:
         return Registration(agent.name, registered=False, where=str(path), problem=str(exc))
     entry = _our_entry(doc)
