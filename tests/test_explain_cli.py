@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mented.agents import AGENTS
 from mented.protocol import StatusRequest, encode
 from mented_client.cli import _socket_option, main, wake_the_daemon
 from tests.conftest import PYTHON, DaemonProcess, isolated_env
@@ -366,3 +367,147 @@ def test_the_wake_up_goes_to_the_socket_asked_for(short_tmp: Path) -> None:
     assert _socket_option(["--socket", "/a", "explain", "--", "--socket", "/c"]) == "/a"
     assert _socket_option(["explain", "git", "push"]) is None
     wake_the_daemon(str(short_tmp / "nothing-listens.sock"))  # no error: nothing to wake
+
+
+# Each file-writing tool of each agent, by the agent's own name for it.
+EDIT_TOOLS = [(name, tool) for name in AGENTS for tool in AGENTS[name].file_edit_tools()]
+
+
+@pytest.fixture
+def in_a_repo(tmp_path: Path, triggers: Path, no_daemon: list[str]) -> list[str]:
+    """`explain` with the triggers, as if run at the top of a repository."""
+    (tmp_path / ".git").mkdir()
+    return [*no_daemon, "explain", "--config", str(triggers), "--cwd", str(tmp_path)]
+
+
+@pytest.mark.parametrize(("agent", "tool"), EDIT_TOOLS)
+def test_explain_a_file_edit_by_every_agents_own_tool(
+    capsys: pytest.CaptureFixture[str], in_a_repo: list[str], agent: str, tool: str
+) -> None:
+    argv = in_a_repo
+    status, out, _ = run(capsys, *argv, "--agent", agent, "--tool", tool, "--path", "db/m/1.sql")
+    assert status == 0
+    assert out.startswith("actions: (none)\nfile edit: db/m/1.sql\n")
+    _, out, _ = run(
+        capsys, *argv, "--agent", agent, "--tool", tool, "--path", "db/migrations/1.sql"
+    )
+    assert out.startswith("actions: db-migration\n"), out
+    assert "-> db-migration: file edit **/migrations/** (db/migrations/1.sql)" in out
+
+
+@pytest.mark.parametrize(
+    ("agent", "tool"),
+    [
+        ("claude-code", "mcp__gitea__open_pr"),
+        ("gemini-cli", "mcp_gitea_open_pr"),
+        ("opencode", "gitea_open_pr"),
+        ("kilo", "gitea_open_pr"),
+        ("kiro-cli", "@gitea/open_pr"),
+        ("crush", "mcp_gitea_open_pr"),
+    ],
+)
+def test_explain_an_mcp_tool_by_the_agents_own_name_for_it(
+    capsys: pytest.CaptureFixture[str], triggers: Path, no_daemon: list[str], agent: str, tool: str
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(triggers), "--agent", agent, "--tool", tool]
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert out.startswith("actions: pr-create\nMCP tool: gitea/open_pr\n"), out
+
+
+def test_explain_an_mcp_tool_of_cursor_by_its_tool_name(
+    capsys: pytest.CaptureFixture[str], triggers: Path, no_daemon: list[str]
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(triggers), "--agent", "cursor", "--tool"]
+    _, out, _ = run(capsys, *argv, "create_pull_request")
+    # Cursor's event names the tool, not its server.
+    assert out.startswith("actions: pr-create\nMCP tool: /create_pull_request\n"), out
+
+
+def test_explain_a_tool_pi_does_not_hand_over(
+    capsys: pytest.CaptureFixture[str], triggers: Path, no_daemon: list[str]
+) -> None:
+    argv = [*no_daemon, "explain", "--config", str(triggers), "--agent", "pi", "--tool"]
+    _, out, _ = run(capsys, *argv, "read", "--path", "db/migrations/1.sql")
+    assert "no action: pi sends no call of 'read' mented looks at" in out
+    _, out, _ = run(capsys, *argv, "edit")
+    assert "no action: edit writes a file: give it with --path" in out
+
+
+def _events_as_sent(repo: str) -> dict[str, tuple[str, bytes]]:
+    """An edit of db/migrations/1.sql as each agent sends it to the hook (its plugin's,
+    extension's or hook's own event), with the explain arguments for the same call."""
+    path = f"{repo}/db/migrations/1.sql"
+    return {
+        "opencode": (
+            "edit",
+            json.dumps(
+                {
+                    "hook_event_name": "tool.execute.before",
+                    "plugin": 1,
+                    "session_id": "ses_oc",
+                    "call_id": "call_oc",
+                    "cwd": repo,
+                    "tool": "edit",
+                    "args": {"filePath": path, "oldString": "a", "newString": "b"},
+                }
+            ).encode(),
+        ),
+        "pi": (
+            "write",
+            json.dumps(
+                {
+                    "event": "tool_call",
+                    "session_id": "ses_pi",
+                    "cwd": repo,
+                    "tool_name": "write",
+                    "tool_call_id": "call_pi",
+                    "input": {"path": path, "content": "create table x();"},
+                }
+            ).encode(),
+        ),
+        "gemini-cli": (
+            "write_file",
+            json.dumps(
+                {
+                    "session_id": "ses_gem",
+                    "transcript_path": "",
+                    "cwd": repo,
+                    "hook_event_name": "BeforeTool",
+                    "timestamp": "2026-01-01T00:00:00.000Z",
+                    "tool_name": "write_file",
+                    "tool_input": {"file_path": path, "content": "create table x();"},
+                }
+            ).encode(),
+        ),
+    }
+
+
+def test_explain_names_the_rules_the_hook_of_each_agent_hands_over(
+    capsys: pytest.CaptureFixture[str], short_tmp: Path, triggers: Path
+) -> None:
+    repo = short_tmp / "repo"
+    (repo / ".git").mkdir(parents=True)
+    daemon = DaemonProcess(short_tmp)
+    daemon.config_path.write_text(triggers.read_text(encoding="utf-8"), encoding="utf-8")
+    daemon.start()
+    try:
+        rule = "migrations: reviewed by the DBA first"
+        daemon.mentectl("rule", "add", "db-migration", rule)
+        daemon.mentectl("rule", "add", "db-migration", "codex only", "--agent", "codex")
+        for agent, (tool, event) in _events_as_sent(str(repo)).items():
+            argv = ["--socket", str(daemon.socket), "explain", "--json", "--agent", agent]
+            argv += ["--tool", tool, "--path", "db/migrations/1.sql", "--cwd", str(repo)]
+            status, out, _ = run(capsys, *argv)
+            assert status == 0
+            explained = json.loads(out)
+            assert explained["actions"] == ["db-migration"], agent
+            named = [memory["content"] for memory in explained["rules"]["db-migration"]]
+            assert named == [rule], agent
+            with daemon.client() as client:
+                # The answer, as the agent reads it (a stop, the first time in a session).
+                handed = client.hook(agent, event).decode()
+            assert rule in handed, agent
+            assert "codex only" not in handed, agent
+    finally:
+        daemon.stop()

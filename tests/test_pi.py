@@ -126,7 +126,7 @@ def test_the_extension_sends_the_tools_the_adapter_reads() -> None:
     assert edits is not None
     assert set(json.loads(f"[{shell.group(1)}]")) == PI.shell_tools
     assert set(json.loads(f"[{edits.group(1)}]")) == PI.edit_tools
-    assert extension_file.protocol_of(text) == PROTOCOL_VERSION
+    assert PI.protocol_of(text) == PROTOCOL_VERSION
 
 
 # ------------------------------------------------------------------ delivery
@@ -244,7 +244,7 @@ def test_install_writes_the_extension_with_the_socket_and_round_trips(
     text = path.read_text()
     assert extension_file.classify(text) is Found.OURS
     assert extension_file.socket_of(text) == str(tmp_path / "mented.sock")
-    assert extension_file.protocol_of(text) == PROTOCOL_VERSION
+    assert PI.protocol_of(text) == PROTOCOL_VERSION
     assert main(["hooks", "install", "pi"]) == 0
     assert "nothing changed" in capsys.readouterr().out
     assert main(["hooks", "status", "pi"]) == 0

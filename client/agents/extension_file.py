@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 DIGEST_PREFIX = "// mented-digest: sha256:"
 SOCKET_PLACEHOLDER = '"@MENTED_SOCKET@"'
-_PROTOCOL = re.compile(r"^export const MENTED_PROTOCOL_VERSION = (\d+);$", re.MULTILINE)
 _SOCKET = re.compile(r'^const SOCKET_WRITTEN_IN = ("(?:[^"\\]|\\.)*");$', re.MULTILINE)
 # Our file is a few kilobytes; a larger one at the path is not ours (and is not read whole).
 MAX_EXTENSION_BYTES = 1 << 20
@@ -99,12 +98,6 @@ def classify(text: str) -> Found:
     )
 
 
-def protocol_of(text: str) -> int | None:
-    """The protocol version an extension file says it speaks."""
-    match = _PROTOCOL.search(text)
-    return int(match.group(1)) if match else None
-
-
 def socket_of(text: str) -> str | None:
     """The socket written into an extension file at install, if any."""
     match = _SOCKET.search(text)
@@ -117,8 +110,9 @@ def socket_of(text: str) -> str | None:
     return value if isinstance(value, str) and not value.startswith("@") else None
 
 
-def inspect_extension(path: Path) -> ExtensionFile:
-    """What is at `path`, read without following a link."""
+def inspect_extension(agent: ExtensionAgent, path: Path) -> ExtensionFile:
+    """What is at `path`, read without following a link; its protocol line read by `agent`,
+    whose file format it is."""
     try:
         data = read_file(path, limit=MAX_EXTENSION_BYTES)
     except FileNotFoundError:
@@ -141,7 +135,7 @@ def inspect_extension(path: Path) -> ExtensionFile:
                 problem=f"{shown(str(path))}: owned by uid {info.st_uid} or writable by anyone, "
                 "not a file of yours",
             )
-    return ExtensionFile(path, found, protocol_of(text), socket_of(text))
+    return ExtensionFile(path, found, agent.protocol_of(text), socket_of(text))
 
 
 def _linked_directory(path: Path, top: Path) -> Path | None:
@@ -191,7 +185,7 @@ def write_extension(agent: ExtensionAgent, path: Path, socket: str | None, top: 
             f"{shown(display_path(linked))} is a symbolic link; mented does not write through "
             "links: nothing was written. Replace it with a folder, or install by hand."
         )
-    current = inspect_extension(path)
+    current = inspect_extension(agent, path)
     if current.found in (Found.CHANGED, Found.FOREIGN):
         raise CommandError(refusal(agent, current, "the install") + "; nothing was written")
     text = installed_text(agent, socket)
@@ -232,7 +226,7 @@ def remove_extension(
     Raises:
         CommandError: it is ours but cannot be removed.
     """
-    current = inspect_extension(path)
+    current = inspect_extension(agent, path)
     where = display_path(path)
     if current.found is Found.MISSING:
         return False, [], f"No mented extension for {agent.title} in {where}; nothing changed."
@@ -340,11 +334,11 @@ class InProcessPlugin(ClientAgent):
     def project_hooks(self, project: Path) -> list[Path]:
         """mented's extension in `project`, if it is there (`uninstall` names it, and
         leaves it)."""
-        file = inspect_extension(self.agent.project_settings_path(project))
+        file = inspect_extension(self.agent, self.agent.project_settings_path(project))
         return [file.path] if file.found is Found.OURS else []
 
     def hook_for_user(self) -> bool:
-        return inspect_extension(self.agent.settings_path()).found is Found.OURS
+        return inspect_extension(self.agent, self.agent.settings_path()).found is Found.OURS
 
     def set_up_for_user(self) -> bool:
         return self.hook_for_user()
@@ -418,12 +412,12 @@ def status_problem(agent: ExtensionAgent, file: ExtensionFile) -> str | None:
 
 def extension_files(agent: ExtensionAgent, extra: str | None = None) -> list[ExtensionFile]:
     """The user's extension file, the project's here (when there is one) and `extra`."""
-    found = [inspect_extension(agent.settings_path())]
-    project = inspect_extension(agent.project_settings_path(Path.cwd()))
+    found = [inspect_extension(agent, agent.settings_path())]
+    project = inspect_extension(agent, agent.project_settings_path(Path.cwd()))
     if project.found is not Found.MISSING and project.path != found[0].path:
         found.append(project)
     if extra:
-        found.append(inspect_extension(Path(extra).expanduser().absolute()))
+        found.append(inspect_extension(agent, Path(extra).expanduser().absolute()))
     return found
 
 

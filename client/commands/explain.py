@@ -23,8 +23,7 @@ import msgspec
 
 from mented import paths
 from mented.actions import ActionTable, TableInForce, load_table_in_force
-from mented.agents import AGENTS, DEFAULT_AGENT, Agent, ToolCall
-from mented.agents.pretooluse import pretooluse_event
+from mented.agents import AGENTS, DEFAULT_AGENT, ToolCall
 from mented.edits import EditMatcher
 from mented.git_aliases import NO_ALIASES, GitAliases
 from mented.memory import Memory, short_handle
@@ -75,9 +74,10 @@ def register(subparsers: SubParsers, common: argparse.ArgumentParser) -> None:
     explain.add_argument(
         "--tool",
         metavar="NAME",
-        help="explain a call of this agent tool instead of a command, by the agent's name for "
-        "it: an MCP tool (mcp__github__create_pull_request) or a file-writing tool (Edit, Write, "
-        "apply_patch for codex) with --path",
+        help="explain a call of this agent tool instead of a command, by --agent's name for "
+        "it, in the event that agent's hook gets: an MCP tool (mcp__github__create_pull_request; "
+        "github_create_pull_request for opencode) or a file-writing tool (Edit, Write; "
+        "apply_patch for codex, edit for opencode and pi, write_file for gemini-cli) with --path",
     )
     explain.add_argument(
         "--path",
@@ -265,24 +265,6 @@ def render_fields(checked: list[dict[str, Any]]) -> str:
     return _one_line_each(lines)
 
 
-def tool_event(agent: Agent, tool: str, files: list[str], cwd: str) -> bytes:
-    """The event `agent` sends before calling `tool` on `files`, as its hook receives it."""
-    tool_input: dict[str, object] = {}
-    if tool in agent.patch_tools:
-        headers = "".join(f"*** Update File: {path}\n" for path in files)
-        tool_input = {"command": f"*** Begin Patch\n{headers}*** End Patch\n"}
-    elif files:
-        tool_input = {"file_path": files[0]}
-    return pretooluse_event(
-        "",
-        cwd=cwd,
-        session=None,
-        tool_name=tool,
-        tool_input=tool_input,
-        hook_event_name=agent.event_name,
-    )
-
-
 def run_explain_tool(args: argparse.Namespace) -> int:
     """`explain --tool NAME [--path PATH]...`: the actions a tool call performs, and why."""
     if not args.tool:
@@ -297,14 +279,16 @@ def _explain_tool(args: argparse.Namespace, daemon: Client | None) -> int:
     config, table = _usable(_load_as_the_daemon(args.config, daemon))
     agent = AGENTS[args.agent]
     cwd = args.cwd or os.getcwd()  # noqa: PTH109 - lexical, like the hook's cwd
-    call = agent.decode(tool_event(agent, args.tool, args.path, cwd))
+    # Built by the agent's adapter: the event its hook gets, in its own shape.
+    call = agent.decode(agent.tool_event(args.tool, args.path, cwd=cwd))
     lines = []
     found: list[tuple[str, str]] = []  # action, why
     if not isinstance(call, ToolCall):
         edit = ", ".join(agent.file_edit_tools())
         reason = (
             f"{agent.title} sends no call of {args.tool!r} mented looks at: an MCP tool is "
-            f"mcp__SERVER__TOOL, a file edit one of {edit} with --path"
+            f"{agent.mcp_prefix}SERVER{agent.mcp_separator}TOOL, a file edit one of {edit} "
+            "with --path"
         )
         if args.tool in agent.file_edit_tools() and not args.path:
             reason = f"{args.tool} writes a file: give it with --path"

@@ -46,7 +46,7 @@ from mented.agents.pretooluse import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from mented.agents.pretooluse import InstalledEntry
     from mented.registration import HookNeeds
@@ -99,6 +99,9 @@ class AuggieAgent(PreToolUseAgent):
         if tool in self.shell_tools:
             return super()._tool_call(tool, tool_input)
         return None  # MCP tools: their names' layout is not documented
+
+    def tool_input(self, tool: str, files: Sequence[str]) -> dict[str, object]:  # noqa: ARG002
+        return {"path": files[0]} if files else {}
 
     def hook_entry(
         self, command: str, timeout_s: int, event: str = EVENT_NAME, condition: str | None = None

@@ -39,7 +39,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -50,8 +50,12 @@ from mented.agents.pretooluse import (
     McpSettings,
     SessionStarted,
     ToolCall,
+    patch_of,
     patched_files,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 PRE_TOOL_USE = "PreToolUse"
 TOOL_CALL = "tool_call"  # the payload's `hookName` for PreToolUse
@@ -163,6 +167,22 @@ class ClineAgent(EveryCallAgent):
                     "input": {"commands": [command]},
                 },
                 "preToolUse": {"toolName": SHELL_TOOL, "parameters": {"commands": command}},
+            }
+        )
+
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        if tool == PATCH_TOOL:
+            tool_input: dict[str, object] = {"input": patch_of(files)}
+        else:
+            tool_input = {"path": files[0]} if files else {}
+        return _encoder.encode(
+            {
+                "taskId": session or "",
+                "workspaceRoots": [cwd],
+                "hookName": TOOL_CALL,
+                "tool_call": {"id": "call_1", "name": tool, "input": tool_input},
             }
         )
 

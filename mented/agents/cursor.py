@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -47,6 +47,9 @@ from mented.agents.pretooluse import (
     SettingsLayout,
     ToolCall,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SHELL_EVENT = "beforeShellExecution"
 MCP_EVENT = "beforeMCPExecution"
@@ -113,6 +116,27 @@ class CursorAgent(EveryCallAgent):
                 "workspace_roots": [cwd],
                 "command": command,
                 "cwd": cwd,
+            }
+        )
+
+    def tool_event(
+        self,
+        tool: str,
+        files: Sequence[str] = (),  # noqa: ARG002 - no file edit reaches a hook of Cursor's
+        *,
+        cwd: str,
+        session: str | None = None,
+    ) -> bytes:
+        """`beforeMCPExecution`: besides the shell, Cursor's hook hears only of MCP tools,
+        named by the tool alone."""
+        return _encoder.encode(
+            {
+                "hook_event_name": MCP_EVENT,
+                "conversation_id": session,
+                "workspace_roots": [cwd],
+                "cwd": cwd,
+                "tool_name": tool,
+                "tool_input": "{}",
             }
         )
 

@@ -69,6 +69,8 @@ from mented.agents.pretooluse import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mented.registration import HookNeeds
 
 BEFORE_TOOL = "BeforeTool"
@@ -173,6 +175,24 @@ class GeminiAgent(PreToolUseAgent):
             hook_event_name=BEFORE_TOOL,
             transcript_path="",
             timestamp="2026-01-01T00:00:00.000Z",
+        )
+
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        """The shared event under `BeforeTool`; an MCP tool's with its `mcp_context`, the
+        server taken to end at the first "_" of mcp_SERVER_TOOL (Gemini CLI's own event
+        names the server, which may hold a "_": its name alone cannot)."""
+        server, _, name = tool.removeprefix(self.mcp_prefix).partition(self.mcp_separator)
+        mcp = {"server_name": server, "tool_name": name}
+        return pretooluse_event(
+            "",
+            cwd=cwd,
+            session=session,
+            tool_name=tool,
+            tool_input=self.tool_input(tool, files),
+            hook_event_name=BEFORE_TOOL,
+            mcp_context=mcp if tool.startswith(self.mcp_prefix) and server and name else None,
         )
 
     # ------------------------------------------------------------------ installing

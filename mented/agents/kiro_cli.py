@@ -59,7 +59,7 @@ from mented.agents.pretooluse import (
 from mented.registration import sample_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from mented.agents.pretooluse import InstalledEntry
     from mented.registration import HookNeeds
@@ -140,6 +140,19 @@ class KiroAgent(PreToolUseAgent):
                 "tool_name": "execute_bash",
                 "tool_input": {"command": command, "summary": "Commit"},
                 "session_id": session,  # doctor's, so that it finds its fire
+            }
+        )
+
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        return _encoder.encode(
+            {
+                "hook_event_name": PRE_TOOL_USE,
+                "cwd": cwd,
+                "tool_name": tool,
+                "tool_input": {"path": files[0]} if files else {},
+                "session_id": session,
             }
         )
 

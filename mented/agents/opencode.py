@@ -56,13 +56,22 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
 from mented import paths
 from mented.agents.in_process import SESSION_SOURCE, InProcessAgent, PluginAnswers, PluginEvent
-from mented.agents.pretooluse import McpSettings, SettingsLayout, ToolCall, patched_files
+from mented.agents.pretooluse import (
+    McpSettings,
+    SettingsLayout,
+    ToolCall,
+    patch_of,
+    patched_files,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 BEFORE_TOOL = "tool.execute.before"
 AFTER_TOOL = "tool.execute.after"
@@ -145,6 +154,15 @@ class OpencodeAgent(InProcessAgent):
     def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
         return tool_event(command, cwd=cwd, session=session)
 
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        if tool in self.patch_tools:
+            args: dict[str, object] = {"patchText": patch_of(files)}
+        else:
+            args = {"filePath": files[0]} if files else {}
+        return plugin_event(tool, args, cwd=cwd, session=session)
+
     # ------------------------------------------------------------------ installing
 
     def config_dir_override(self) -> Path | None:
@@ -170,6 +188,20 @@ def tool_event(  # noqa: PLR0913 - the event's fields
     event: str = BEFORE_TOOL,
 ) -> bytes:
     """The event the plugin sends for a bash call (for doctor, the benchmark, the tests)."""
+    args = {"command": command, "description": "Run the command"}
+    return plugin_event(tool, args, cwd=cwd, session=session, call_id=call_id, event=event)
+
+
+def plugin_event(  # noqa: PLR0913 - the event's fields
+    tool: str,
+    args: Mapping[str, object],
+    *,
+    cwd: str | None,
+    session: str | None,
+    call_id: str = "call_1",
+    event: str = BEFORE_TOOL,
+) -> bytes:
+    """The event the plugin sends for a call of `tool` with these arguments."""
     fields = {
         "hook_event_name": event,
         "plugin": PLUGIN_PROTOCOL,
@@ -177,7 +209,7 @@ def tool_event(  # noqa: PLR0913 - the event's fields
         "call_id": call_id,
         "cwd": cwd,
         "tool": tool,
-        "args": {"command": command, "description": "Run the command"},
+        "args": args,
     }
     return _encoder.encode({key: value for key, value in fields.items() if value is not None})
 

@@ -40,13 +40,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import msgspec
 
 from mented import paths
 from mented.agents.in_process import ExtensionAgent, PluginAnswers, PluginEvent
 from mented.agents.pretooluse import McpSettings, ToolCall
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 TOOL_CALL = "tool_call"
 TOOL_RESULT = "tool_result"
@@ -96,6 +99,12 @@ class PiAgent(ExtensionAgent):
     def sample_event(self, command: str, *, cwd: str, session: str) -> bytes:
         return pi_event(TOOL_CALL, session=session, cwd=cwd, command=command)
 
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        path = files[0] if files else None
+        return pi_event(TOOL_CALL, session=session, cwd=cwd, path=path, tool=tool)
+
 
 def pi_event(  # noqa: PLR0913 - the fields of an event, all optional but its name
     event: str,
@@ -105,11 +114,13 @@ def pi_event(  # noqa: PLR0913 - the fields of an event, all optional but its na
     command: str | None = None,
     path: str | None = None,
     tool_call_id: str = "call_1",
+    tool: str | None = None,
 ) -> bytes:
-    """An event as the extension sends it (for `doctor`, the benchmark and the tests)."""
+    """An event as the extension sends it (for `doctor`, `explain`, the benchmark and the
+    tests): a call of `tool`, else of bash for a command and of edit for a path."""
     document: dict[str, object] = {"event": event, "session_id": session, "cwd": cwd}
     if command is not None or path is not None:
-        document["tool_name"] = SHELL_TOOL if command is not None else "edit"
+        document["tool_name"] = tool or (SHELL_TOOL if command is not None else "edit")
         document["tool_call_id"] = tool_call_id
         document["input"] = {"command": command} if command is not None else {"path": path}
     return _encoder.encode({key: value for key, value in document.items() if value is not None})

@@ -47,7 +47,7 @@ import msgspec
 from mented import paths
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from mented.registration import HookNeeds
 
@@ -81,6 +81,12 @@ _PATCH_FILE = re.compile(
 def patched_files(patch: str) -> tuple[str, ...]:
     """The files an apply_patch patch writes, in order, each once."""
     return tuple(dict.fromkeys(match.group(1) for match in _PATCH_FILE.finditer(patch)))
+
+
+def patch_of(files: Sequence[str]) -> str:
+    """An apply_patch patch that updates `files` (whose `patched_files` they are)."""
+    headers = "".join(f"*** Update File: {path}\n" for path in files)
+    return f"*** Begin Patch\n{headers}*** End Patch\n"
 
 
 class _PreToolUseEvent(msgspec.Struct):
@@ -407,6 +413,26 @@ class PreToolUseAgent:
             tool_name=min(self.shell_tools),
             hook_event_name=self.event_name,
         )
+
+    def tool_event(
+        self, tool: str, files: Sequence[str] = (), *, cwd: str, session: str | None = None
+    ) -> bytes:
+        """The event this agent sends before calling `tool` (by its own name for it) that
+        writes `files`, or an MCP tool's call without arguments (for `mentectl explain`)."""
+        return pretooluse_event(
+            "",
+            cwd=cwd,
+            session=session,
+            tool_name=tool,
+            tool_input=self.tool_input(tool, files),
+            hook_event_name=self.event_name,
+        )
+
+    def tool_input(self, tool: str, files: Sequence[str]) -> dict[str, object]:
+        """`tool_input` of `tool_event`: the patch of a patch tool, an edit's first file."""
+        if tool in self.patch_tools:
+            return {"command": patch_of(files)}
+        return {"file_path": files[0]} if files else {}
 
     def decode(self, event: bytes) -> ToolCall | SessionStarted | ContextEmptied | None:
         """The tool call in `event`, a session start or a context emptied, or None when
