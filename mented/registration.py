@@ -29,6 +29,7 @@ the words (`echo "git commit"`), which the daemon answers with silence.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -144,9 +145,8 @@ def _word_sequences(shape: Shape) -> list[tuple[str, ...]]:
     sequences: list[tuple[str, ...]] = [(shape.program,)]
     for word in shape.subcommand:
         alternatives = (word,) if isinstance(word, str) else word
-        alternatives = tuple(a for a in alternatives if a != ANY_WORD)
-        if not alternatives:
-            continue  # any word: nothing to look for
+        if ANY_WORD in alternatives:
+            continue  # any word (alone or among others, as the matcher reads it): none to look for
         grown = [(*sequence, a) for sequence in sequences for a in alternatives]
         if len(grown) > MAX_SEQUENCES_PER_SHAPE:
             return [(shape.program,)]
@@ -250,4 +250,13 @@ def glob_to_regex(glob: str) -> str:
 
 def sample_name(glob: str) -> str:
     """A name the glob matches (`*` as `x`), to check an installed matcher against."""
-    return re.sub(r"\[!?([^\]])[^\]]*\]", r"\1", glob).replace("*", "x").replace("?", "x")
+    return re.sub(r"\[!?[^\]][^\]]*\]", _class_member, glob).replace("*", "x").replace("?", "x")
+
+
+def _class_member(found: re.Match[str]) -> str:
+    """A character the glob's `[...]` takes: its first, or for `[!...]` one it leaves out."""
+    klass = found.group(0)
+    if not klass.startswith("[!"):
+        return klass[1]
+    taken = re.compile(glob_to_regex(klass))
+    return next((char for char in "x" + string.printable if taken.fullmatch(char)), "x")

@@ -208,7 +208,7 @@ def test_the_replaced_rules_words_give_way_on_a_line_cut_short() -> None:
     text = render(sections, max_chars=4000)
     assert len(text) <= 4000
     assert text.count("(replaces [abcd1234]) ") == len(ACTIONS)
-    assert "www" not in text
+    assert f'"{"w" * MAX_REPLACED_WORDS}"' not in text  # (a handle may hold "www")
 
 
 EDITS_TABLE = load_action_table(
@@ -222,6 +222,8 @@ EDITS_TABLE = load_action_table(
         ("git-commit", TABLE, ["command"]),
         ("pr-create", TABLE, ["command", "tool call"]),
         ("db-migration", EDITS_TABLE, ["file edit"]),
+        # `rule add` for an action the table does not name (yet): a command's words.
+        ("not-in-the-table", TABLE, ["command"]),
     ],
 )
 def test_the_warning_figure_is_exactly_where_the_cut_begins(
@@ -237,11 +239,11 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
             action, max_chars=max_chars, table=table, replaces=False
         )
 
-        def cut(length: int, max_chars: int = max_chars) -> bool:
+        def cut(length: int, max_chars: int = max_chars, *, lone: bool = False) -> bool:
             new = memory("r" * length)
             texts = [
                 render_rules(
-                    [Section(action, [new, older])],
+                    [Section(action, rules)],
                     moment=moment,
                     max_chars=max_chars,
                     table=table,
@@ -251,12 +253,14 @@ def test_the_warning_figure_is_exactly_where_the_cut_begins(
                 for moment in ("before", "after")
                 for earlier in (False, True)
                 for what in whats
+                for rules in ([[new]] if lone else [[new, older], [new]])
             ]
             assert all(f"[{short_handle(new.id)}] rrr" in text for text in texts)
             return any("shows it whole" in text for text in texts)
 
         assert not cut(limit), (max_chars, limit)
         assert cut(limit + 1), (max_chars, limit)
+        assert cut(limit + 1, lone=True), (max_chars, limit)  # its action's alone too
     # A superseding rule's line may say which rule it replaces: its figure is lower.
     assert handover.longest_whole_rule(action, max_chars=4000, table=table) == limit_at(
         action, table
@@ -284,3 +288,52 @@ def test_a_superseding_rule_of_the_warned_length_is_whole_with_the_longest_note(
         ).text
         assert f'"{"w" * MAX_REPLACED_WORDS}") {"r" * limit}\n' in text
         assert "shows it whole" not in text.split("older")[0]
+
+
+def test_before_the_command_runs_the_words_promise_it_will_not_be_stopped_again() -> None:
+    rule = memory("one line, imperative mood")
+    text = render([Section("git-commit", [rule])])
+    assert text.startswith(
+        "mented stopped this command once, before it ran, so that you read the user's rules "
+        "for it first. Run it again once it follows them; it will not be stopped again for "
+        "these rules.\n\n"
+    )
+    assert f"- [{short_handle(rule.id)}] one line, imperative mood\n" in text
+
+
+def test_many_long_rules_are_never_cut_below_eighty_characters() -> None:
+    # Four actions, each a long newest rule and an older one, at a cap where their
+    # fair share is under 80 characters: the lines shown are cut no shorter than
+    # 80 (a readable start, not a stub); whole actions' rules are left out instead.
+    sections = [
+        Section(action, [memory(f"{action} " + "w " * 2000), memory("older " + "o" * 500)])
+        for action in ACTIONS[:4]
+    ]
+    text = render(sections, max_chars=1450)
+    assert len(text) <= 1450
+    lines = [line for line in text.splitlines() if line.startswith("- [")]
+    assert lines, text
+    for line in lines:
+        assert len(line) >= 79, line  # cut to 80, less the space before the cut's words
+        assert line.endswith("shows it whole)"), line
+
+
+def test_long_rules_listed_before_a_short_one_still_share_the_rest_of_the_room() -> None:
+    # The fair share is worked out shortest first, whatever the order of the actions:
+    # the short rule stays whole and the two long ones split what it leaves.
+    first, second = memory("long: " + "l" * 9000), memory("long: " + "m" * 9000)
+    short = memory("one line, imperative mood")
+    handed = render_rules(
+        [
+            Section("git-push", [first]),
+            Section("pr-create", [second]),
+            Section("git-commit", [short]),
+        ],
+        moment="after",
+        max_chars=4000,
+        table=TABLE,
+    )
+    assert f"- [{short_handle(short.id)}] one line, imperative mood\n" in handed.text
+    for rule in (first, second):
+        assert f"`mentectl rule show {short_handle(rule.id)}` shows it whole" in handed.text
+    assert len(handed.text) > 3900  # not a third of the room each

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shlex
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from mented.registration import (
     _subsumes,
     glob_to_regex,
     hook_needs,
+    sample_name,
     wildcard_matches,
 )
 from mented_client.cli import main
@@ -406,3 +409,77 @@ def test_reload_and_rule_add_say_when_the_installed_filter_misses_a_new_action(
     daemon.mentectl("hooks", "install", "claude-code")
     assert again not in daemon.mentectl("reload").stderr
     assert again not in daemon.mentectl("rule", "add", "release-notes", "no emojis").stderr
+
+
+# MCP tool globs as an action's `tools` may name them, and tool names to read them with.
+TOOL_GLOBS = ["github", "git*", "?ithub", "[gh]ub", "[!a]x", "[!a-w]*", "a[\\]b", "[]x]", "x[0-9]"]
+TOOL_NAMES = ["github", "gitlab", "hub", "gub", "ax", "bx", "xx", "a\\b", "]", "x", "x5", "git"]
+
+
+@pytest.mark.parametrize("glob", TOOL_GLOBS)
+def test_a_tool_glob_reads_in_the_agents_regex_as_the_glob_does(glob: str) -> None:
+    # The installed matcher (`mcp__SERVER__TOOL`) takes the names the glob takes, no
+    # other; and `hooks status` checks it with a name the glob takes (else it would
+    # say the tool is not registered, however often it is installed).
+    regex = re.compile(glob_to_regex(glob))
+    for name in TOOL_NAMES:
+        assert (regex.fullmatch(name) is not None) is fnmatchcase(name, glob), (glob, name)
+    if not glob.startswith("[]"):  # (a class opening with `]` is never named in a sample)
+        assert fnmatchcase(sample_name(glob), glob), sample_name(glob)
+        assert regex.fullmatch(sample_name(glob)), sample_name(glob)
+
+
+def test_a_tool_name_with_underscores_is_matched_as_written() -> None:
+    # Codex reads the matcher with Rust's regex crate, which refuses `\_`.
+    assert glob_to_regex("create_pull_request") == "create_pull_request"
+    assert AGENTS["claude-code"].mcp_tool_pattern("my_server/create_*") == (
+        "mcp__my_server__create_.*"
+    )
+
+
+def test_hooks_status_finds_an_installed_tool_named_by_a_negated_class() -> None:
+    agent = AGENTS["claude-code"]
+    needs = HookNeeds(mcp_tools=("linear/[!a]*",))
+    current = installed("claude-code", agent.hook_groups("CMD", 5, needs)["PreToolUse"])
+    assert agent.registration_gaps(current, needs) == []
+
+
+def test_hooks_install_names_what_it_registered_in_words() -> None:
+    needs = HookNeeds(
+        commands=(("git", "commit"), ("gh", "pr", "create"), ("git", "push")),
+        mcp_tools=("github/create_pull_request", "linear/*"),
+        edits=True,
+    )
+    assert needs.summary() == (
+        "shell commands of gh, git; MCP tools github/create_pull_request, linear/*; file edits"
+    )
+    assert HookNeeds(edits=True).summary() == "file edits"
+    assert HookNeeds().summary() == "nothing (the action table names no trigger)"
+
+
+def test_an_action_with_sixteen_subcommand_alternatives_keeps_its_words_in_the_filter() -> None:
+    # 4 x 4 = 16 word sequences, at MAX_SEQUENCES_PER_SHAPE: each is its own
+    # pattern, so the program's other commands start no hook.
+    config = Config(
+        actions={
+            "ship": {"shapes": [{"program": "shipit", "subcommand": [list("abcd"), list("efgh")]}]}
+        }
+    )
+    patterns = claude_code_filter(hook_needs(load_action_table(config), only={"ship"}))
+    assert len(patterns) == 16
+    for command in ("shipit a e", "shipit d h", "sudo shipit c f --now"):
+        assert any(wildcard_matches(pattern, command) for pattern in patterns), command
+    assert not any(wildcard_matches(pattern, "shipit status") for pattern in patterns)
+
+
+def test_a_subcommand_word_that_may_be_any_word_does_not_narrow_the_filter() -> None:
+    # `["*", "now"]` takes any word, as the matcher reads it: `shipit later go` performs
+    # the action and must reach the hook.
+    config = Config(
+        actions={"ship": {"shapes": [{"program": "shipit", "subcommand": [["*", "now"], "go"]}]}}
+    )
+    table = load_action_table(config)
+    patterns = claude_code_filter(hook_needs(table, only={"ship"}))
+    for command in ("shipit later go", "shipit now go"):
+        assert Matcher(table).actions_in(command) == ("ship",)
+        assert any(wildcard_matches(pattern, command) for pattern in patterns), (command, patterns)
