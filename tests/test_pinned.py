@@ -330,6 +330,20 @@ def test_gemini_takes_them_at_startup_and_again_on_resume_and_clear_empties_the_
     assert "single line" in json.loads(hook.handle("gemini-cli", commit("y")))["reason"]
 
 
+def test_qwen_takes_them_at_startup_and_again_on_resume(
+    store: Store, sessions: SessionMemory
+) -> None:
+    # Qwen Code 0.24.4 adds a SessionStart answer's context to a new chat, and fires
+    # "resume" for `--continue`, whose saved history leaves that context out (tried
+    # with the real binary: tests/test_real_agents.py).
+    pin(store, "answer in British English")
+    hook = handler(store, sessions)
+    first = hook.handle("qwen-code", session_start("startup"))
+    assert "British" in handed(first)
+    assert hook.handle("qwen-code", session_start("startup")) == b""  # the same event twice
+    assert hook.handle("qwen-code", session_start("resume")) == first
+
+
 def test_copilot_takes_them_at_the_top_level_and_again_on_resume(
     store: Store, sessions: SessionMemory
 ) -> None:

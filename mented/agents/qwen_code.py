@@ -15,6 +15,10 @@ set) or `<project>/.qwen/settings.json`. Found in Qwen Code 0.24.4's shipped cod
   result, after the tool ran. So, as for Gemini CLI, we install both: before a
   command only a stop is said, after it the context.
 
+- `SessionStart` (`startup`, `resume` for `--continue`, `clear`, `compact`): the
+  answer's `additionalContext` is set at the end of the system instruction, which a
+  resumed session's saved history leaves out: the pinned rules are handed again.
+
 MCP servers: `mcpServers.NAME` (`command`, `args`) in the same user
 `settings.json`, as `qwen mcp add --scope user` writes it (0.24.4, with and
 without `$QWEN_HOME`); `qwen mcp list` lists it.
@@ -85,4 +89,8 @@ AGENT = QwenAgent(
     after_event=POST_TOOL_USE,
     post_tool_event=POST_TOOL_USE,
     mcp=McpSettings(file_name="settings.json", list_command="qwen mcp list"),
+    pinned_rules=True,
+    # A resumed session's history leaves out what its first start was handed
+    # (`applySessionStartContext` is not saved): hand the pinned rules again.
+    pinned_dropped_sources=frozenset({"resume"}),
 )
