@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from mented.memory import Memory
 from mented.portable import parse_line
 from mented.sync import MARKER, GitSync, SyncError, record_path
 from mented.sync_files import MAX_RECORD_BYTES, CloneFiles
+from tests import test_sync_hostile
 from tests.test_sync_hostile import Attacker, Machine, a_record, git, remote_files
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -28,18 +28,9 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 OTHER_FILE_BYTES = 1024 * 1024  # the most a README or a licence may be
 
 
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    path = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(path)], check=True)
-    return path
-
-
-@pytest.fixture
-def laptop(tmp_path: Path, remote: Path) -> Iterator[Machine]:
-    machine = Machine(tmp_path / "laptop", remote)
-    yield machine
-    machine.store.close()
+# The hostile-sync tests' bare remote and the laptop that syncs with it.
+remote = test_sync_hostile.remote
+laptop = test_sync_hostile.laptop
 
 
 def commits(remote: Path) -> list[str]:
@@ -215,15 +206,21 @@ def tree_sizes(remote: Path) -> list[int]:
     return [int(line.split()[3]) for line in listed]
 
 
-def test_a_tree_of_exactly_the_most_files_is_taken_and_one_more_is_refused(
-    laptop: Machine, remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The bound is a million files: lowered here to the tree the remote holds.
+def synced_then_readme_pushed(laptop: Machine, remote: Path, tmp_path: Path) -> Attacker:
+    """The laptop's rule synced, then a README pushed by someone else: the attacker."""
     laptop.store.store("single line", tags=["trigger:git-commit"])
     laptop.sync.sync(laptop.store)
     attacker = Attacker(tmp_path, remote)
     write(attacker.work, {"README.md": b"rules\n"})
     attacker.push()
+    return attacker
+
+
+def test_a_tree_of_exactly_the_most_files_is_taken_and_one_more_is_refused(
+    laptop: Machine, remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bound is a million files: lowered here to the tree the remote holds.
+    attacker = synced_then_readme_pushed(laptop, remote, tmp_path)
     monkeypatch.setattr(mented.sync, "MAX_INCOMING_FILES", len(tree_sizes(remote)))
     assert laptop.sync.sync(laptop.store).skipped == []
     assert (laptop.sync.repo / "README.md").exists()
@@ -239,11 +236,7 @@ def test_a_tree_of_exactly_the_most_bytes_is_taken_and_one_more_is_refused(
     laptop: Machine, remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The bound is 2 GiB in all, each file under its own bound: lowered here.
-    laptop.store.store("single line", tags=["trigger:git-commit"])
-    laptop.sync.sync(laptop.store)
-    attacker = Attacker(tmp_path, remote)
-    write(attacker.work, {"README.md": b"rules\n"})
-    attacker.push()
+    attacker = synced_then_readme_pushed(laptop, remote, tmp_path)
     total = sum(tree_sizes(remote))
     monkeypatch.setattr(mented.sync, "MAX_INCOMING_BYTES", total)
     assert laptop.sync.sync(laptop.store).skipped == []
