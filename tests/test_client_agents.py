@@ -91,3 +91,35 @@ def test_a_settings_agent_prints_its_hook_command_line(capsys: pytest.CaptureFix
     assert client_of("claude-code").refuse_command() is None
     assert main(["hooks", "command", "claude-code"]) == 0
     assert "shim.py claude-code" in capsys.readouterr().out
+
+
+# What `hooks install` says first, installing and then installing again, per kind of install.
+SAID_BY_INSTALL = {
+    "gemini-cli": (
+        "Installed the mented hook for Gemini CLI in ~/.gemini/settings.json.",
+        "The mented hook for Gemini CLI is already in ~/.gemini/settings.json; nothing changed.",
+    ),
+    "opencode": (
+        "Installed mented's plugin for opencode in ~/.config/opencode/plugins/mented.js.",
+        "mented's plugin for opencode is already in ~/.config/opencode/plugins/mented.js; "
+        "nothing changed.",
+    ),
+    "pi": (
+        "Installed mented's extension for pi in ~/.pi/agent/extensions/mented.ts.",
+        "mented's extension for pi is already in ~/.pi/agent/extensions/mented.ts; "
+        "nothing changed.",
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(SAID_BY_INSTALL))
+def test_an_install_says_what_it_wrote_and_an_install_again_that_nothing_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], agent: str
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("GEMINI_CLI_HOME", "MENTED_SOCKET", "XDG_CONFIG_HOME", "PI_CODING_AGENT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    for said in SAID_BY_INSTALL[agent]:
+        assert main(["hooks", "install", agent]) == 0
+        assert capsys.readouterr().out.splitlines()[0] == said
