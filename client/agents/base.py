@@ -87,6 +87,20 @@ def install_report(agent: Agent, path: Path, outcome: str, **more: object) -> di
     }
 
 
+def print_outcome(what: str, agent: Agent, path: Path, outcome: str) -> bool:
+    """`hooks install`'s first line for `what` ("the mented hook", "mented's plugin") in
+    `path`: nothing changed, or installed or updated. Whether it changed anything."""
+    where = display_path(path)
+    if outcome == "unchanged":
+        # A sentence starts with a capital, but mented's name is written lowercase.
+        start = what if what.startswith("mented") else what[:1].upper() + what[1:]
+        print(f"{start} for {agent.title} is already in {where}; nothing changed.")
+        return False
+    verb = "Updated" if outcome == "updated" else "Installed"
+    print(f"{verb} {what} for {agent.title} in {where}.")
+    return True
+
+
 class ClientAgent(abc.ABC):
     """The client's side of one agent: what each verb does with mented's hook there."""
 

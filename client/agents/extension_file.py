@@ -29,7 +29,7 @@ from mented import paths
 from mented.agents.in_process import ExtensionAgent
 from mented.protocol import LogReply, LogRequest
 from mented.untrusted import Refused, owned_by_user, read_file, shown
-from mented_client.agents.base import ClientAgent, cleanup_root, install_report
+from mented_client.agents.base import ClientAgent, cleanup_root, install_report, print_outcome
 from mented_client.agents.findings import DoctorFindings
 from mented_client.agents.in_process import not_installed, sample_event
 from mented_client.commands.output import CommandError, escape_controls, print_json
@@ -280,12 +280,8 @@ class InProcessPlugin(ClientAgent):
                 }
             )
             return 0
-        where = display_path(path)
-        if outcome == "unchanged":
-            print(f"mented's extension for {agent.title} is already in {where}; nothing changed.")
+        if not print_outcome("mented's extension", agent, path, outcome):
             return 0
-        verb = "Updated" if outcome == "updated" else "Installed"
-        print(f"{verb} mented's extension for {agent.title} in {where}.")
         print(f"  for: {agent_coverage(agent)}, in {agent.title}'s own process (no hook process)")
         print(f"  socket: {socket} (unless the agent's $MENTED_SOCKET names another)")
         print(f"  {agent.title} loads it when a session starts (`/reload` in a running one).")

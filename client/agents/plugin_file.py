@@ -36,6 +36,7 @@ from mented_client.agents.base import (
     Removal,
     cleanup_root,
     install_report,
+    print_outcome,
     settings_paths,
 )
 from mented_client.agents.findings import DoctorFindings, HookCheck, SettingsPlace
@@ -222,12 +223,7 @@ class PluginFile(PlacesAgent):
                 }
             )
             return 0
-        where = display_path(path)
-        if outcome == "unchanged":
-            print(f"mented's plugin for {agent.title} is already in {where}; nothing changed.")
-        else:
-            verb = "Updated" if outcome == "updated" else "Installed"
-            print(f"{verb} mented's plugin for {agent.title} in {where}.")
+        if print_outcome("mented's plugin", agent, path, outcome):
             print(f"  socket: {socket} (unless the agent's $MENTED_SOCKET names another)")
             print(f"  for: {REGISTERED_FOR}")
         for note in notes:

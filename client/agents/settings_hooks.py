@@ -32,6 +32,7 @@ from mented_client.agents.base import (
     hook_command,
     install_report,
     needs_in_force,
+    print_outcome,
     settings_paths,
 )
 from mented_client.agents.findings import (
@@ -146,12 +147,7 @@ class SettingsHooks(PlacesAgent):
                 }
             )
             return 0
-        where = display_path(path)
-        if outcome == "unchanged":
-            print(f"The mented hook for {agent.title} is already in {where}; nothing changed.")
-        else:
-            verb = "Updated" if outcome == "updated" else "Installed"
-            print(f"{verb} the mented hook for {agent.title} in {where}.")
+        if print_outcome("the mented hook", agent, path, outcome):
             print(f"  runs: {command}")
             print(f"  for: {agent.registration_summary(needs, prefilter=prefilter)}")
             if backup:
